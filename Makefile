@@ -1,0 +1,54 @@
+# The two commands: `make run` (serve the embedded demo) and `make test` (the whole suite).
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+PORT ?= 8000
+STAMP := $(VENV)/.installed-stamp
+EMBEDDED_DB := sqlite:///var/sprig.db
+
+.PHONY: install run test test-inside lint migrations-check bench-quick clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Serve on 127.0.0.1:$(PORT): SQLite under var/, no Redis, demo community on first start.
+run: install
+	mkdir -p var
+	test -s var/secret_key || $(BIN)/python -c "import secrets; print(secrets.token_hex(32))" > var/secret_key
+	SPRIG_DATABASE_URL=$(EMBEDDED_DB) $(BIN)/sprig db upgrade
+	SPRIG_DATABASE_URL=$(EMBEDDED_DB) $(BIN)/sprig demo --if-empty
+	@echo "Sprig on http://127.0.0.1:$(PORT)/  (API docs: http://127.0.0.1:$(PORT)/api/v1/docs)"
+	SPRIG_DATABASE_URL=$(EMBEDDED_DB) SPRIG_SECRET_KEY=$$(cat var/secret_key) \
+		exec $(BIN)/gunicorn -c python:market.gunicorn_conf --bind 127.0.0.1:$(PORT) 'market.app:create_app()'
+
+# The whole suite on a fresh machine: starts PostgreSQL and Redis on loopback (installing them
+# with apt-get when missing), runs lint, migration checks and pytest on SQLite and PostgreSQL.
+test: install
+	scripts/test-services.sh $(MAKE) --no-print-directory test-inside
+
+test-inside: lint migrations-check
+	$(BIN)/pytest -q -p no:cacheprovider
+
+lint:
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check market evolution feedback tests bench
+
+# `alembic check`: the models and the migrations agree, on SQLite and (when set) PostgreSQL.
+migrations-check:
+	rm -f var/alembic-check.db; mkdir -p var
+	SPRIG_DATABASE_URL=sqlite:///var/alembic-check.db $(BIN)/alembic upgrade head
+	SPRIG_DATABASE_URL=sqlite:///var/alembic-check.db $(BIN)/alembic check
+	@if [ -n "$$SPRIG_TEST_POSTGRES_URL" ]; then \
+		SPRIG_DATABASE_URL=$$SPRIG_TEST_POSTGRES_URL $(BIN)/alembic upgrade head && \
+		SPRIG_DATABASE_URL=$$SPRIG_TEST_POSTGRES_URL $(BIN)/alembic check; fi
+
+bench-quick: install
+	scripts/test-services.sh sh -c '$(BIN)/python bench/catalog.py --quick'
+
+clean:
+	rm -rf var .pytest_cache .ruff_cache

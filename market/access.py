@@ -1,0 +1,43 @@
+"""Who may see what. One place, so every endpoint applies the same rules.
+
+- private: only its author;
+- quarantined: only its author and moderators;
+- unlisted: anyone with the link, never listed;
+- yanked: readable by link (with the reason), hidden from browse, no new installs; its
+  bundles stay downloadable by those who installed them.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import and_, or_
+
+from market.auth import Principal
+from market.models import SubAgent
+
+
+def can_view(viewer: Principal, subagent: SubAgent) -> bool:
+    is_author = viewer.user_id is not None and viewer.user_id == subagent.author_id
+    if is_author:
+        return True
+    if subagent.visibility == "private":
+        return False
+    if subagent.status == "quarantined":
+        return viewer.is_moderator
+    return True
+
+
+def listed_clause(viewer: Principal):
+    """SQL filter for what a viewer sees in lists (browse, search, forks, tree)."""
+    public_active = and_(SubAgent.visibility == "public", SubAgent.status == "active")
+    if viewer.user_id is None:
+        return public_active
+    own = SubAgent.author_id == viewer.user_id
+    return or_(public_active, own)
+
+
+def tree_clause(viewer: Principal):
+    """Fork lists and trees also show yanked branches, so a lineage never breaks in the middle."""
+    public = and_(SubAgent.visibility == "public", SubAgent.status.in_(("active", "yanked")))
+    if viewer.user_id is None:
+        return public
+    return or_(public, SubAgent.author_id == viewer.user_id)

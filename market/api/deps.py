@@ -1,0 +1,100 @@
+"""Per-request plumbing shared by the API blueprints: the DB session, the caller, bodies."""
+
+from __future__ import annotations
+
+import json
+
+from flask import current_app, g, request
+from pydantic import BaseModel, ValidationError
+from sqlmodel import Session
+
+from market import bundles
+from market.auth import ANONYMOUS, Principal, principal_for_token
+from market.errors import BadRequest, Unauthorized, Unprocessable
+
+
+def db() -> Session:
+    session = g.get("db_session")
+    if session is None:
+        session = Session(current_app.extensions["sprig.engine"], expire_on_commit=False)
+        g.db_session = session
+    return session
+
+
+def caller() -> Principal:
+    principal = g.get("principal")
+    if principal is None:
+        header = request.headers.get("Authorization", "")
+        if not header:
+            principal = g.get("session_principal") or ANONYMOUS
+        else:
+            scheme, _, token = header.partition(" ")
+            if scheme.lower() != "bearer" or not token.strip():
+                raise Unauthorized("Use `Authorization: Bearer <token>`.")
+            principal = principal_for_token(db(), token.strip())
+        g.principal = principal
+    return principal
+
+
+def _pydantic_errors(error: ValidationError, prefix: str) -> list[dict]:
+    return [
+        {
+            "location": ".".join([prefix, *(str(p) for p in e["loc"])]),
+            "message": e["msg"],
+        }
+        for e in error.errors()
+    ]
+
+
+def parse_model(model: type[BaseModel], data: object, prefix: str = "json") -> BaseModel:
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        errors = _pydantic_errors(error, prefix)
+        detail = "; ".join(f"{e['location']}: {e['message']}" for e in errors[:5])
+        raise Unprocessable(detail, errors=errors) from None
+
+
+def read_body_with_bundle(model: type[BaseModel]) -> tuple[BaseModel, bundles.Bundle]:
+    """A publish body: JSON with ``bundle``, or multipart with ``metadata`` (JSON) and a zip
+    file field ``bundle``. Both reach the same checks."""
+    if request.mimetype == "multipart/form-data":
+        raw = request.form.get("metadata")
+        if raw is None:
+            raise Unprocessable(
+                "Multipart uploads carry a `metadata` field with the JSON listing.",
+                errors=[{"location": "form.metadata", "message": "missing"}],
+            )
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            raise BadRequest("The `metadata` field is not valid JSON.") from None
+        body = parse_model(model, data, "form.metadata")
+        upload = request.files.get("bundle")
+        if upload is None:
+            raise Unprocessable(
+                "Multipart uploads carry the zip in a file field named `bundle`.",
+                errors=[{"location": "files.bundle", "message": "missing"}],
+            )
+        if getattr(body, "bundle", None) is not None:
+            raise Unprocessable("Send the bundle either as JSON or as a zip, not both.")
+        return body, bundles.bundle_from_zip(upload.stream)
+    if request.mimetype != "application/json":
+        raise Unprocessable(
+            "Send `application/json` or `multipart/form-data`.",
+            errors=[{"location": "headers.Content-Type", "message": "unsupported"}],
+        )
+    data = request.get_json(silent=True)
+    if data is None:
+        raise BadRequest("The body is not valid JSON.")
+    body = parse_model(model, data)
+    if body.bundle is None:
+        raise Unprocessable(
+            "A bundle is required (JSON `bundle`, or a zip upload).",
+            errors=[{"location": "json.bundle", "message": "Field required"}],
+        )
+    return body, bundles.bundle_from_json(body.bundle.model_dump())
+
+
+def commit() -> None:
+    db().commit()

@@ -1,0 +1,78 @@
+"""The application factory. Nothing is built at import time: gunicorn serves
+``"market.app:create_app()"`` and tests call ``create_app({...})``."""
+
+from __future__ import annotations
+
+import logging
+
+from apiflask import APIFlask
+from flask import g, request
+
+from market import problems
+from market.config import Settings, load_settings
+from market.db import make_engine
+
+API_PREFIX = "/api/v1"
+
+
+def create_app(config: dict | Settings | None = None) -> APIFlask:
+    settings = config if isinstance(config, Settings) else load_settings().with_overrides(config)
+    app = APIFlask(
+        __name__,
+        title="Sprig API",
+        version="1",
+        spec_path=f"{API_PREFIX}/openapi.json",
+        docs_path=f"{API_PREFIX}/docs",
+        static_folder="web/static",
+        static_url_path="/static",
+    )
+    app.config.update(
+        SECRET_KEY=settings.secret_key,
+        TESTING=settings.testing,
+        MAX_CONTENT_LENGTH=settings.max_request_bytes,
+        OPENAPI_VERSION="3.1.0",
+        JSON_SORT_KEYS=False,
+        SYNC_LOCAL_SPEC=False,
+        DOCS_FAVICON="/static/swagger-ui/favicon.png",
+        SWAGGER_UI_CSS="/static/swagger-ui/swagger-ui.css",
+        SWAGGER_UI_BUNDLE_JS="/static/swagger-ui/swagger-ui-bundle.js",
+        SWAGGER_UI_STANDALONE_PRESET_JS="/static/swagger-ui/swagger-ui-standalone-preset.js",
+        VALIDATION_ERROR_STATUS_CODE=422,
+        VALIDATION_ERROR_SCHEMA=problems.PROBLEM_SCHEMA,
+        HTTP_ERROR_SCHEMA=problems.PROBLEM_SCHEMA,
+        INFO={
+            "description": (
+                "Sprig shares AI-written lifestyle sub-agents as a fork tree. Errors are "
+                "`application/problem+json`. Authenticate with `Authorization: Bearer <token>`."
+            )
+        },
+    )
+    app.extensions["sprig.settings"] = settings
+    app.extensions["sprig.engine"] = make_engine(
+        settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms
+    )
+    logging.getLogger("market").setLevel(settings.log_level)
+
+    from market.api import register_api
+
+    register_api(app, API_PREFIX)
+    problems.install(app)
+
+    @app.teardown_appcontext
+    def _close_session(_exc):
+        session = g.pop("db_session", None)
+        if session is not None:
+            session.close()
+
+    @app.after_request
+    def _security_headers(response):
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("Referrer-Policy", "strict-origin-when-cross-origin")
+        response.headers.setdefault("X-Frame-Options", "DENY")
+        if request.path.startswith(API_PREFIX) and not request.path.endswith("/docs"):
+            response.headers.setdefault(
+                "Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'"
+            )
+        return response
+
+    return app

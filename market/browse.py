@@ -1,0 +1,212 @@
+"""Reading the catalog: browse and search, fork children, lineage and subtrees."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from sqlalchemy import and_, or_, text
+from sqlmodel import Session, select
+
+from market.access import can_view, listed_clause, tree_clause
+from market.auth import Principal
+from market.errors import BadRequest
+from market.models import SubAgent, SubAgentTag, User
+from market.pagination import decode_cursor, encode_cursor
+from market.schemas import Lineage, LineageNode, Page, Tree, TreeNode
+from market.serialize import card_out
+
+MAX_SEARCH_OFFSET = 1000
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def _cards(session: Session, rows: list[SubAgent]) -> list:
+    author_ids = {r.author_id for r in rows}
+    authors = (
+        {u.id: u for u in session.exec(select(User).where(User.id.in_(author_ids)))}
+        if author_ids
+        else {}
+    )
+    return [card_out(r, authors[r.author_id]) for r in rows]
+
+
+def search_terms(q: str) -> list[str]:
+    return [w.lower() for w in _WORD.findall(q)][:12]
+
+
+def _search_filter(session: Session, terms: list[str]):
+    """A clause restricting to matches, and an ORDER BY expression for relevance."""
+    if session.get_bind().dialect.name == "postgresql":
+        query = " & ".join(f"{t}:*" for t in terms)
+        match = text("subagent.search_vector @@ to_tsquery('english', :tsq)").bindparams(tsq=query)
+        rank = text(
+            "ts_rank_cd(subagent.search_vector, to_tsquery('english', :tsq2)) DESC"
+        ).bindparams(tsq2=query)
+        return match, rank
+    fts = " AND ".join('"' + t.replace('"', "") + '"*' for t in terms)
+    match = text(
+        "subagent.id IN (SELECT rowid FROM subagent_fts WHERE subagent_fts MATCH :fts)"
+    ).bindparams(fts=fts)
+    rank = text(
+        "(SELECT bm25(subagent_fts, 10.0, 4.0, 1.0, 5.0) FROM subagent_fts "
+        "WHERE subagent_fts MATCH :fts2 AND rowid = subagent.id)"
+    ).bindparams(fts2=fts)
+    return match, rank
+
+
+def browse(
+    session: Session,
+    viewer: Principal,
+    *,
+    q: str | None,
+    category: str | None,
+    tag: str | None,
+    sort: str | None,
+    limit: int,
+    cursor: str | None,
+) -> Page:
+    terms = search_terms(q) if q else []
+    sort = sort or ("relevance" if terms else "new")
+    statement = select(SubAgent).where(listed_clause(viewer))
+    if category:
+        statement = statement.where(SubAgent.category == category)
+    if tag:
+        statement = statement.where(
+            SubAgent.id.in_(select(SubAgentTag.subagent_id).where(SubAgentTag.tag == tag.lower()))
+        )
+    rank = None
+    if terms:
+        match, rank = _search_filter(session, terms)
+        statement = statement.where(match)
+
+    if sort == "relevance" and rank is not None:
+        offset = decode_cursor(cursor, (int,))[0] if cursor else 0
+        if not 0 <= offset <= MAX_SEARCH_OFFSET:
+            offset = MAX_SEARCH_OFFSET
+        rows = list(
+            session.exec(
+                statement.order_by(rank, SubAgent.id.desc()).offset(offset).limit(limit + 1)
+            )
+        )
+        more = len(rows) > limit and offset + limit < MAX_SEARCH_OFFSET
+        next_cursor = encode_cursor(offset + limit) if more else None
+        return Page(items=_cards(session, rows[:limit]), next_cursor=next_cursor)
+
+    if sort == "installs":
+        key_column, shape = SubAgent.install_count, (int, int)
+    else:
+        key_column, shape = SubAgent.created_at, (str, int)
+    if cursor:
+        key, last_id = decode_cursor(cursor, shape)
+        if shape[0] is str:
+            try:
+                key = datetime.fromisoformat(key)
+            except ValueError:
+                raise BadRequest("The cursor is not one this API made.") from None
+        statement = statement.where(
+            or_(key_column < key, and_(key_column == key, SubAgent.id < last_id))
+        )
+    rows = list(
+        session.exec(statement.order_by(key_column.desc(), SubAgent.id.desc()).limit(limit + 1))
+    )
+    next_cursor = None
+    if len(rows) > limit:
+        last = rows[limit - 1]
+        key = last.install_count if sort == "installs" else last.created_at.isoformat()
+        next_cursor = encode_cursor(key, last.id)
+    return Page(items=_cards(session, rows[:limit]), next_cursor=next_cursor)
+
+
+def forks_of(
+    session: Session, viewer: Principal, parent: SubAgent, *, limit: int, cursor: str | None
+) -> Page:
+    statement = select(SubAgent).where(SubAgent.parent_id == parent.id, tree_clause(viewer))
+    if cursor:
+        installs, last_id = decode_cursor(cursor, (int, int))
+        statement = statement.where(
+            or_(
+                SubAgent.install_count < installs,
+                and_(SubAgent.install_count == installs, SubAgent.id > last_id),
+            )
+        )
+    rows = list(
+        session.exec(
+            statement.order_by(SubAgent.install_count.desc(), SubAgent.id).limit(limit + 1)
+        )
+    )
+    next_cursor = None
+    if len(rows) > limit:
+        last = rows[limit - 1]
+        next_cursor = encode_cursor(last.install_count, last.id)
+    return Page(items=_cards(session, rows[:limit]), next_cursor=next_cursor)
+
+
+def lineage(session: Session, viewer: Principal, subagent: SubAgent) -> Lineage:
+    """Ancestors root first. One an ordinary viewer may not see stays a hidden placeholder so
+    the path still ends at its root without revealing what the hidden one is."""
+    ids = [int(i) for i in subagent.ancestry.split("/") if i]
+    rows = {r.id: r for r in session.exec(select(SubAgent).where(SubAgent.id.in_(ids)))}
+    visible = [rows[i] for i in ids if can_view(viewer, rows[i])]
+    cards = {c.id: c for c in _cards(session, visible)}
+    nodes = [
+        LineageNode(depth=depth, subagent=cards[i])
+        if i in cards
+        else LineageNode(depth=depth, hidden=True)
+        for depth, i in enumerate(ids)
+    ]
+    root_id = subagent.root_id if (not ids or ids[0] in cards) else None
+    return Lineage(subagent_id=subagent.id, root_id=root_id, ancestors=nodes)
+
+
+def subtree(
+    session: Session,
+    viewer: Principal,
+    top: SubAgent,
+    *,
+    depth: int,
+    max_children: int,
+    max_nodes: int,
+) -> Tree:
+    """Breadth-first, one query per level, the most-installed children first under each node."""
+    nodes = [_tree_node(top)]
+    frontier = [top.id]
+    truncated = False
+    for _level in range(depth):
+        if not frontier or len(nodes) >= max_nodes:
+            break
+        children = session.exec(
+            select(SubAgent)
+            .where(SubAgent.parent_id.in_(frontier), tree_clause(viewer))
+            .order_by(SubAgent.parent_id, SubAgent.install_count.desc(), SubAgent.id)
+        )
+        shown: dict[int, int] = {}
+        next_frontier = []
+        by_id = {n.id: n for n in nodes}
+        for child in children:
+            count = shown.get(child.parent_id, 0)
+            if count >= max_children or len(nodes) >= max_nodes:
+                truncated = True
+                continue
+            shown[child.parent_id] = count + 1
+            by_id[child.parent_id].shown_children += 1
+            node = _tree_node(child)
+            nodes.append(node)
+            by_id[node.id] = node
+            next_frontier.append(child.id)
+        frontier = next_frontier
+    if frontier and depth and any(n.fork_count > n.shown_children for n in nodes):
+        truncated = True
+    return Tree(root_id=top.id, depth=depth, nodes=nodes, truncated=truncated)
+
+
+def _tree_node(row: SubAgent) -> TreeNode:
+    return TreeNode(
+        id=row.id,
+        parent_id=row.parent_id,
+        depth=row.depth,
+        title=row.title,
+        status=row.status,
+        install_count=row.install_count,
+        fork_count=row.fork_count,
+        shown_children=0,
+    )

@@ -1,0 +1,406 @@
+"""Publishing and curating sub-agents: publish, fork, new versions, edits, yank, quarantine.
+
+Every write validates first and changes nothing on failure; the caller commits once.
+Fork links are computed here from the parent row and never accepted from the client.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+
+from sqlalchemy import update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, func, select
+
+from market import bundles
+from market.access import can_view
+from market.auth import Principal
+from market.errors import Conflict, Forbidden, NotFound, Unprocessable
+from market.models import (
+    BundleBlob,
+    ForkRequest,
+    Report,
+    SubAgent,
+    SubAgentTag,
+    User,
+    Version,
+    utcnow,
+)
+
+# ---- loading -------------------------------------------------------------------------
+
+
+def get_visible(session: Session, viewer: Principal, subagent_id: int) -> SubAgent:
+    """The sub-agent if the viewer may see it; otherwise 404 (never 403: no existence leak)."""
+    subagent = session.get(SubAgent, subagent_id)
+    if subagent is None or not can_view(viewer, subagent):
+        raise NotFound(f"No sub-agent {subagent_id}.")
+    return subagent
+
+
+def get_author(session: Session, subagent: SubAgent) -> User:
+    return session.get(User, subagent.author_id)
+
+
+def get_version(session: Session, subagent: SubAgent, version_id: int | None) -> Version:
+    version_id = version_id or subagent.latest_version_id
+    version = session.get(Version, version_id) if version_id else None
+    if version is None or version.subagent_id != subagent.id:
+        raise NotFound(f"Sub-agent {subagent.id} has no version {version_id}.")
+    return version
+
+
+def list_versions(session: Session, subagent: SubAgent) -> list[Version]:
+    return list(
+        session.exec(
+            select(Version).where(Version.subagent_id == subagent.id).order_by(Version.number)
+        )
+    )
+
+
+def load_bundle(session: Session, version: Version) -> bundles.Bundle:
+    blob = session.get(BundleBlob, version.sha256)
+    payload = json.loads(zlib.decompress(blob.content))
+    return bundles.bundle_from_json(payload)
+
+
+# ---- who publishes -------------------------------------------------------------------
+
+
+def resolve_publisher(session: Session, caller: Principal, on_behalf_of: str | None) -> User:
+    """The user a publish is attributed to: the caller, or a user a service publishes for."""
+    if on_behalf_of is None:
+        caller.require("publish" if caller.kind == "person" else "publish:on-behalf")
+        if caller.kind != "person":
+            raise Unprocessable(
+                "A service publishes for a user: name them in `on_behalf_of`.",
+                errors=[{"location": "on_behalf_of", "message": "required for services"}],
+            )
+        return session.get(User, caller.user_id)
+    caller.require("publish:on-behalf")
+    user = session.exec(select(User).where(User.handle == on_behalf_of)).first()
+    if user is None or user.kind != "person":
+        raise Unprocessable(
+            f"No person with handle {on_behalf_of!r}.",
+            errors=[{"location": "on_behalf_of", "message": "unknown handle"}],
+        )
+    return user
+
+
+def viewer_for(user: User) -> Principal:
+    return Principal(user_id=user.id, handle=user.handle, kind=user.kind, role=user.role)
+
+
+def personal_values(user: User) -> dict[str, str | None]:
+    return {
+        "email": user.email,
+        "phone": user.phone,
+        "name": user.display_name,
+        "address": user.address,
+    }
+
+
+def checked_bundle(bundle: bundles.Bundle, publisher: User) -> bundles.Bundle:
+    bundles.check_publishable(bundle, personal_values(publisher))
+    return bundle
+
+
+# ---- storing bundles -------------------------------------------------------------------
+
+
+def _store_blob(session: Session, bundle: bundles.Bundle) -> None:
+    dialect = session.get_bind().dialect.name
+    insert = pg_insert if dialect == "postgresql" else sqlite_insert
+    statement = (
+        insert(BundleBlob)
+        .values(
+            sha256=bundle.sha256,
+            content=zlib.compress(bundle.canonical_bytes(), 6),
+            size_bytes=bundle.size,
+        )
+        .on_conflict_do_nothing(index_elements=["sha256"])
+    )
+    session.exec(statement)
+
+
+def _new_version(
+    session: Session, subagent: SubAgent, bundle: bundles.Bundle, number: int, changelog: str
+) -> Version:
+    _store_blob(session, bundle)
+    version = Version(
+        subagent_id=subagent.id,
+        number=number,
+        sha256=bundle.sha256,
+        manifest=bundle.manifest,
+        changelog=changelog,
+        size_bytes=bundle.size,
+        file_count=len(bundle.files),
+    )
+    session.add(version)
+    session.flush()
+    subagent.latest_version_id = version.id
+    subagent.updated_at = utcnow()
+    session.add(subagent)
+    return version
+
+
+def _set_tags(session: Session, subagent: SubAgent, tags: list[str]) -> None:
+    normalized = sorted({t.strip().lower() for t in tags if t.strip()})
+    subagent.tags = normalized
+    existing = session.exec(select(SubAgentTag).where(SubAgentTag.subagent_id == subagent.id))
+    for row in existing:
+        session.delete(row)
+    session.flush()
+    for tag in normalized:
+        session.add(SubAgentTag(tag=tag, subagent_id=subagent.id))
+
+
+def _create_subagent(session: Session, subagent: SubAgent) -> tuple[SubAgent, bool]:
+    """Insert, or return the one a previous identical request made. (row, created)."""
+    try:
+        with session.begin_nested():
+            session.add(subagent)
+            session.flush()
+    except IntegrityError:
+        existing = session.exec(
+            select(SubAgent).where(SubAgent.dedupe_key == subagent.dedupe_key)
+        ).first()
+        if existing is None:
+            raise
+        return existing, False
+    return subagent, True
+
+
+# ---- publish and fork ------------------------------------------------------------------
+
+
+def publish(
+    session: Session,
+    publisher: User,
+    *,
+    title: str,
+    category: str,
+    bundle: bundles.Bundle,
+    summary: str = "",
+    story: str = "",
+    tags: list[str] = (),
+    visibility: str = "public",
+    created_at=None,
+) -> tuple[SubAgent, Version, bool]:
+    """Publish a new root sub-agent. Identical bytes from the same author return the existing
+    one (created=False)."""
+    checked_bundle(bundle, publisher)
+    now = created_at or utcnow()
+    subagent, created = _create_subagent(
+        session,
+        SubAgent(
+            title=title,
+            summary=summary,
+            story=story,
+            category=category,
+            tags=[],
+            author_id=publisher.id,
+            visibility=visibility,
+            dedupe_key=f"{publisher.id}:0:{bundle.sha256}",
+            created_at=now,
+            updated_at=now,
+        ),
+    )
+    if not created:
+        return subagent, session.get(Version, subagent.latest_version_id), False
+    subagent.root_id = subagent.id
+    _set_tags(session, subagent, list(tags))
+    version = _new_version(session, subagent, bundle, 1, "")
+    version.created_at = now
+    return subagent, version, True
+
+
+def fork(
+    session: Session,
+    publisher: User,
+    parent: SubAgent,
+    *,
+    title: str,
+    bundle: bundles.Bundle,
+    fork_request: str,
+    fork_request_id: int | None = None,
+    parent_version_id: int | None = None,
+    category: str | None = None,
+    summary: str = "",
+    story: str = "",
+    tags: list[str] | None = None,
+    visibility: str = "public",
+    created_at=None,
+) -> tuple[SubAgent, Version, bool]:
+    """Fork ``parent`` (which the publisher must be able to see) into a new sub-agent."""
+    if not can_view(viewer_for(publisher), parent):
+        raise NotFound(f"No sub-agent {parent.id}.")
+    if parent.status == "quarantined":
+        raise Conflict("A quarantined sub-agent cannot be forked.")
+    parent_version = get_version(session, parent, parent_version_id)
+    request = None
+    if fork_request_id is not None:
+        request = session.get(ForkRequest, fork_request_id)
+        if request is None or request.subagent_id != parent.id:
+            raise Unprocessable(
+                f"Fork request {fork_request_id} does not ask for a fork of {parent.id}.",
+                errors=[{"location": "fork_request_id", "message": "not a request for this"}],
+            )
+        if request.status != "open":
+            raise Conflict(f"Fork request {fork_request_id} is already {request.status}.")
+    checked_bundle(bundle, publisher)
+    now = created_at or utcnow()
+    ancestry = f"{parent.ancestry}/{parent.id}" if parent.ancestry else str(parent.id)
+    child, created = _create_subagent(
+        session,
+        SubAgent(
+            title=title,
+            summary=summary or parent.summary,
+            story=story,
+            category=category or parent.category,
+            tags=[],
+            author_id=publisher.id,
+            visibility=visibility,
+            parent_id=parent.id,
+            parent_version_id=parent_version.id,
+            root_id=parent.root_id,
+            depth=parent.depth + 1,
+            ancestry=ancestry,
+            fork_request_text=fork_request,
+            fork_request_id=request.id if request else None,
+            dedupe_key=f"{publisher.id}:{parent.id}:{bundle.sha256}",
+            created_at=now,
+            updated_at=now,
+        ),
+    )
+    if not created:
+        return child, session.get(Version, child.latest_version_id), False
+    _set_tags(session, child, list(parent.tags if tags is None else tags))
+    version = _new_version(session, child, bundle, 1, "")
+    version.created_at = now
+    if visibility != "private":
+        _bump(session, parent.id, fork_count=1)
+    if request is not None:
+        request.status = "fulfilled"
+        request.fulfilled_by_id = child.id
+        request.fulfilled_at = now
+        session.add(request)
+    return child, version, True
+
+
+def publish_version(
+    session: Session, publisher: User, subagent: SubAgent, bundle: bundles.Bundle, changelog: str
+) -> tuple[Version, bool]:
+    if subagent.author_id != publisher.id:
+        if not can_view(viewer_for(publisher), subagent):
+            raise NotFound(f"No sub-agent {subagent.id}.")
+        raise Forbidden("Only the author publishes new versions of a sub-agent.")
+    if subagent.status == "quarantined":
+        raise Conflict("A quarantined sub-agent takes no new versions.")
+    existing = session.exec(
+        select(Version).where(Version.subagent_id == subagent.id, Version.sha256 == bundle.sha256)
+    ).first()
+    if existing is not None:
+        return existing, False
+    checked_bundle(bundle, publisher)
+    number = (
+        session.exec(
+            select(func.max(Version.number)).where(Version.subagent_id == subagent.id)
+        ).one()
+        or 0
+    ) + 1
+    try:
+        with session.begin_nested():
+            version = _new_version(session, subagent, bundle, number, changelog)
+    except IntegrityError:
+        # A concurrent identical publish won the race: return what it stored.
+        session.refresh(subagent)
+        existing = session.exec(
+            select(Version).where(
+                Version.subagent_id == subagent.id, Version.sha256 == bundle.sha256
+            )
+        ).first()
+        if existing is None:
+            raise Conflict("Another version was published at the same moment; retry.") from None
+        return existing, False
+    return version, True
+
+
+def _bump(session: Session, subagent_id: int, **deltas: int) -> None:
+    values = {name: getattr(SubAgent, name) + delta for name, delta in deltas.items()}
+    session.exec(update(SubAgent).where(SubAgent.id == subagent_id).values(**values))
+
+
+# ---- edits and moderation --------------------------------------------------------------
+
+
+def update_listing(session: Session, caller: Principal, subagent: SubAgent, changes: dict) -> None:
+    if subagent.author_id != caller.user_id:
+        raise Forbidden("Only the author edits a sub-agent's listing.")
+    tags = changes.pop("tags", None)
+    old_visibility = subagent.visibility
+    for name, value in changes.items():
+        if value is not None:
+            setattr(subagent, name, str(value))
+    if tags is not None:
+        _set_tags(session, subagent, tags)
+    if subagent.parent_id is not None and (old_visibility == "private") != (
+        subagent.visibility == "private"
+    ):
+        _bump(session, subagent.parent_id, fork_count=1 if old_visibility == "private" else -1)
+    subagent.updated_at = utcnow()
+    session.add(subagent)
+
+
+def yank(
+    session: Session, caller: Principal, subagent: SubAgent, reason: str, version_id: int | None
+) -> None:
+    if subagent.author_id != caller.user_id and not caller.is_moderator:
+        raise Forbidden("Only the author or a moderator yanks a sub-agent.")
+    if version_id is not None:
+        version = get_version(session, subagent, version_id)
+        version.status, version.status_reason = "yanked", reason
+        session.add(version)
+        return
+    if subagent.status == "quarantined":
+        raise Conflict("The sub-agent is quarantined; a moderator lifts that first.")
+    subagent.status, subagent.status_reason = "yanked", reason
+    subagent.updated_at = utcnow()
+    session.add(subagent)
+
+
+def quarantine(
+    session: Session, caller: Principal, subagent: SubAgent, reason: str, lift: bool
+) -> None:
+    if not caller.is_moderator:
+        raise Forbidden("Only moderators quarantine.")
+    subagent.status = "active" if lift else "quarantined"
+    subagent.status_reason = None if lift else reason
+    subagent.updated_at = utcnow()
+    session.add(subagent)
+    if not lift:
+        for report in session.exec(
+            select(Report).where(Report.subagent_id == subagent.id, Report.status == "open")
+        ):
+            report.status = "actioned"
+            session.add(report)
+
+
+def report(
+    session: Session, caller: Principal, subagent: SubAgent, reason: str, detail: str
+) -> tuple[Report, bool]:
+    caller.require()
+    existing = session.exec(
+        select(Report).where(
+            Report.subagent_id == subagent.id, Report.reporter_id == caller.user_id
+        )
+    ).first()
+    if existing is not None:
+        return existing, False
+    row = Report(subagent_id=subagent.id, reporter_id=caller.user_id, reason=reason, detail=detail)
+    session.add(row)
+    session.flush()
+    return row, True

@@ -1,0 +1,134 @@
+"""The ``sprig`` command: database, demo community, users and tokens, serving."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+from sqlmodel import select
+
+from market.config import load_settings
+from market.db import make_engine, session_scope
+
+
+def _engine():
+    settings = load_settings()
+    return make_engine(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
+
+
+@click.group()
+def main() -> None:
+    """Sprig: share, fork and evolve lifestyle sub-agents."""
+
+
+@main.group()
+def db() -> None:
+    """Database schema."""
+
+
+@db.command("upgrade")
+@click.option("--revision", default="head", show_default=True)
+def db_upgrade(revision: str) -> None:
+    """Migrate the database (SPRIG_DATABASE_URL) to the newest schema."""
+    from market.migrate import upgrade
+
+    upgrade(load_settings().database_url, revision)
+    click.echo(f"database at {revision}")
+
+
+@main.command()
+@click.option("--seed", default=7, show_default=True, type=int)
+@click.option("--if-empty", is_flag=True, help="Load only when the database has no users.")
+@click.option("--tokens/--no-tokens", default=True, help="Print fresh demo tokens.")
+def demo(seed: int, if_empty: bool, tokens: bool) -> None:
+    """Load the deterministic demo community and print tokens to try the API with."""
+    from market.demo.loader import demo_tokens, is_empty, load_demo
+
+    engine = _engine()
+    if not if_empty or is_empty(engine):
+        stats = load_demo(engine, seed=seed)
+        click.echo(
+            "demo community loaded: "
+            + ", ".join(f"{count} {name}" for name, count in stats.items())
+        )
+    else:
+        click.echo("database already has data; demo not reloaded")
+    if tokens:
+        for label, handle, token in demo_tokens(engine):
+            click.echo(f"{label} token ({handle}): {token}")
+
+
+@main.group()
+def users() -> None:
+    """People and service accounts."""
+
+
+@users.command("create")
+@click.argument("handle")
+@click.option("--display-name", default=None)
+@click.option("--email", default=None)
+@click.option("--kind", type=click.Choice(["person", "service"]), default="person")
+@click.option("--role", type=click.Choice(["user", "moderator"]), default="user")
+def users_create(handle: str, display_name, email, kind: str, role: str) -> None:
+    """Create a user."""
+    from market.models import User
+
+    with session_scope(_engine()) as session:
+        if session.exec(select(User).where(User.handle == handle)).first():
+            raise click.ClickException(f"user {handle!r} exists")
+        session.add(
+            User(handle=handle, display_name=display_name or handle, email=email, kind=kind,
+                 role=role)
+        )
+    click.echo(f"created {kind} {handle}")
+
+
+@main.group()
+def tokens() -> None:
+    """API tokens."""
+
+
+@tokens.command("create")
+@click.argument("handle")
+@click.option("--scope", "scopes", multiple=True, help="Repeat for several scopes.")
+@click.option("--name", default="cli")
+def tokens_create(handle: str, scopes: tuple[str, ...], name: str) -> None:
+    """Create a token for HANDLE and print it (it is shown only once)."""
+    from market.auth import issue_token
+    from market.errors import SprigError
+    from market.models import User
+
+    with session_scope(_engine()) as session:
+        user = session.exec(select(User).where(User.handle == handle)).first()
+        if user is None:
+            raise click.ClickException(f"no user {handle!r}")
+        try:
+            token = issue_token(session, user, list(scopes), name=name)
+        except SprigError as error:
+            raise click.ClickException(error.detail) from None
+    click.echo(token)
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=int)
+@click.option("--workers", default=2, show_default=True, type=int)
+def serve(host: str, port: int, workers: int) -> None:
+    """Serve the app with gunicorn."""
+    gunicorn = os.path.join(os.path.dirname(sys.executable), "gunicorn")
+    args = [
+        gunicorn,
+        "-c",
+        "python:market.gunicorn_conf",
+        "--bind",
+        f"{host}:{port}",
+        "--workers",
+        str(workers),
+        "market.app:create_app()",
+    ]
+    os.execv(gunicorn, args)  # noqa: S606 - replaces this process with gunicorn
+
+
+if __name__ == "__main__":
+    main()

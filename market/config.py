@@ -1,0 +1,60 @@
+"""Settings, read from ``SPRIG_*`` environment variables when the app is built.
+
+Nothing here runs at import time: :func:`load_settings` is called by ``create_app``.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+
+DEFAULT_DB_PATH = Path("var") / "sprig.db"
+
+
+@dataclass(frozen=True)
+class Settings:
+    database_url: str = f"sqlite:///{DEFAULT_DB_PATH}"
+    # Empty means "no Redis": the embedded default runs Celery eagerly and needs no broker.
+    redis_url: str = ""
+    secret_key: str = field(default_factory=lambda: secrets.token_hex(32))
+    celery_eager: bool = True
+    # SQLite waits this long for the single writer lock before giving up.
+    sqlite_busy_timeout_ms: int = 5000
+    # Largest request body accepted at all; bundle caps are checked again while reading.
+    max_request_bytes: int = 4 * 1024 * 1024
+    page_limit_max: int = 100
+    tree_depth_max: int = 6
+    tree_nodes_max: int = 2000
+    log_level: str = "INFO"
+    testing: bool = False
+
+    def with_overrides(self, overrides: dict | None) -> Settings:
+        if not overrides:
+            return self
+        known = {f.name for f in fields(self)}
+        unknown = set(overrides) - known
+        if unknown:
+            raise ValueError(f"unknown settings: {sorted(unknown)}")
+        return replace(self, **overrides)
+
+
+def _coerce(raw: str, template: object) -> object:
+    if isinstance(template, bool):
+        return raw.strip().lower() in {"1", "true", "yes", "on"}
+    if isinstance(template, int):
+        return int(raw)
+    return raw
+
+
+def load_settings(environ: dict[str, str] | None = None) -> Settings:
+    """Build settings from ``SPRIG_<NAME>`` variables (e.g. ``SPRIG_DATABASE_URL``)."""
+    environ = os.environ if environ is None else environ
+    base = Settings()
+    values = {}
+    for f in fields(Settings):
+        raw = environ.get(f"SPRIG_{f.name.upper()}")
+        if raw is not None:
+            values[f.name] = _coerce(raw, getattr(base, f.name))
+    return replace(base, **values)

@@ -1,0 +1,12 @@
+"""gunicorn settings: threads per worker so slow clients do not block a worker."""
+
+import os
+
+bind = os.environ.get("SPRIG_BIND", "127.0.0.1:8000")
+workers = int(os.environ.get("SPRIG_WORKERS", "2"))
+worker_class = "gthread"
+threads = int(os.environ.get("SPRIG_THREADS", "8"))
+timeout = 30
+graceful_timeout = 10
+accesslog = os.environ.get("SPRIG_ACCESS_LOG") or None
+errorlog = "-"

@@ -1,0 +1,187 @@
+"""Importing sub-agents into a user's agent, and the queue of customization requests."""
+
+from __future__ import annotations
+
+from sqlalchemy import and_, or_, update
+from sqlmodel import Session, select
+
+from market.access import can_view
+from market.auth import Principal
+from market.catalog import get_version
+from market.errors import Conflict, Forbidden
+from market.models import ForkRequest, Install, SubAgent, User, Version, utcnow
+from market.pagination import decode_cursor, encode_cursor
+from market.schemas import ForkRequestList, InstallList
+from market.serialize import card_out, fork_request_out, install_out
+
+
+def _previously_granted(session: Session, user_id: int, subagent: SubAgent) -> set[str] | None:
+    """Scopes the user granted before: for this sub-agent (an update) or for its parent."""
+    for candidate in (subagent.id, subagent.parent_id):
+        if candidate is None:
+            continue
+        earlier = session.exec(
+            select(Install).where(Install.user_id == user_id, Install.subagent_id == candidate)
+        ).first()
+        if earlier is not None:
+            return set(earlier.granted_scopes)
+    return None
+
+
+def install(
+    session: Session,
+    caller: Principal,
+    subagent: SubAgent,
+    *,
+    version_id: int | None,
+    source: str,
+    exposure_id: str | None,
+):
+    caller.require("install")
+    version = get_version(session, subagent, version_id)
+    existing = session.exec(
+        select(Install).where(Install.user_id == caller.user_id, Install.subagent_id == subagent.id)
+    ).first()
+    already_has_version = existing is not None and existing.version_id == version.id
+    is_author = subagent.author_id == caller.user_id
+    if not already_has_version and not is_author:
+        if subagent.status == "yanked":
+            raise Conflict(f"This sub-agent was yanked: {subagent.status_reason}")
+        if version.status == "yanked":
+            raise Conflict(f"Version {version.number} was yanked: {version.status_reason}")
+    scopes = sorted(set(version.manifest.get("scopes", [])))
+    granted_before = _previously_granted(session, caller.user_id, subagent)
+    new_scopes = sorted(set(scopes) - granted_before) if granted_before is not None else []
+    now = utcnow()
+    if existing is None:
+        existing = Install(
+            user_id=caller.user_id,
+            subagent_id=subagent.id,
+            version_id=version.id,
+            source=source,
+            exposure_id=exposure_id,
+            granted_scopes=scopes,
+        )
+        session.add(existing)
+        session.flush()
+        _count(session, subagent.id, +1)
+        created = True
+    else:
+        created = not existing.active
+        if created:
+            _count(session, subagent.id, +1)
+        existing.active = True
+        existing.version_id = version.id
+        existing.granted_scopes = scopes
+        existing.updated_at = now
+        session.add(existing)
+    return install_out(existing, new_scopes), created
+
+
+def uninstall(session: Session, caller: Principal, subagent: SubAgent) -> bool:
+    caller.require("install")
+    existing = session.exec(
+        select(Install).where(Install.user_id == caller.user_id, Install.subagent_id == subagent.id)
+    ).first()
+    if existing is None or not existing.active:
+        return False
+    existing.active = False
+    existing.updated_at = utcnow()
+    session.add(existing)
+    _count(session, subagent.id, -1)
+    return True
+
+
+def _count(session: Session, subagent_id: int, delta: int) -> None:
+    session.exec(
+        update(SubAgent)
+        .where(SubAgent.id == subagent_id)
+        .values(install_count=SubAgent.install_count + delta)
+    )
+
+
+def has_installed(session: Session, user_id: int | None, version: Version) -> bool:
+    if user_id is None:
+        return False
+    return (
+        session.exec(
+            select(Install.id).where(
+                Install.user_id == user_id, Install.version_id == version.id
+            )
+        ).first()
+        is not None
+    )
+
+
+def my_installs(session: Session, caller: Principal, *, limit: int, cursor: str | None):
+    caller.require()
+    statement = (
+        select(Install, SubAgent, User)
+        .join(SubAgent, SubAgent.id == Install.subagent_id)
+        .join(User, User.id == SubAgent.author_id)
+        .where(Install.user_id == caller.user_id, Install.active)
+    )
+    if cursor:
+        (last_id,) = decode_cursor(cursor, (int,))
+        statement = statement.where(Install.id < last_id)
+    rows = list(session.exec(statement.order_by(Install.id.desc()).limit(limit + 1)))
+    items = [
+        install_out(inst, card=card_out(sa, author))
+        for inst, sa, author in rows[:limit]
+        # An installed sub-agent that later went private or quarantined drops out of view.
+        if can_view(caller, sa)
+    ]
+    next_cursor = encode_cursor(rows[limit - 1][0].id) if len(rows) > limit else None
+    return InstallList(items=items, next_cursor=next_cursor)
+
+
+def request_fork(session: Session, caller: Principal, subagent: SubAgent, text: str):
+    caller.require("request")
+    text = text.strip()
+    existing = session.exec(
+        select(ForkRequest).where(
+            ForkRequest.subagent_id == subagent.id,
+            ForkRequest.requester_id == caller.user_id,
+            ForkRequest.status == "open",
+            ForkRequest.text == text,
+        )
+    ).first()
+    if existing is not None:
+        return existing, False
+    if subagent.status != "active":
+        raise Conflict(f"This sub-agent is {subagent.status}; ask for a fork of another.")
+    row = ForkRequest(subagent_id=subagent.id, requester_id=caller.user_id, text=text)
+    session.add(row)
+    session.flush()
+    return row, True
+
+
+def fork_request_queue(
+    session: Session, caller: Principal, *, status: str, limit: int, cursor: str | None
+) -> ForkRequestList:
+    """The coding agent's queue. Services with publish:on-behalf and moderators see every
+    request; a person sees their own."""
+    caller.require()
+    statement = (
+        select(ForkRequest, User, SubAgent)
+        .join(User, User.id == ForkRequest.requester_id)
+        .join(SubAgent, SubAgent.id == ForkRequest.subagent_id)
+        .where(ForkRequest.status == status)
+    )
+    sees_all = caller.is_moderator or "publish:on-behalf" in caller.scopes
+    if not sees_all:
+        if caller.kind != "person":
+            raise Forbidden("The fork-request queue needs the publish:on-behalf scope.")
+        statement = statement.where(ForkRequest.requester_id == caller.user_id)
+    else:
+        # Requests against a private sub-agent concern only its author.
+        statement = statement.where(
+            or_(SubAgent.visibility != "private", SubAgent.author_id == caller.user_id)
+        )
+    if cursor:
+        (last_id,) = decode_cursor(cursor, (int,))
+        statement = statement.where(and_(ForkRequest.id > last_id))
+    rows = list(session.exec(statement.order_by(ForkRequest.id).limit(limit + 1)))
+    items = [fork_request_out(req, user) for req, user, _sa in rows[:limit]]
+    next_cursor = encode_cursor(rows[limit - 1][0].id) if len(rows) > limit else None
+    return ForkRequestList(items=items, next_cursor=next_cursor)

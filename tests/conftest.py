@@ -1,0 +1,79 @@
+"""Fixtures: the app on every configured database backend, schema built by the migrations.
+
+SQLite always runs; PostgreSQL runs when ``SPRIG_TEST_POSTGRES_URL`` is set (``make test``
+starts a real server and sets it). Under CI a missing PostgreSQL is an error, not a skip.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from sqlalchemy import text
+from sqlmodel import SQLModel
+
+from market.app import create_app
+from market.db import make_engine
+from market.migrate import upgrade
+from market.schema_registry import import_all_models
+
+
+def _backends() -> list[str]:
+    backends = ["sqlite"]
+    if os.environ.get("SPRIG_TEST_POSTGRES_URL"):
+        backends.append("postgresql")
+    elif os.environ.get("CI"):
+        raise RuntimeError("CI must test PostgreSQL: set SPRIG_TEST_POSTGRES_URL")
+    return backends
+
+
+@pytest.fixture(scope="session", params=_backends())
+def database_url(request, tmp_path_factory) -> str:
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path_factory.mktemp('db') / 'sprig.db'}"
+    else:
+        url = os.environ["SPRIG_TEST_POSTGRES_URL"]
+        engine = make_engine(url)
+        with engine.begin() as connection:
+            connection.execute(text("DROP SCHEMA public CASCADE"))
+            connection.execute(text("CREATE SCHEMA public"))
+        engine.dispose()
+    upgrade(url)
+    return url
+
+
+def _wipe(engine) -> None:
+    import_all_models()
+    tables = [t.name for t in SQLModel.metadata.sorted_tables]
+    with engine.begin() as connection:
+        if engine.dialect.name == "postgresql":
+            connection.execute(text(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE"))
+        else:
+            connection.execute(text("PRAGMA foreign_keys=OFF"))
+            for table in reversed(tables):
+                connection.execute(text(f"DELETE FROM {table}"))
+            connection.execute(text("PRAGMA foreign_keys=ON"))
+
+
+@pytest.fixture
+def app(database_url):
+    app = create_app({"database_url": database_url, "testing": True, "secret_key": "test"})
+    engine = app.extensions["sprig.engine"]
+    yield app
+    _wipe(engine)
+    engine.dispose()
+
+
+@pytest.fixture
+def engine(app):
+    return app.extensions["sprig.engine"]
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+@pytest.fixture
+def backend(database_url) -> str:
+    return "sqlite" if database_url.startswith("sqlite") else "postgresql"
