@@ -20,14 +20,13 @@ MAX_SEARCH_OFFSET = 1000
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
-def _cards(session: Session, rows: list[SubAgent]) -> list:
-    author_ids = {r.author_id for r in rows}
-    authors = (
-        {u.id: u for u in session.exec(select(User).where(User.id.in_(author_ids)))}
-        if author_ids
-        else {}
-    )
-    return [card_out(r, authors[r.author_id]) for r in rows]
+def _with_author(*where):
+    """Sub-agents joined to their authors: one round trip for a page of cards."""
+    return select(SubAgent, User).join(User, User.id == SubAgent.author_id).where(*where)
+
+
+def _cards(rows) -> list:
+    return [card_out(subagent, author) for subagent, author in rows]
 
 
 def search_terms(q: str) -> list[str]:
@@ -67,7 +66,7 @@ def browse(
 ) -> Page:
     terms = search_terms(q) if q else []
     sort = sort or ("relevance" if terms else "new")
-    statement = select(SubAgent).where(listed_clause(viewer))
+    statement = _with_author(listed_clause(viewer))
     if category:
         statement = statement.where(SubAgent.category == category)
     if tag:
@@ -90,7 +89,7 @@ def browse(
         )
         more = len(rows) > limit and offset + limit < MAX_SEARCH_OFFSET
         next_cursor = encode_cursor(offset + limit) if more else None
-        return Page(items=_cards(session, rows[:limit]), next_cursor=next_cursor)
+        return Page(items=_cards(rows[:limit]), next_cursor=next_cursor)
 
     if sort == "installs":
         key_column, shape = SubAgent.install_count, (int, int)
@@ -111,16 +110,16 @@ def browse(
     )
     next_cursor = None
     if len(rows) > limit:
-        last = rows[limit - 1]
+        last = rows[limit - 1][0]
         key = last.install_count if sort == "installs" else last.created_at.isoformat()
         next_cursor = encode_cursor(key, last.id)
-    return Page(items=_cards(session, rows[:limit]), next_cursor=next_cursor)
+    return Page(items=_cards(rows[:limit]), next_cursor=next_cursor)
 
 
 def forks_of(
     session: Session, viewer: Principal, parent: SubAgent, *, limit: int, cursor: str | None
 ) -> Page:
-    statement = select(SubAgent).where(SubAgent.parent_id == parent.id, tree_clause(viewer))
+    statement = _with_author(SubAgent.parent_id == parent.id, tree_clause(viewer))
     if cursor:
         installs, last_id = decode_cursor(cursor, (int, int))
         statement = statement.where(
@@ -136,18 +135,17 @@ def forks_of(
     )
     next_cursor = None
     if len(rows) > limit:
-        last = rows[limit - 1]
+        last = rows[limit - 1][0]
         next_cursor = encode_cursor(last.install_count, last.id)
-    return Page(items=_cards(session, rows[:limit]), next_cursor=next_cursor)
+    return Page(items=_cards(rows[:limit]), next_cursor=next_cursor)
 
 
 def lineage(session: Session, viewer: Principal, subagent: SubAgent) -> Lineage:
     """Ancestors root first. One an ordinary viewer may not see stays a hidden placeholder so
     the path still ends at its root without revealing what the hidden one is."""
     ids = [int(i) for i in subagent.ancestry.split("/") if i]
-    rows = {r.id: r for r in session.exec(select(SubAgent).where(SubAgent.id.in_(ids)))}
-    visible = [rows[i] for i in ids if can_view(viewer, rows[i])]
-    cards = {c.id: c for c in _cards(session, visible)}
+    rows = {sa.id: (sa, author) for sa, author in session.exec(_with_author(SubAgent.id.in_(ids)))}
+    cards = {i: card_out(*rows[i]) for i in ids if can_view(viewer, rows[i][0])}
     nodes = [
         LineageNode(depth=depth, subagent=cards[i])
         if i in cards

@@ -41,6 +41,21 @@ def get_visible(session: Session, viewer: Principal, subagent_id: int) -> SubAge
     return subagent
 
 
+def get_visible_detail(
+    session: Session, viewer: Principal, subagent_id: int
+) -> tuple[SubAgent, User, Version | None]:
+    """The sub-agent with its author and latest version, in one round trip."""
+    row = session.exec(
+        select(SubAgent, User, Version)
+        .join(User, User.id == SubAgent.author_id)
+        .outerjoin(Version, Version.id == SubAgent.latest_version_id)
+        .where(SubAgent.id == subagent_id)
+    ).first()
+    if row is None or not can_view(viewer, row[0]):
+        raise NotFound(f"No sub-agent {subagent_id}.")
+    return row[0], row[1], row[2]
+
+
 def get_author(session: Session, subagent: SubAgent) -> User:
     return session.get(User, subagent.author_id)
 

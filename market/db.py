@@ -20,7 +20,7 @@ def is_sqlite(url: str) -> bool:
     return make_url(url).get_backend_name() == "sqlite"
 
 
-def make_engine(url: str, *, busy_timeout_ms: int = 5000) -> Engine:
+def make_engine(url: str, *, busy_timeout_ms: int = 5000, autocommit: bool = False) -> Engine:
     if is_sqlite(url):
         database = make_url(url).database
         if database and database != ":memory:":
@@ -41,11 +41,15 @@ def make_engine(url: str, *, busy_timeout_ms: int = 5000) -> Engine:
             cursor.close()
 
         return engine
+    options = {"isolation_level": "AUTOCOMMIT"} if autocommit else {}
     return create_engine(
         url,
+        **options,
         pool_size=10,
         max_overflow=10,
-        pool_pre_ping=True,
+        # No pre-ping: it costs a round trip per request. A connection broken by a database
+        # restart fails one request with 503 (see market/problems.py) and is then replaced.
+        pool_recycle=1800,
         # Fail fast instead of hanging when PostgreSQL is away.
         connect_args={"connect_timeout": 3},
     )

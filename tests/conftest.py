@@ -62,6 +62,7 @@ def app(database_url):
     yield app
     _wipe(engine)
     engine.dispose()
+    app.extensions["sprig.read_engine"].dispose()
 
 
 @pytest.fixture

@@ -16,7 +16,9 @@ from market.errors import BadRequest, Unauthorized, Unprocessable
 def db() -> Session:
     session = g.get("db_session")
     if session is None:
-        session = Session(current_app.extensions["sprig.engine"], expire_on_commit=False)
+        read_only = request.method in ("GET", "HEAD")
+        engine = current_app.extensions["sprig.read_engine" if read_only else "sprig.engine"]
+        session = Session(engine, expire_on_commit=False)
         g.db_session = session
     return session
 

@@ -100,7 +100,7 @@ def list_subagents(query: BrowseQuery):
 @bp.output(SubAgentOut)
 def get_subagent(subagent_id: int):
     """One sub-agent with its latest version."""
-    return _detail(catalog.get_visible(db(), caller(), subagent_id))
+    return subagent_out(*catalog.get_visible_detail(db(), caller(), subagent_id))
 
 
 @bp.patch("/subagents/<int:subagent_id>")

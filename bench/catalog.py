@@ -1,0 +1,237 @@
+"""Catalog read paths under gunicorn, against a trivial endpoint of the same app, same run.
+
+Loads a synthetic forest of sub-agents into PostgreSQL (COPY), starts gunicorn (2 gthread
+workers, as in production), and drives each endpoint with concurrent keep-alive clients:
+browse, search, detail, lineage, tree, and `/api/v1/health` as the baseline. Prints req/s,
+p50, p99, and each endpoint's throughput as a ratio of the baseline's; the last line is JSON.
+
+    python bench/catalog.py [--quick] [--subagents N] [--clients C] [--seconds S]
+
+Without SPRIG_TEST_POSTGRES_URL it re-runs itself under scripts/test-services.sh, which starts
+a throwaway PostgreSQL on loopback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench import loadgen  # noqa: E402
+
+CATEGORIES = ["diet", "hydration", "fitness", "mood", "sleep", "finance", "study", "family",
+              "hobby", "travel"]
+NOUNS = ["tracker", "planner", "diary", "log", "coach", "journal", "timer", "budget", "checklist",
+         "reminder", "counter", "book"]
+TOPICS = {
+    "diet": ["calorie", "meal", "protein", "keto", "vegan", "recipe", "snack", "peanut"],
+    "hydration": ["water", "tea", "coffee", "electrolyte", "bottle"],
+    "fitness": ["workout", "run", "marathon", "yoga", "tennis", "golf", "swim", "strength"],
+    "mood": ["mood", "gratitude", "anxiety", "therapy", "feelings"],
+    "sleep": ["sleep", "nap", "dream", "bedtime", "insomnia"],
+    "finance": ["expense", "savings", "allowance", "grocery", "bills"],
+    "study": ["flashcard", "exam", "vocabulary", "reading", "piano", "guitar"],
+    "family": ["chores", "homework", "carpool", "birthday", "kids"],
+    "hobby": ["wine", "garden", "knitting", "birding", "photo"],
+    "travel": ["packing", "itinerary", "moving", "visa", "camping"],
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def load_forest(url: str, n: int, seed: int) -> dict:
+    """Migrate and COPY a forest of ``n`` sub-agents: ~2% roots, forks attach preferentially
+    to popular nodes so a few lineages grow deep and bushy, as in the field."""
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    from market.migrate import upgrade
+
+    engine_url = make_url(url)
+    dsn = engine_url.set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("DROP SCHEMA public CASCADE")
+        conn.execute("CREATE SCHEMA public")
+    upgrade(url)
+
+    rng = random.Random(seed)
+    now = datetime.now(UTC)
+    n_users = max(100, n // 10)
+    n_roots = max(10, n // 50)
+    parent = [-1] * n
+    depth = [0] * n
+    ancestry = [""] * n
+    installs = [0] * n
+    weights: list[int] = []
+    for i in range(n):
+        if i >= n_roots:
+            # preferential attachment: pick a node with chance ~ its installs
+            p = weights[rng.randrange(len(weights))]
+            parent[i] = p
+            depth[i] = depth[p] + 1
+            ancestry[i] = f"{ancestry[p]}/{p + 1}" if ancestry[p] else str(p + 1)
+        installs[i] = int(rng.paretovariate(1.2)) - 1
+        weights.extend([i] * (1 + min(installs[i], 50)))
+
+    manifest = json.dumps({"name": "x", "entry": "index.html", "scopes": [], "hosts": []})
+    started = time.perf_counter()
+    with psycopg.connect(dsn) as conn:
+        with conn.cursor() as cur:
+            with cur.copy("COPY user_account (id, handle, display_name, kind, role, bio, locale, "
+                          "share_feedback_for_training, created_at) FROM STDIN") as copy:
+                for u in range(1, n_users + 1):
+                    copy.write_row((u, f"user{u}", f"User {u}", "person", "user", "", "en-US",
+                                    False, now))
+            cur.execute("INSERT INTO bundle_blob (sha256, content, size_bytes) VALUES (%s, %s, 0)",
+                        ("0" * 64, b""))
+            with cur.copy("COPY subagent (id, title, summary, story, category, tags, author_id, "
+                          "visibility, status, parent_id, root_id, depth, ancestry, "
+                          "fork_request_text, latest_version_id, dedupe_key, install_count, "
+                          "fork_count, created_at, updated_at) FROM STDIN") as copy:
+                fork_counts = [0] * n
+                for i in range(n):
+                    if parent[i] >= 0:
+                        fork_counts[parent[i]] += 1
+                for i in range(n):
+                    category = CATEGORIES[(i if parent[i] < 0 else _root(parent, i)) % 10]
+                    topic = rng.choice(TOPICS[category])
+                    noun = rng.choice(NOUNS)
+                    title = f"{topic.title()} {noun.title()}" + (f" v{i}" if parent[i] >= 0 else "")
+                    summary = f"A {topic} {noun} for everyday {category} life."
+                    story = f"I built this {noun} because {topic} matters to me. " * 3
+                    tags = json.dumps([topic, noun])
+                    root = _root(parent, i) + 1
+                    copy.write_row((
+                        i + 1, title, summary, story, category, tags, rng.randint(1, n_users),
+                        "public", "active", parent[i] + 1 if parent[i] >= 0 else None, root,
+                        depth[i], ancestry[i], "make it mine" if parent[i] >= 0 else None,
+                        i + 1, f"bench:{i}", installs[i], fork_counts[i],
+                        now - timedelta(minutes=n - i), now,
+                    ))
+            with cur.copy("COPY subagent_version (id, subagent_id, number, sha256, manifest, "
+                          "changelog, status, size_bytes, file_count, created_at) FROM STDIN"
+                          ) as copy:
+                for i in range(n):
+                    copy.write_row((i + 1, i + 1, 1, "0" * 64, manifest, "", "active", 0, 1, now))
+            for table in ("user_account", "subagent", "subagent_version"):
+                cur.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
+                            f"(SELECT max(id) FROM {table}))")
+        conn.commit()
+        conn.autocommit = True
+        conn.execute("VACUUM ANALYZE")
+    load_seconds = time.perf_counter() - started
+    deep = sorted(range(n), key=lambda i: -depth[i])[:200]
+    roots_by_size = sorted(range(n_roots), key=lambda r: -fork_counts[r])[:50]
+    return {
+        "subagents": n,
+        "users": n_users,
+        "roots": n_roots,
+        "max_depth": max(depth),
+        "load_seconds": round(load_seconds, 1),
+        "deep_ids": [i + 1 for i in deep],
+        "root_ids": [r + 1 for r in roots_by_size],
+    }
+
+
+def _root(parent: list[int], i: int) -> int:
+    while parent[i] >= 0:
+        i = parent[i]
+    return i
+
+
+def start_gunicorn(url: str, port: int) -> subprocess.Popen:
+    env = {**os.environ, "SPRIG_DATABASE_URL": url, "SPRIG_SECRET_KEY": "bench",
+           "SPRIG_WORKERS": "2", "SPRIG_THREADS": "8"}
+    process = subprocess.Popen(
+        [str(Path(sys.executable).parent / "gunicorn"), "-c", "python:market.gunicorn_conf",
+         "--bind", f"127.0.0.1:{port}", "market.app:create_app()"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return process
+        except OSError:
+            time.sleep(0.2)
+    process.kill()
+    raise RuntimeError("gunicorn did not start: " + process.stderr.read().decode()[-2000:])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a smaller run, under a minute")
+    parser.add_argument("--subagents", type=int, default=None)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=None, help="per endpoint")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    url = os.environ.get("SPRIG_BENCH_DATABASE_URL") or os.environ.get("SPRIG_TEST_POSTGRES_URL")
+    if not url:
+        script = ROOT / "scripts" / "test-services.sh"
+        os.execv(str(script), [str(script), sys.executable, *sys.argv])
+    n = args.subagents or (20_000 if args.quick else 100_000)
+    seconds = args.seconds or (3.0 if args.quick else 10.0)
+
+    forest = load_forest(url, n, args.seed)
+    rng = random.Random(args.seed)
+    ids = [rng.randint(1, n) for _ in range(2000)]
+    words = sorted({w for topics in TOPICS.values() for w in topics} | set(NOUNS))
+    endpoints = {
+        "trivial (health)": ["/api/v1/health"],
+        "browse": [f"/api/v1/subagents?category={c}&sort={s}&limit=20"
+                   for c in CATEGORIES for s in ("new", "installs")] + ["/api/v1/subagents"],
+        "search": [f"/api/v1/subagents?q={a}+{b}" for a in words for b in NOUNS][:400]
+        + [f"/api/v1/subagents?q={w}" for w in words],
+        "detail": [f"/api/v1/subagents/{i}" for i in ids],
+        "lineage": [f"/api/v1/subagents/{i}/lineage" for i in forest["deep_ids"] + ids[:200]],
+        "tree": [f"/api/v1/subagents/{r}/tree?depth=3" for r in forest["root_ids"]]
+        + [f"/api/v1/subagents/{i}/tree?depth=3" for i in ids[:200]],
+    }
+    port = free_port()
+    server = start_gunicorn(url, port)
+    try:
+        for paths in endpoints.values():  # warm every worker's pool and caches
+            loadgen.run("warm", "127.0.0.1", port, paths, clients=2, duration=0.5)
+        results = [
+            loadgen.run(name, "127.0.0.1", port, paths, clients=args.clients, duration=seconds)
+            for name, paths in endpoints.items()
+        ]
+    finally:
+        server.terminate()
+        server.wait(timeout=15)
+
+    baseline = results[0].rps
+    print(f"\ncatalog bench: {n:,} sub-agents ({forest['roots']:,} roots, max depth "
+          f"{forest['max_depth']}), PostgreSQL, gunicorn 2x8 gthread, {args.clients} clients, "
+          f"{seconds:.0f}s per endpoint; loaded in {forest['load_seconds']}s\n")
+    header = f"{'endpoint':<18} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7} {'ratio':>6}"
+    print(header)
+    print("-" * len(header))
+    figures = {}
+    for r in results:
+        ratio = r.rps / baseline if baseline else 0.0
+        print(f"{r.name:<18} {r.rps:>8.0f} {r.p50:>8.1f} {r.p99:>8.1f} {r.errors:>7} {ratio:>6.2f}")
+        figures[r.name.split()[0]] = {"rps": round(r.rps, 1), "p50_ms": round(r.p50, 2),
+                                      "p99_ms": round(r.p99, 2), "errors": r.errors,
+                                      "ratio": round(ratio, 3)}
+    print(json.dumps({"bench": "catalog", "subagents": n, "clients": args.clients,
+                      "seconds": seconds, "endpoints": figures}))
+
+
+if __name__ == "__main__":
+    main()

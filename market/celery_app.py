@@ -1,0 +1,59 @@
+"""The Celery application: a worker and beat in production, eager (in the caller) embedded.
+
+Tasks live in ``market/tasks.py`` as one-line wrappers around service functions, so tests call
+the service directly and no task needs a broker to be exercised.
+"""
+
+from __future__ import annotations
+
+from celery import Celery
+from celery.schedules import crontab
+
+from market.config import Settings, load_settings
+
+# Redis calls must never hang a request when Redis is away (STACK.md): short timeouts.
+REDIS_TIMEOUT_S = 1.0
+# Longer than any task runs, or Redis re-delivers a running task to a second worker.
+VISIBILITY_TIMEOUT_S = 3600
+
+
+def celery_config(settings: Settings) -> dict:
+    eager = settings.celery_eager or not settings.redis_url
+    return {
+        "broker_url": settings.redis_url or "memory://",
+        "result_backend": settings.redis_url or None,
+        "task_always_eager": eager,
+        "task_eager_propagates": True,
+        "task_acks_late": True,
+        "task_reject_on_worker_lost": True,
+        "worker_prefetch_multiplier": 1,
+        "task_serializer": "json",
+        "accept_content": ["json"],
+        "timezone": "UTC",
+        "broker_transport_options": {
+            "visibility_timeout": VISIBILITY_TIMEOUT_S,
+            "socket_timeout": REDIS_TIMEOUT_S,
+            "socket_connect_timeout": REDIS_TIMEOUT_S,
+        },
+        "result_backend_transport_options": {"visibility_timeout": VISIBILITY_TIMEOUT_S},
+        "redis_socket_timeout": REDIS_TIMEOUT_S,
+        "redis_socket_connect_timeout": REDIS_TIMEOUT_S,
+        "beat_schedule": {
+            "recount-catalog-counters": {
+                "task": "sprig.recount_counters",
+                "schedule": crontab(minute=17, hour=3),
+            },
+        },
+    }
+
+
+def make_celery(settings: Settings | None = None) -> Celery:
+    app = Celery("sprig", include=["market.tasks"])
+    app.conf.update(celery_config(settings or load_settings()))
+    return app
+
+
+# `celery -A market.celery_app:celery worker` finds this; its settings are read lazily, on
+# first use, from the environment (market/celery_config.py), never at import.
+celery = Celery("sprig", include=["market.tasks"])
+celery.config_from_object("market.celery_config")
