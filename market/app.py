@@ -58,6 +58,9 @@ def create_app(config: dict | Settings | None = None) -> APIFlask:
     )
     logging.getLogger("market").setLevel(settings.log_level)
 
+    if settings.read_cache_seconds > 0 and not is_sqlite(settings.database_url):
+        install_read_cache(app, settings)
+
     from market.api import register_api
 
     register_api(app, API_PREFIX)
@@ -81,3 +84,40 @@ def create_app(config: dict | Settings | None = None) -> APIFlask:
         return response
 
     return app
+
+
+def install_read_cache(app: APIFlask, settings: Settings) -> None:
+    from sqlalchemy.engine import make_url
+
+    from market.read_cache import NotificationListener, ReadCache
+
+    cache = ReadCache(ttl=settings.read_cache_seconds)
+    dsn = make_url(settings.database_url).set(drivername="postgresql")
+    listener = NotificationListener(dsn.render_as_string(hide_password=False), cache)
+    app.extensions["sprig.read_cache"] = cache
+    app.extensions["sprig.cache_listener"] = listener
+    cacheable_prefix = f"{API_PREFIX}/subagents"
+
+    @app.before_request
+    def _serve_cached():
+        if request.method != "GET" or not request.path.startswith(cacheable_prefix):
+            return None
+        if "Authorization" in request.headers or request.cookies:
+            return None
+        listener.ensure_started()
+        g.cache_generation = cache.generation
+        entry = cache.get(request.full_path)
+        if entry is None:
+            g.cache_key = request.full_path
+            return None
+        response = app.response_class(entry.body, 200, content_type=entry.content_type)
+        response.headers["X-Sprig-Cache"] = "hit"
+        return response
+
+    @app.after_request
+    def _store_cached(response):
+        key = g.pop("cache_key", None)
+        if key is not None and response.status_code == 200 and not response.direct_passthrough:
+            cache.put(key, response.get_data(), response.content_type, g.cache_generation)
+            response.headers["X-Sprig-Cache"] = "miss"
+        return response

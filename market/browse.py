@@ -34,15 +34,25 @@ def search_terms(q: str) -> list[str]:
 
 
 def _search_filter(session: Session, terms: list[str]):
-    """A clause restricting to matches, and an ORDER BY expression for relevance."""
+    """A clause restricting to matches, and an ORDER BY expression for relevance.
+
+    Terms are stemmed words ANDed together (no prefix expansion: it multiplies the index work
+    for common words). On PostgreSQL, relevance is ranked among the 1,000 most-installed
+    matches only, so a query as common as "tracker" costs the same at 100k sub-agents as
+    at 1k, and what surfaces first is both relevant and used.
+    """
     if session.get_bind().dialect.name == "postgresql":
-        query = " & ".join(f"{t}:*" for t in terms)
-        match = text("subagent.search_vector @@ to_tsquery('english', :tsq)").bindparams(tsq=query)
+        query = " & ".join(terms)
+        candidates = text(
+            "subagent.id IN (SELECT c.id FROM subagent AS c "
+            "WHERE c.search_vector @@ to_tsquery('english', :tsq) "
+            "ORDER BY c.install_count DESC LIMIT 1000)"
+        ).bindparams(tsq=query)
         rank = text(
-            "ts_rank_cd(subagent.search_vector, to_tsquery('english', :tsq2)) DESC"
+            "ts_rank(subagent.search_vector, to_tsquery('english', :tsq2)) DESC"
         ).bindparams(tsq2=query)
-        return match, rank
-    fts = " AND ".join('"' + t.replace('"', "") + '"*' for t in terms)
+        return candidates, rank
+    fts = " AND ".join('"' + t.replace('"', "") + '"' for t in terms)
     match = text(
         "subagent.id IN (SELECT rowid FROM subagent_fts WHERE subagent_fts MATCH :fts)"
     ).bindparams(fts=fts)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import zlib
 
-from sqlalchemy import update
+from sqlalchemy import text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
@@ -31,6 +31,14 @@ from market.models import (
 )
 
 # ---- loading -------------------------------------------------------------------------
+
+
+def mark_catalog_changed(session: Session) -> None:
+    """Tell every web worker, at commit, that cached anonymous reads are stale."""
+    session.info["catalog_changed"] = True
+    if session.get_bind().dialect.name == "postgresql":
+        session.exec(text("SELECT pg_notify('sprig_catalog', '')"))
+
 
 
 def get_visible(session: Session, viewer: Principal, subagent_id: int) -> SubAgent:
@@ -144,6 +152,7 @@ def _store_blob(session: Session, bundle: bundles.Bundle) -> None:
 def _new_version(
     session: Session, subagent: SubAgent, bundle: bundles.Bundle, number: int, changelog: str
 ) -> Version:
+    mark_catalog_changed(session)
     _store_blob(session, bundle)
     version = Version(
         subagent_id=subagent.id,
@@ -355,6 +364,7 @@ def _bump(session: Session, subagent_id: int, **deltas: int) -> None:
 def update_listing(session: Session, caller: Principal, subagent: SubAgent, changes: dict) -> None:
     if subagent.author_id != caller.user_id:
         raise Forbidden("Only the author edits a sub-agent's listing.")
+    mark_catalog_changed(session)
     tags = changes.pop("tags", None)
     old_visibility = subagent.visibility
     for name, value in changes.items():
@@ -375,6 +385,7 @@ def yank(
 ) -> None:
     if subagent.author_id != caller.user_id and not caller.is_moderator:
         raise Forbidden("Only the author or a moderator yanks a sub-agent.")
+    mark_catalog_changed(session)
     if version_id is not None:
         version = get_version(session, subagent, version_id)
         version.status, version.status_reason = "yanked", reason
@@ -392,6 +403,7 @@ def quarantine(
 ) -> None:
     if not caller.is_moderator:
         raise Forbidden("Only moderators quarantine.")
+    mark_catalog_changed(session)
     subagent.status = "active" if lift else "quarantined"
     subagent.status_reason = None if lift else reason
     subagent.updated_at = utcnow()

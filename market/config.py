@@ -24,6 +24,9 @@ class Settings:
     sqlite_busy_timeout_ms: int = 5000
     # Largest request body accepted at all; bundle caps are checked again while reading.
     max_request_bytes: int = 4 * 1024 * 1024
+    # Anonymous catalog reads are cached per worker for this long (PostgreSQL only, where
+    # LISTEN/NOTIFY invalidates them on every write); 0 turns the cache off.
+    read_cache_seconds: int = 5
     page_limit_max: int = 100
     tree_depth_max: int = 6
     tree_nodes_max: int = 2000

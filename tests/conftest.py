@@ -57,7 +57,10 @@ def _wipe(engine) -> None:
 
 @pytest.fixture
 def app(database_url):
-    app = create_app({"database_url": database_url, "testing": True, "secret_key": "test"})
+    # The read cache is off here (its own tests turn it on): counts must be read fresh.
+    app = create_app(
+        {"database_url": database_url, "testing": True, "secret_key": "test", "read_cache_seconds": 0}
+    )
     engine = app.extensions["sprig.engine"]
     yield app
     _wipe(engine)

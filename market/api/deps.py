@@ -99,4 +99,10 @@ def read_body_with_bundle(model: type[BaseModel]) -> tuple[BaseModel, bundles.Bu
 
 
 def commit() -> None:
-    db().commit()
+    session = db()
+    changed = session.info.pop("catalog_changed", False)
+    session.commit()
+    cache = current_app.extensions.get("sprig.read_cache")
+    if changed and cache is not None:
+        # Other workers hear the NOTIFY sent in the transaction; this one must not even wait.
+        cache.invalidate()

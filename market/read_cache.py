@@ -1,0 +1,126 @@
+"""A per-process cache of anonymous catalog reads, invalidated by PostgreSQL notifications.
+
+Browse pages, details, lineages and trees are read far more than written and are the same for
+every anonymous visitor, so each gunicorn worker keeps the rendered bodies for a few seconds.
+
+Freshness rules:
+- Only anonymous GETs (no Authorization, no cookie) of ``/api/v1/subagents…`` that answered 200
+  are stored, so a response that depends on who asks is never shared.
+- Every catalog write (publish, fork, version, listing edit, yank, quarantine) sends
+  ``NOTIFY sprig_catalog`` inside its transaction; every worker LISTENs on its own connection
+  and drops its whole cache when one arrives (within milliseconds of the commit). The worker
+  that made the write drops its own cache synchronously, before it answers.
+- While the listener is not connected, the cache is bypassed: it fails open to the database,
+  never to stale data. Install counts change without a notification; ``ttl`` bounds that.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+
+CHANNEL = "sprig_catalog"
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Entry:
+    body: bytes
+    content_type: str
+    stored_at: float
+    generation: int
+
+
+class ReadCache:
+    def __init__(self, ttl: float, max_entries: int = 20_000, max_entry_bytes: int = 256_000):
+        self.ttl = ttl
+        self.max_entries = max_entries
+        self.max_entry_bytes = max_entry_bytes
+        self._entries: OrderedDict[str, Entry] = OrderedDict()
+        self._lock = threading.Lock()
+        self._generation = 0
+        self.listening = False
+
+    def get(self, key: str) -> Entry | None:
+        if not self.listening:
+            return None
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            if entry.generation != self._generation or time.monotonic() - entry.stored_at > self.ttl:
+                del self._entries[key]
+                return None
+            self._entries.move_to_end(key)
+            return entry
+
+    def put(self, key: str, body: bytes, content_type: str, generation: int) -> None:
+        if not self.listening or len(body) > self.max_entry_bytes:
+            return
+        with self._lock:
+            if generation != self._generation:
+                return  # a write happened while this response was being built
+            self._entries[key] = Entry(body, content_type, time.monotonic(), generation)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+
+    @property
+    def generation(self) -> int:
+        return self._generation
+
+    def invalidate(self) -> None:
+        with self._lock:
+            self._generation += 1
+            self._entries.clear()
+
+
+class NotificationListener:
+    """A daemon thread that LISTENs for catalog changes and invalidates ``cache``."""
+
+    def __init__(self, dsn: str, cache: ReadCache):
+        self.dsn = dsn
+        self.cache = cache
+        self._stop = threading.Event()
+        self._start_lock = threading.Lock()
+        self._started = False
+        self._thread = threading.Thread(target=self._run, name="sprig-cache-listener", daemon=True)
+
+    def ensure_started(self) -> None:
+        """Start on first use, inside the serving process (gunicorn forks after import)."""
+        if self._thread.is_alive() or self._stop.is_set():
+            return
+        with self._start_lock:
+            if not self._thread.is_alive() and not self._started:
+                self._started = True
+                self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _run(self) -> None:
+        import psycopg
+
+        backoff = 0.1
+        while not self._stop.is_set():
+            try:
+                with psycopg.connect(self.dsn, autocommit=True, connect_timeout=3) as connection:
+                    connection.execute(f"LISTEN {CHANNEL}")
+                    # Anything may have changed while we were not listening.
+                    self.cache.invalidate()
+                    self.cache.listening = True
+                    backoff = 0.1
+                    while not self._stop.is_set():
+                        for _notify in connection.notifies(timeout=1.0):
+                            self.cache.invalidate()
+                        connection.execute("SELECT 1")  # notice a dead connection promptly
+            except Exception as error:  # noqa: BLE001 - any failure: bypass cache, reconnect
+                log.warning("catalog cache listener down (%s); bypassing the cache", error)
+            finally:
+                self.cache.listening = False
+                self.cache.invalidate()
+            self._stop.wait(backoff)
+            backoff = min(backoff * 2, 5.0)
