@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from sqlalchemy import and_, or_, text
+from sqlalchemy import and_, bindparam, or_, text
 from sqlmodel import Session, select
 
 from market.access import can_view, listed_clause, tree_clause
@@ -23,6 +23,9 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 def _with_author(*where):
     """Sub-agents joined to their authors: one round trip for a page of cards."""
     return select(SubAgent, User).join(User, User.id == SubAgent.author_id).where(*where)
+
+
+_ANCESTORS_QUERY = _with_author(SubAgent.id.in_(bindparam("ids", expanding=True)))
 
 
 def _cards(rows) -> list:
@@ -154,7 +157,7 @@ def lineage(session: Session, viewer: Principal, subagent: SubAgent) -> Lineage:
     """Ancestors root first. One an ordinary viewer may not see stays a hidden placeholder so
     the path still ends at its root without revealing what the hidden one is."""
     ids = [int(i) for i in subagent.ancestry.split("/") if i]
-    rows = {sa.id: (sa, author) for sa, author in session.exec(_with_author(SubAgent.id.in_(ids)))}
+    rows = {sa.id: (sa, author) for sa, author in session.execute(_ANCESTORS_QUERY, {"ids": ids})}
     cards = {i: card_out(*rows[i]) for i in ids if can_view(viewer, rows[i][0])}
     nodes = [
         LineageNode(depth=depth, subagent=cards[i])
