@@ -153,9 +153,10 @@ def _root(parent: list[int], i: int) -> int:
     return i
 
 
-def start_gunicorn(url: str, port: int) -> subprocess.Popen:
+def start_gunicorn(url: str, port: int, workers: int, threads: int, cache_seconds: int):
     env = {**os.environ, "SPRIG_DATABASE_URL": url, "SPRIG_SECRET_KEY": "bench",
-           "SPRIG_WORKERS": "2", "SPRIG_THREADS": "8"}
+           "SPRIG_WORKERS": str(workers), "SPRIG_THREADS": str(threads),
+           "SPRIG_READ_CACHE_SECONDS": str(cache_seconds)}
     process = subprocess.Popen(
         [str(Path(sys.executable).parent / "gunicorn"), "-c", "python:market.gunicorn_conf",
          "--bind", f"127.0.0.1:{port}", "market.app:create_app()"],
@@ -179,6 +180,10 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=None, help="per endpoint")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
+    parser.add_argument("--threads", type=int, default=8, help="threads per worker")
+    parser.add_argument("--no-read-cache", action="store_true",
+                        help="measure every request against the database")
     args = parser.parse_args()
     url = os.environ.get("SPRIG_BENCH_DATABASE_URL") or os.environ.get("SPRIG_TEST_POSTGRES_URL")
     if not url:
@@ -203,7 +208,8 @@ def main() -> None:
         + [f"/api/v1/subagents/{i}/tree?depth=3" for i in ids[:200]],
     }
     port = free_port()
-    server = start_gunicorn(url, port)
+    cache_seconds = 0 if args.no_read_cache else 5
+    server = start_gunicorn(url, port, args.workers, args.threads, cache_seconds)
     try:
         for paths in endpoints.values():  # warm every worker's pool and caches
             loadgen.run("warm", "127.0.0.1", port, paths, clients=2, duration=0.5)
@@ -217,7 +223,8 @@ def main() -> None:
 
     baseline = results[0].rps
     print(f"\ncatalog bench: {n:,} sub-agents ({forest['roots']:,} roots, max depth "
-          f"{forest['max_depth']}), PostgreSQL, gunicorn 2x8 gthread, {args.clients} clients, "
+          f"{forest['max_depth']}), PostgreSQL, gunicorn {args.workers}x{args.threads} gthread, "
+          f"read cache {'off' if args.no_read_cache else 'on'}, {args.clients} clients, "
           f"{seconds:.0f}s per endpoint; loaded in {forest['load_seconds']}s\n")
     header = f"{'endpoint':<18} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7} {'ratio':>6}"
     print(header)
@@ -230,6 +237,8 @@ def main() -> None:
                                       "p99_ms": round(r.p99, 2), "errors": r.errors,
                                       "ratio": round(ratio, 3)}
     print(json.dumps({"bench": "catalog", "subagents": n, "clients": args.clients,
+                      "workers": args.workers, "threads": args.threads,
+                      "read_cache": not args.no_read_cache,
                       "seconds": seconds, "endpoints": figures}))
 
 

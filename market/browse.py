@@ -6,7 +6,7 @@ import re
 from datetime import datetime
 
 from sqlalchemy import and_, bindparam, or_, text
-from sqlmodel import Session, select
+from sqlmodel import Session, func, select
 
 from market.access import can_view, listed_clause, tree_clause
 from market.auth import Principal
@@ -169,6 +169,17 @@ def lineage(session: Session, viewer: Principal, subagent: SubAgent) -> Lineage:
     return Lineage(subagent_id=subagent.id, root_id=root_id, ancestors=nodes)
 
 
+_TREE_COLUMNS = (
+    SubAgent.id,
+    SubAgent.parent_id,
+    SubAgent.depth,
+    SubAgent.title,
+    SubAgent.status,
+    SubAgent.install_count,
+    SubAgent.fork_count,
+)
+
+
 def subtree(
     session: Session,
     viewer: Principal,
@@ -178,35 +189,53 @@ def subtree(
     max_children: int,
     max_nodes: int,
 ) -> Tree:
-    """Breadth-first, one query per level, the most-installed children first under each node."""
+    """Breadth first, one query per level. Under each node only its ``max_children`` most
+    installed children are read (a window function does the cut in the database), so a root
+    with thousands of forks costs the same as one with twenty."""
     nodes = [_tree_node(top)]
+    by_id = {top.id: nodes[0]}
     frontier = [top.id]
-    truncated = False
     for _level in range(depth):
         if not frontier or len(nodes) >= max_nodes:
             break
-        children = session.exec(
-            select(SubAgent)
-            .where(SubAgent.parent_id.in_(frontier), tree_clause(viewer))
-            .order_by(SubAgent.parent_id, SubAgent.install_count.desc(), SubAgent.id)
+        rank = (
+            func.row_number()
+            .over(
+                partition_by=SubAgent.parent_id,
+                order_by=(SubAgent.install_count.desc(), SubAgent.id),
+            )
+            .label("rank")
         )
-        shown: dict[int, int] = {}
-        next_frontier = []
-        by_id = {n.id: n for n in nodes}
-        for child in children:
-            count = shown.get(child.parent_id, 0)
-            if count >= max_children or len(nodes) >= max_nodes:
-                truncated = True
-                continue
-            shown[child.parent_id] = count + 1
-            by_id[child.parent_id].shown_children += 1
-            node = _tree_node(child)
+        ranked = (
+            select(*_TREE_COLUMNS, rank)
+            .where(SubAgent.parent_id.in_(frontier), tree_clause(viewer))
+            .subquery()
+        )
+        rows = session.execute(
+            select(ranked)
+            .where(ranked.c.rank <= max_children)
+            .order_by(ranked.c.parent_id, ranked.c.rank)
+        )
+        frontier = []
+        for row in rows:
+            if len(nodes) >= max_nodes:
+                break
+            node = TreeNode(
+                id=row.id,
+                parent_id=row.parent_id,
+                depth=row.depth,
+                title=row.title,
+                status=row.status,
+                install_count=row.install_count,
+                fork_count=row.fork_count,
+                shown_children=0,
+            )
+            by_id[row.parent_id].shown_children += 1
             nodes.append(node)
             by_id[node.id] = node
-            next_frontier.append(child.id)
-        frontier = next_frontier
-    if frontier and depth and any(n.fork_count > n.shown_children for n in nodes):
-        truncated = True
+            frontier.append(node.id)
+    # Some forks were left out: by the per-node cap, the node cap, or the depth.
+    truncated = any(n.fork_count > n.shown_children for n in nodes)
     return Tree(root_id=top.id, depth=depth, nodes=nodes, truncated=truncated)
 
 
