@@ -53,8 +53,9 @@ def create_app(config: dict | Settings | None = None) -> APIFlask:
     # GET requests read on autocommit connections of their own pool: no BEGIN/ROLLBACK round
     # trips around what is usually a single SELECT (a third of a detail request's time).
     app.extensions["sprig.read_engine"] = (
-        engine if is_sqlite(settings.database_url) else make_engine(settings.database_url,
-                                                                    autocommit=True)
+        engine
+        if is_sqlite(settings.database_url)
+        else make_engine(settings.database_url, autocommit=True)
     )
     logging.getLogger("market").setLevel(settings.log_level)
 

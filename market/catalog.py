@@ -40,7 +40,6 @@ def mark_catalog_changed(session: Session) -> None:
         session.exec(text("SELECT pg_notify('sprig_catalog', '')"))
 
 
-
 def get_visible(session: Session, viewer: Principal, subagent_id: int) -> SubAgent:
     """The sub-agent if the viewer may see it; otherwise 404 (never 403: no existence leak)."""
     subagent = session.get(SubAgent, subagent_id)

@@ -78,8 +78,13 @@ def users_create(handle: str, display_name, email, kind: str, role: str) -> None
         if session.exec(select(User).where(User.handle == handle)).first():
             raise click.ClickException(f"user {handle!r} exists")
         session.add(
-            User(handle=handle, display_name=display_name or handle, email=email, kind=kind,
-                 role=role)
+            User(
+                handle=handle,
+                display_name=display_name or handle,
+                email=email,
+                kind=kind,
+                role=role,
+            )
         )
     click.echo(f"created {kind} {handle}")
 

@@ -27,6 +27,9 @@ class Settings:
     # Anonymous catalog reads are cached per worker for this long (PostgreSQL only, where
     # LISTEN/NOTIFY invalidates them on every write); 0 turns the cache off.
     read_cache_seconds: int = 5
+    # Events a client may send per minute (distinct-user counts make floods harmless to
+    # stats; this protects the database).
+    events_per_minute: int = 3_000_000
     page_limit_max: int = 100
     tree_depth_max: int = 6
     tree_nodes_max: int = 2000

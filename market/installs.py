@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlalchemy import and_, or_, update
 from sqlmodel import Session, select
 
+from feedback.services import log_install
 from market.access import can_view
 from market.auth import Principal
 from market.catalog import get_version
@@ -65,11 +66,13 @@ def install(
         session.add(existing)
         session.flush()
         _count(session, subagent.id, +1)
+        log_install(session, caller.user_id, subagent.id, "install", now)
         created = True
     else:
         created = not existing.active
         if created:
             _count(session, subagent.id, +1)
+            log_install(session, caller.user_id, subagent.id, "install", now)
         existing.active = True
         existing.version_id = version.id
         existing.granted_scopes = scopes
@@ -89,6 +92,7 @@ def uninstall(session: Session, caller: Principal, subagent: SubAgent) -> bool:
     existing.updated_at = utcnow()
     session.add(existing)
     _count(session, subagent.id, -1)
+    log_install(session, caller.user_id, subagent.id, "uninstall", existing.updated_at)
     return True
 
 
@@ -105,9 +109,7 @@ def has_installed(session: Session, user_id: int | None, version: Version) -> bo
         return False
     return (
         session.exec(
-            select(Install.id).where(
-                Install.user_id == user_id, Install.version_id == version.id
-            )
+            select(Install.id).where(Install.user_id == user_id, Install.version_id == version.id)
         ).first()
         is not None
     )

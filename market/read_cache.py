@@ -51,7 +51,10 @@ class ReadCache:
             entry = self._entries.get(key)
             if entry is None:
                 return None
-            if entry.generation != self._generation or time.monotonic() - entry.stored_at > self.ttl:
+            if (
+                entry.generation != self._generation
+                or time.monotonic() - entry.stored_at > self.ttl
+            ):
                 del self._entries[key]
                 return None
             self._entries.move_to_end(key)
@@ -117,7 +120,7 @@ class NotificationListener:
                         for _notify in connection.notifies(timeout=1.0):
                             self.cache.invalidate()
                         connection.execute("SELECT 1")  # notice a dead connection promptly
-            except Exception as error:  # noqa: BLE001 - any failure: bypass cache, reconnect
+            except Exception as error:
                 log.warning("catalog cache listener down (%s); bypassing the cache", error)
             finally:
                 self.cache.listening = False

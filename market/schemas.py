@@ -63,9 +63,7 @@ class DiffAgainst(StrEnum):
     previous = "previous"
 
 
-Tag = Annotated[
-    str, StringConstraints(min_length=1, max_length=40, pattern=r"^[\w][\w .+\-]*$")
-]
+Tag = Annotated[str, StringConstraints(min_length=1, max_length=40, pattern=r"^[\w][\w .+\-]*$")]
 Title = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=120)]
 Reason = Annotated[str, StringConstraints(strip_whitespace=True, min_length=3, max_length=500)]
 Cursor = Annotated[str, StringConstraints(max_length=200)]
@@ -356,3 +354,98 @@ class Problem(BaseModel):
     status: int
     detail: str
     errors: list[dict] = Field(default_factory=list)
+
+
+# ---- usage, feedback and stats ----------------------------------------------------------
+
+
+class EventBatchIn(BaseModel):
+    """Items are checked one by one (a bad one is rejected, the rest stored), so the items
+    are free-form here and described in the endpoint's documentation."""
+
+    model_config = ConfigDict(extra="forbid")
+    events: list[dict] = Field(max_length=1000)
+
+
+class EventResult(BaseModel):
+    index: int
+    event_id: str | None
+    status: str = Field(description="stored | duplicate | rejected")
+    reason: str | None = None
+
+
+class EventBatchOut(BaseModel):
+    stored: int
+    duplicates: int
+    rejected: int
+    results: list[EventResult]
+
+
+class FeedbackIn(StrictInput):
+    version_id: int = Field(ge=1, le=2**31 - 1)
+    user_id: int | None = Field(
+        None, ge=1, le=2**31 - 1, description="services only: the user who rated"
+    )
+    stars: int | None = Field(None, ge=1, le=5)
+    thumbs: str | None = Field(None, pattern="^(up|down)$")
+    comment: str | None = Field(None, max_length=1000)
+    tags: list[Tag] = Field(default_factory=list, max_length=10)
+    exposure_id: str | None = Field(
+        None, pattern=r"^[0-9a-fA-F-]{32,36}$", description="the exposure that showed it"
+    )
+
+
+class FeedbackOut(BaseModel):
+    id: int
+    user_id: int
+    subagent_id: int
+    version_id: int
+    scale: str
+    rating: int
+    comment: str | None
+    tags: list[str]
+    created_at: datetime
+    updated_at: datetime
+
+
+class StatsQuery(StrictInput):
+    from_: str | None = Field(None, alias="from", pattern=r"^\d{4}-\d{2}-\d{2}$")
+    to: str | None = Field(None, pattern=r"^\d{4}-\d{2}-\d{2}$")
+    granularity: str = Field("day", pattern="^(day|week)$")
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class StatsWindow(BaseModel):
+    start: str = Field(description="first UTC day included")
+    end: str = Field(description="last UTC day included")
+    granularity: str
+
+
+class SubAgentStats(BaseModel):
+    """Full figures for the author and moderators; others get ``view: "public"`` with only
+    installs and the rating (the other fields are null)."""
+
+    subagent_id: int
+    view: str = Field(description="full | public")
+    install_count: int = Field(description="active installs now")
+    rating: dict = Field(description="current ratings (one per user and version), all time")
+    window: StatsWindow | None = None
+    fork_count: int | None = Field(None, description="direct public forks now")
+    totals: dict | None = Field(None, description="over the window")
+    series: list[dict] | None = None
+    retention: list[dict] | None = Field(None, description="install cohorts in the window")
+    lineage: dict | None = Field(
+        None, description="forks by others, lineage reach and credit, in the window"
+    )
+
+
+class CreatorStats(BaseModel):
+    handle: str
+    window: StatsWindow
+    subagents: list[dict]
+    rating: dict
+    totals: dict
+    series: list[dict]
+    retention: list[dict]
+    lineage: dict

@@ -135,9 +135,7 @@ def publish_version(subagent_id: int):
     who = caller()
     subagent = catalog.get_visible(session, who, subagent_id)
     publisher = catalog.resolve_publisher(session, who, body.on_behalf_of)
-    version, created = catalog.publish_version(
-        session, publisher, subagent, bundle, body.changelog
-    )
+    version, created = catalog.publish_version(session, publisher, subagent, bundle, body.changelog)
     commit()
     return version_out(version), 201 if created else 200
 

@@ -1,0 +1,641 @@
+"""Events and feedback in and out of the database. Commit once, at the caller's boundary.
+
+Ingestion design: each batch is one transaction that inserts the events with
+``ON CONFLICT (event_id) DO NOTHING RETURNING event_id`` and marks their (sub-agent, day) as
+dirty for the rollup. A 202 is sent only after that commit, so an accepted event is on disk in
+PostgreSQL (fsync) before the client hears about it: it survives a ``kill -9`` of any Sprig
+process, and Redis is not on the path at all, so a Redis restart cannot lose or stall it.
+Retries in any order, whole or in part, store each event once because the primary key is the
+client's event id. See the events issue notes for why this beats a Redis stream here.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from datetime import UTC, date, datetime, timedelta
+
+from sqlalchemy import delete, distinct, func, select, tuple_
+from sqlalchemy import insert as generic_insert
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlmodel import Session
+
+from feedback import credit, rollup
+from feedback.ingest import EventRow, parse_batch
+from feedback.models import (
+    DailyStats,
+    Feedback,
+    InstallLog,
+    RetentionCohort,
+    RollupDirty,
+    UsageEvent,
+)
+from market.models import Install, SubAgent, User, Version, utcnow
+
+
+def _insert_for(session: Session):
+    return pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+
+
+def mark_dirty(session: Session, pairs: Iterable[tuple[int, date]]) -> None:
+    rows = [{"subagent_id": s, "day": d} for s, d in sorted(set(pairs))]
+    if rows:
+        session.execute(generic_insert(RollupDirty).values(rows))
+
+
+def _references(session: Session, events: list[EventRow]):
+    subagent_ids = {e.subagent_id for e in events}
+    version_ids = {e.version_id for e in events}
+    user_ids = {e.user_id for e in events}
+    subagents = {
+        row.id: row
+        for row in session.execute(
+            select(SubAgent.id, SubAgent.author_id, SubAgent.visibility).where(
+                SubAgent.id.in_(subagent_ids)
+            )
+        )
+    }
+    versions = dict(
+        session.execute(
+            select(Version.id, Version.subagent_id).where(Version.id.in_(version_ids))
+        ).all()
+    )
+    users = set(session.execute(select(User.id).where(User.id.in_(user_ids))).scalars())
+    return subagents, versions, users
+
+
+def _reference_problem(event: EventRow, subagents, versions, users) -> str | None:
+    subagent = subagents.get(event.subagent_id)
+    # A private sub-agent is only ever used by its author; anything else is treated exactly
+    # like an unknown id, so the answer reveals nothing about it.
+    if subagent is None or (
+        subagent.visibility == "private" and subagent.author_id != event.user_id
+    ):
+        return "unknown sub-agent"
+    if versions.get(event.version_id) != event.subagent_id:
+        return "version does not belong to the sub-agent"
+    if event.user_id not in users:
+        return "unknown user"
+    return None
+
+
+def ingest_events(
+    session: Session, client_id: int, items: list, *, now: datetime | None = None
+) -> list[dict]:
+    """Store a batch; return one result per item, in order:
+    ``{"index", "event_id", "status": "stored"|"duplicate"|"rejected", "reason"?}``."""
+    now = now or utcnow()
+    accepted, rejected = parse_batch(items, now)
+    results: dict[int, dict] = {
+        r.index: {
+            "index": r.index,
+            "event_id": r.event_id,
+            "status": "rejected",
+            "reason": r.reason,
+        }
+        for r in rejected
+    }
+    if accepted:
+        subagents, versions, users = _references(session, [e for _, e in accepted])
+        storable = []
+        for index, event in accepted:
+            problem = _reference_problem(event, subagents, versions, users)
+            if problem:
+                results[index] = {
+                    "index": index,
+                    "event_id": str(event.event_id),
+                    "status": "rejected",
+                    "reason": problem,
+                }
+            else:
+                storable.append((index, event))
+        stored_ids = _insert_events(session, client_id, [e for _, e in storable], now)
+        mark_dirty(session, ((e.subagent_id, e.occurred_at.date()) for _, e in storable))
+        first_seen: set[uuid.UUID] = set()
+        for index, event in storable:
+            is_new = event.event_id in stored_ids and event.event_id not in first_seen
+            first_seen.add(event.event_id)
+            results[index] = {
+                "index": index,
+                "event_id": str(event.event_id),
+                "status": "stored" if is_new else "duplicate",
+            }
+    return [results[i] for i in range(len(items))]
+
+
+def _insert_events(
+    session: Session, client_id: int, events: list[EventRow], now: datetime
+) -> set[uuid.UUID]:
+    if not events:
+        return set()
+    rows = [
+        {
+            "event_id": e.event_id,
+            "client_id": client_id,
+            "user_id": e.user_id,
+            "subagent_id": e.subagent_id,
+            "version_id": e.version_id,
+            "kind": e.kind,
+            "occurred_at": e.occurred_at,
+            "occurred_day": e.occurred_at.date(),
+            "duration_ms": e.duration_ms,
+            "properties": e.properties,
+            "exposure_id": e.exposure_id,
+            "received_at": now,
+        }
+        for e in events
+    ]
+    insert = _insert_for(session)
+    statement = (
+        insert(UsageEvent)
+        .values(rows)
+        .on_conflict_do_nothing(index_elements=["event_id"])
+        .returning(UsageEvent.event_id)
+    )
+    return set(session.execute(statement).scalars())
+
+
+# ---- feedback -------------------------------------------------------------------------
+
+
+def record_feedback(
+    session: Session,
+    *,
+    user_id: int,
+    subagent: SubAgent,
+    version: Version,
+    scale: str,
+    rating: int,
+    comment: str | None,
+    tags: list[str],
+    exposure_id: uuid.UUID | None,
+    client_id: int | None,
+    now: datetime | None = None,
+) -> tuple[Feedback, bool]:
+    """One rating per user and version; rating again replaces it. Returns (row, created)."""
+    now = now or utcnow()
+    existing = session.execute(
+        select(Feedback).where(Feedback.user_id == user_id, Feedback.version_id == version.id)
+    ).scalar_one_or_none()
+    if existing is not None:
+        mark_dirty(session, [(subagent.id, existing.updated_at.date()), (subagent.id, now.date())])
+        existing.scale, existing.rating = scale, rating
+        existing.comment, existing.tags = comment, tags
+        existing.exposure_id = exposure_id or existing.exposure_id
+        existing.client_id = client_id
+        existing.updated_at = now
+        existing.updated_day = now.date()
+        session.add(existing)
+        return existing, False
+    row = Feedback(
+        user_id=user_id,
+        subagent_id=subagent.id,
+        version_id=version.id,
+        client_id=client_id,
+        scale=scale,
+        rating=rating,
+        comment=comment,
+        tags=tags,
+        exposure_id=exposure_id,
+        created_at=now,
+        updated_at=now,
+        updated_day=now.date(),
+    )
+    session.add(row)
+    mark_dirty(session, [(subagent.id, now.date())])
+    session.flush()
+    return row, True
+
+
+def log_install(session: Session, user_id: int, subagent_id: int, action: str, at=None) -> None:
+    at = at or utcnow()
+    session.execute(
+        generic_insert(InstallLog).values(
+            user_id=user_id, subagent_id=subagent_id, action=action, at=at, day=at.date()
+        )
+    )
+    mark_dirty(session, [(subagent_id, at.date())])
+
+
+# ---- rollups --------------------------------------------------------------------------
+
+_CHUNK = 400  # (sub-agent, day) pairs per aggregate query: keeps IN lists and plans small
+
+
+def _chunks(items: list, size: int = _CHUNK):
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def run_rollup(session: Session, *, max_marks: int = 200_000) -> dict:
+    """Recompute daily stats and retention cohorts for the touched (sub-agent, day) pairs.
+
+    Idempotent and incremental: only pairs marked dirty are recomputed, each from the raw rows,
+    and only the marks read here are deleted, so marks written meanwhile wait for the next run.
+    """
+    marks = session.execute(
+        select(RollupDirty.id, RollupDirty.subagent_id, RollupDirty.day)
+        .order_by(RollupDirty.id)
+        .limit(max_marks)
+    ).all()
+    if not marks:
+        return {"marks": 0, "days": 0, "cohorts": 0}
+    pairs = sorted({(m.subagent_id, m.day) for m in marks})
+    for chunk in _chunks(pairs):
+        _rollup_days(session, chunk)
+    cohort_pairs = sorted({(s, c) for s, d in pairs for c in rollup.cohort_days_touched_by(d)})
+    for chunk in _chunks(cohort_pairs):
+        _rollup_cohorts(session, chunk)
+    mark_ids = [m.id for m in marks]
+    for chunk in _chunks(mark_ids, 5000):
+        session.execute(delete(RollupDirty).where(RollupDirty.id.in_(chunk)))
+    return {"marks": len(marks), "days": len(pairs), "cohorts": len(cohort_pairs)}
+
+
+def _rollup_days(session: Session, pairs: list[tuple[int, date]]) -> None:
+    stats = {pair: rollup.DayStats() for pair in pairs}
+    e = UsageEvent
+    by_pair = tuple_(e.subagent_id, e.occurred_day).in_(pairs)
+    aggregate = (
+        select(
+            e.subagent_id,
+            e.occurred_day,
+            func.count().filter(e.kind == "open"),
+            func.count(distinct(e.user_id)),
+            func.count().filter(e.kind == "session_end"),
+            func.coalesce(func.sum(e.duration_ms).filter(e.kind == "session_end"), 0),
+            func.count().filter(e.kind == "error"),
+        )
+        .where(by_pair)
+        .group_by(e.subagent_id, e.occurred_day)
+    )
+    for subagent_id, day, opens, active, sessions, spent, errors in session.execute(aggregate):
+        row = stats[(subagent_id, day)]
+        row.opens, row.active_users, row.sessions = opens, active, sessions
+        row.time_spent_ms, row.errors = int(spent), errors
+
+    uninstallers: dict[tuple[int, date], set] = {pair: set() for pair in pairs}
+    installers: dict[tuple[int, date], set] = {pair: set() for pair in pairs}
+    for subagent_id, day, user_id in session.execute(
+        select(e.subagent_id, e.occurred_day, e.user_id)
+        .where(by_pair, e.kind == "uninstall")
+        .distinct()
+    ):
+        uninstallers[(subagent_id, day)].add(user_id)
+    log = InstallLog
+    for subagent_id, day, user_id, action in session.execute(
+        select(log.subagent_id, log.day, log.user_id, log.action)
+        .where(tuple_(log.subagent_id, log.day).in_(pairs))
+        .distinct()
+    ):
+        (installers if action == "install" else uninstallers)[(subagent_id, day)].add(user_id)
+    for pair in pairs:
+        stats[pair].installs = len(installers[pair])
+        stats[pair].uninstalls = len(uninstallers[pair])
+
+    f = Feedback
+    for subagent_id, day, scale, rating, count in session.execute(
+        select(f.subagent_id, f.updated_day, f.scale, f.rating, func.count())
+        .where(tuple_(f.subagent_id, f.updated_day).in_(pairs))
+        .group_by(f.subagent_id, f.updated_day, f.scale, f.rating)
+    ):
+        row = stats[(subagent_id, day)]
+        row.ratings += count
+        name = rollup.rating_fields(scale, rating)
+        setattr(row, name, getattr(row, name) + count)
+
+    session.execute(
+        delete(DailyStats).where(tuple_(DailyStats.subagent_id, DailyStats.day).in_(pairs))
+    )
+    rows = [
+        {"subagent_id": s, "day": d, **vars(v)}
+        for (s, d), v in stats.items()
+        if any(vars(v).values())
+    ]
+    if rows:
+        session.execute(generic_insert(DailyStats).values(rows))
+
+
+def _rollup_cohorts(session: Session, pairs: list[tuple[int, date]]) -> None:
+    """Cohort figures for (sub-agent, install day) pairs, from first installs and events."""
+    subagent_ids = sorted({s for s, _ in pairs})
+    wanted = set(pairs)
+    low = min(d for _, d in pairs)
+    high = max(d for _, d in pairs) + timedelta(days=1)
+    first_install: dict[tuple[int, int], date] = {}
+    for subagent_id, user_id, created_at in session.execute(
+        select(Install.subagent_id, Install.user_id, Install.created_at).where(
+            Install.subagent_id.in_(subagent_ids),
+            Install.created_at >= _day_start(low),
+            Install.created_at < _day_start(high),
+        )
+    ):
+        day = _as_utc(created_at).date()
+        if (subagent_id, day) in wanted:
+            first_install[(subagent_id, user_id)] = day
+    active: set[tuple[int, int, date]] = set()
+    if first_install:
+        days = sorted(
+            {
+                d + timedelta(days=k)
+                for d in set(first_install.values())
+                for k in rollup.RETENTION_OFFSETS
+            }
+        )
+        users = sorted({u for _, u in first_install})
+        for user_chunk in _chunks(users, 1000):
+            active.update(
+                session.execute(
+                    select(UsageEvent.subagent_id, UsageEvent.user_id, UsageEvent.occurred_day)
+                    .where(
+                        UsageEvent.subagent_id.in_(subagent_ids),
+                        UsageEvent.occurred_day.in_(days),
+                        UsageEvent.user_id.in_(user_chunk),
+                    )
+                    .distinct()
+                ).all()
+            )
+    cohorts = rollup.retention(first_install, active)
+    session.execute(
+        delete(RetentionCohort).where(
+            tuple_(RetentionCohort.subagent_id, RetentionCohort.install_day).in_(pairs)
+        )
+    )
+    rows = [
+        {
+            "subagent_id": s,
+            "install_day": d,
+            "cohort_size": c.cohort_size,
+            "day1": c.day1,
+            "day7": c.day7,
+            "day30": c.day30,
+        }
+        for (s, d), c in cohorts.items()
+    ]
+    if rows:
+        session.execute(generic_insert(RetentionCohort).values(rows))
+
+
+def _day_start(day: date) -> datetime:
+    return datetime(day.year, day.month, day.day, tzinfo=UTC)
+
+
+def _as_utc(moment: datetime) -> datetime:
+    # SQLite hands back naive datetimes (stored in UTC); PostgreSQL aware ones.
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+# ---- creator stats --------------------------------------------------------------------
+
+SUM_FIELDS = (
+    "opens",
+    "sessions",
+    "time_spent_ms",
+    "installs",
+    "uninstalls",
+    "errors",
+    "ratings",
+    *rollup.STAR_FIELDS,
+    "thumbs_up",
+    "thumbs_down",
+)
+
+
+def period_start(day: date, granularity: str) -> date:
+    return day - timedelta(days=day.weekday()) if granularity == "week" else day
+
+
+def _distinct_users(session: Session, subagent_ids: list[int], start: date, end: date) -> int:
+    if not subagent_ids:
+        return 0
+    return session.execute(
+        select(func.count(distinct(UsageEvent.user_id))).where(
+            UsageEvent.subagent_id.in_(subagent_ids),
+            UsageEvent.occurred_day >= start,
+            UsageEvent.occurred_day <= end,
+        )
+    ).scalar_one()
+
+
+def _users_per_period(
+    session: Session, subagent_ids: list[int], start: date, end: date, granularity: str
+) -> dict[date, int]:
+    """Distinct users per period: a week's actives are not the sum of its days'."""
+    if granularity == "day":
+        rows = session.execute(
+            select(DailyStats.day, func.sum(DailyStats.active_users))
+            .where(
+                DailyStats.subagent_id.in_(subagent_ids),
+                DailyStats.day >= start,
+                DailyStats.day <= end,
+            )
+            .group_by(DailyStats.day)
+        )
+        if len(subagent_ids) == 1:
+            return {day: int(users) for day, users in rows}
+    users: dict[date, set] = {}
+    for day, user_id in session.execute(
+        select(UsageEvent.occurred_day, UsageEvent.user_id)
+        .where(
+            UsageEvent.subagent_id.in_(subagent_ids),
+            UsageEvent.occurred_day >= start,
+            UsageEvent.occurred_day <= end,
+        )
+        .distinct()
+    ):
+        users.setdefault(period_start(day, granularity), set()).add(user_id)
+    return {period: len(members) for period, members in users.items()}
+
+
+def usage_stats(
+    session: Session, subagent_ids: list[int], start: date, end: date, granularity: str
+) -> dict:
+    """Series, totals and retention over [start, end] for one or several sub-agents."""
+    totals = dict.fromkeys(SUM_FIELDS, 0)
+    series: dict[date, dict] = {}
+    if subagent_ids:
+        for row in session.execute(
+            select(DailyStats).where(
+                DailyStats.subagent_id.in_(subagent_ids),
+                DailyStats.day >= start,
+                DailyStats.day <= end,
+            )
+        ).scalars():
+            bucket = series.setdefault(
+                period_start(row.day, granularity), dict.fromkeys(SUM_FIELDS, 0)
+            )
+            for name in SUM_FIELDS:
+                value = getattr(row, name)
+                bucket[name] += value
+                totals[name] += value
+    active = {}
+    if subagent_ids:
+        active = _users_per_period(session, subagent_ids, start, end, granularity)
+    points = []
+    cursor = period_start(start, granularity)
+    step = timedelta(days=7 if granularity == "week" else 1)
+    while cursor <= end:
+        bucket = series.get(cursor, dict.fromkeys(SUM_FIELDS, 0))
+        points.append(
+            {"period_start": cursor.isoformat(), "active_users": active.get(cursor, 0), **bucket}
+        )
+        cursor += step
+    cohorts = _retention(session, subagent_ids, start, end, granularity)
+    histogram = {name: totals[name] for name in (*rollup.STAR_FIELDS, "thumbs_up", "thumbs_down")}
+    return {
+        "totals": {
+            **{
+                k: totals[k]
+                for k in ("installs", "uninstalls", "opens", "sessions", "time_spent_ms", "errors")
+            },
+            "active_users": _distinct_users(session, subagent_ids, start, end),
+            "error_rate": round(totals["errors"] / totals["opens"], 4) if totals["opens"] else 0.0,
+            "ratings": {"count": totals["ratings"], "histogram": histogram},
+        },
+        "series": points,
+        "retention": cohorts,
+    }
+
+
+def _retention(session, subagent_ids, start, end, granularity) -> list[dict]:
+    if not subagent_ids:
+        return []
+    grouped: dict[date, dict] = {}
+    for row in session.execute(
+        select(RetentionCohort).where(
+            RetentionCohort.subagent_id.in_(subagent_ids),
+            RetentionCohort.install_day >= start,
+            RetentionCohort.install_day <= end,
+        )
+    ).scalars():
+        bucket = grouped.setdefault(
+            period_start(row.install_day, granularity),
+            {"cohort_size": 0, "day1": 0, "day7": 0, "day30": 0},
+        )
+        for name in bucket:
+            bucket[name] += getattr(row, name)
+    today = utcnow().date()
+    curves = []
+    for period, bucket in sorted(grouped.items()):
+        size = bucket["cohort_size"]
+        curve = {"cohort_start": period.isoformat(), **bucket}
+        for offset in rollup.RETENTION_OFFSETS:
+            # A cohort too young to have reached day N has no figure yet, not a zero.
+            matured = period + timedelta(days=offset) <= today
+            curve[f"day{offset}_rate"] = (
+                round(bucket[f"day{offset}"] / size, 4) if size and matured else None
+            )
+        curves.append(curve)
+    return curves
+
+
+def rating_summary(session: Session, subagent_ids: list[int]) -> dict:
+    """The current ratings (one per user and version), all time."""
+    stars_count, stars_avg, up, down = 0, None, 0, 0
+    if subagent_ids:
+        for scale, count, average, positive in session.execute(
+            select(
+                Feedback.scale, func.count(), func.avg(Feedback.rating), func.sum(Feedback.rating)
+            )
+            .where(Feedback.subagent_id.in_(subagent_ids))
+            .group_by(Feedback.scale)
+        ):
+            if scale == "stars":
+                stars_count, stars_avg = count, round(float(average), 2)
+            else:
+                up, down = int(positive or 0), count - int(positive or 0)
+    return {
+        "stars_count": stars_count,
+        "stars_average": stars_avg,
+        "thumbs_up": up,
+        "thumbs_down": down,
+        "count": stars_count + up + down,
+    }
+
+
+def descendants(session: Session, subagent_ids: list[int]) -> dict[int, tuple[str, int]]:
+    """Every descendant of the given sub-agents: id → (ancestry, author_id)."""
+    if not subagent_ids:
+        return {}
+    roots = set(
+        session.execute(select(SubAgent.root_id).where(SubAgent.id.in_(subagent_ids))).scalars()
+    )
+    wanted = set(subagent_ids)
+    found = {}
+    for node_id, ancestry, author_id in session.execute(
+        select(SubAgent.id, SubAgent.ancestry, SubAgent.author_id).where(
+            SubAgent.root_id.in_(roots), SubAgent.parent_id.is_not(None)
+        )
+    ):
+        if wanted.intersection(credit.ancestors_of(ancestry)):
+            found[node_id] = (ancestry, author_id)
+    return found
+
+
+def lineage_stats(
+    session: Session, own_ids: list[int], author_id: int, start: date, end: date
+) -> dict:
+    """Forks of a creator's work, the reach of its lineage and the credit flowing back."""
+    below = descendants(session, own_ids)
+    others = {node: ancestry for node, (ancestry, author) in below.items() if author != author_id}
+    usage = {}
+    if below:
+        usage = dict(
+            session.execute(
+                select(UsageEvent.subagent_id, func.count(distinct(UsageEvent.user_id)))
+                .where(
+                    UsageEvent.subagent_id.in_(list(below)),
+                    UsageEvent.occurred_day >= start,
+                    UsageEvent.occurred_day <= end,
+                )
+                .group_by(UsageEvent.subagent_id)
+            ).all()
+        )
+    direct_forks = 0
+    if own_ids:
+        direct_forks = session.execute(
+            select(func.count(SubAgent.id)).where(
+                SubAgent.parent_id.in_(own_ids),
+                SubAgent.author_id != author_id,
+                SubAgent.visibility != "private",
+            )
+        ).scalar_one()
+    flows = credit.credit_to_ancestors({n: a for n, (a, _) in below.items()}, usage)
+    return {
+        "forks_by_others": direct_forks,
+        "descendants_by_others": len(others),
+        "lineage_reach": _distinct_users(session, list(below), start, end),
+        "credit": {str(k): v for k, v in flows.items() if k in set(own_ids)},
+        "credit_decay": credit.DECAY,
+    }
+
+
+def per_subagent_summary(session: Session, subagents: list, start: date, end: date) -> list[dict]:
+    """One row per sub-agent for a creator's table: window totals and a daily sparkline."""
+    ids = [s.id for s in subagents]
+    days = (end - start).days + 1
+    lines = {s.id: [0] * days for s in subagents}
+    totals = {s.id: {"installs": 0, "opens": 0, "errors": 0} for s in subagents}
+    if ids:
+        for row in session.execute(
+            select(DailyStats).where(
+                DailyStats.subagent_id.in_(ids), DailyStats.day >= start, DailyStats.day <= end
+            )
+        ).scalars():
+            lines[row.subagent_id][(row.day - start).days] = row.active_users
+            for name in totals[row.subagent_id]:
+                totals[row.subagent_id][name] += getattr(row, name)
+    return [
+        {
+            "id": s.id,
+            "title": s.title,
+            "visibility": s.visibility,
+            "status": s.status,
+            "install_count": s.install_count,
+            "fork_count": s.fork_count,
+            **totals[s.id],
+            "daily_active_users": lines[s.id],
+        }
+        for s in subagents
+    ]

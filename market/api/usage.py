@@ -1,0 +1,222 @@
+"""Usage events, feedback and creator stats."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import date, timedelta
+
+from apiflask import APIBlueprint
+from flask import current_app, request
+from sqlmodel import select
+
+from feedback import services as usage
+from market import catalog
+from market.api.deps import caller, commit, db, parse_model
+from market.errors import BadRequest, Forbidden, NotFound, PayloadTooLarge, SprigError
+from market.models import SubAgent, User, utcnow
+from market.ratelimit import RateLimiter
+from market.schemas import (
+    CreatorStats,
+    EventBatchIn,
+    EventBatchOut,
+    FeedbackIn,
+    FeedbackOut,
+    StatsQuery,
+    StatsWindow,
+    SubAgentStats,
+)
+
+bp = APIBlueprint("usage", __name__, tag="Usage and stats")
+
+MAX_BATCH_BYTES = 1024 * 1024
+MAX_WINDOW_DAYS = 400
+
+
+class TooManyRequests(SprigError):
+    status, title = 429, "Too many requests"
+
+
+def _limiter() -> RateLimiter:
+    limiter = current_app.extensions.get("sprig.rate_limiter")
+    if limiter is None:
+        limiter = RateLimiter(current_app.extensions["sprig.settings"].redis_url)
+        current_app.extensions["sprig.rate_limiter"] = limiter
+    return limiter
+
+
+@bp.post("/events")
+@bp.output(EventBatchOut, status_code=202, description="durably stored (per-item results)")
+@bp.doc(
+    description=(
+        "A batch of up to 1,000 usage events (1 MiB). Each event: `event_id` (UUID made by "
+        "the client), `user_id`, `subagent_id`, `version_id`, `kind` (open, action, "
+        "session_end, error, uninstall), `occurred_at` (ISO 8601 with zone, at most 7 days "
+        "old), optional `duration_ms`, `properties` (≤ 1 KiB) and `exposure_id`. The 202 is "
+        "sent after the batch is committed: retry freely, each event is stored once."
+    )
+)
+def post_events():
+    """Log usage events (scope `events:write`)."""
+    who = caller()
+    who.require("events:write")
+    if (request.content_length or 0) > MAX_BATCH_BYTES:
+        raise PayloadTooLarge("A batch is at most 1 MiB.")
+    raw = request.get_json(silent=True)
+    if raw is None:
+        raise BadRequest("The body is not valid JSON.")
+    events = raw.get("events") if isinstance(raw, dict) else None
+    if isinstance(events, list) and len(events) > 1000:
+        raise PayloadTooLarge("A batch is at most 1,000 events.")
+    body = parse_model(EventBatchIn, raw)
+    settings = current_app.extensions["sprig.settings"]
+    wait = _limiter().spend(f"events:{who.user_id}", len(body.events), settings.events_per_minute)
+    if wait is not None:
+        raise TooManyRequests(
+            "Event rate limit reached for this client.", headers={"Retry-After": str(wait)}
+        )
+    session = db()
+    results = usage.ingest_events(session, who.user_id, body.events)
+    commit()
+    counts = {"stored": 0, "duplicate": 0, "rejected": 0}
+    for result in results:
+        counts[result["status"]] += 1
+    return EventBatchOut(
+        stored=counts["stored"],
+        duplicates=counts["duplicate"],
+        rejected=counts["rejected"],
+        results=results,
+    )
+
+
+@bp.post("/feedback")
+@bp.input(FeedbackIn, arg_name="body")
+@bp.output(FeedbackOut, status_code=201, description="recorded (200 if it replaced a rating)")
+def post_feedback(body: FeedbackIn):
+    """Rate a version (stars 1–5 or thumbs), with an optional comment and tags. One rating
+    per user and version: rating again replaces it."""
+    who = caller()
+    who.require()
+    if (body.stars is None) == (body.thumbs is None):
+        raise SprigError("Give exactly one of `stars` or `thumbs`.")
+    session = db()
+    if who.kind == "service":
+        who.require("events:write")
+        if body.user_id is None:
+            raise SprigError("A service names the user who rated in `user_id`.")
+        user = session.get(User, body.user_id)
+        if user is None:
+            raise NotFound(f"No user {body.user_id}.")
+        user_id = user.id
+    else:
+        who.require("feedback")
+        if body.user_id not in (None, who.user_id):
+            raise Forbidden("People rate for themselves only.")
+        user_id = who.user_id
+    version = session.get(catalog.Version, body.version_id)
+    subagent = session.get(SubAgent, version.subagent_id) if version else None
+    rater = catalog.Principal(user_id=user_id)
+    if subagent is None or not catalog.can_view(rater, subagent):
+        raise NotFound(f"No version {body.version_id}.")
+    exposure = uuid.UUID(body.exposure_id) if body.exposure_id else None
+    row, created = usage.record_feedback(
+        session,
+        user_id=user_id,
+        subagent=subagent,
+        version=version,
+        scale="stars" if body.stars is not None else "thumbs",
+        rating=body.stars if body.stars is not None else int(body.thumbs == "up"),
+        comment=body.comment.strip() if body.comment else None,
+        tags=sorted({t.strip().lower() for t in body.tags}),
+        exposure_id=exposure,
+        client_id=who.user_id if who.kind == "service" else None,
+    )
+    commit()
+    return FeedbackOut.model_validate(row, from_attributes=True), 201 if created else 200
+
+
+def _window(query: StatsQuery) -> tuple[date, date]:
+    today = utcnow().date()
+    try:
+        end = date.fromisoformat(query.to) if query.to else today
+        start = date.fromisoformat(query.from_) if query.from_ else end - timedelta(days=29)
+    except ValueError:
+        raise BadRequest("`from` and `to` are dates like 2026-11-30.") from None
+    if start > end:
+        raise BadRequest("`from` is after `to`.")
+    if (end - start).days > MAX_WINDOW_DAYS:
+        raise BadRequest(f"A window is at most {MAX_WINDOW_DAYS} days.")
+    return start, end
+
+
+def _fresh_rollups() -> None:
+    """Embedded mode has no beat: bring rollups up to date before answering."""
+    settings = current_app.extensions["sprig.settings"]
+    if settings.celery_eager or not settings.redis_url:
+        usage.run_rollup(db())
+        commit()
+
+
+@bp.get("/subagents/<int:subagent_id>/stats")
+@bp.input(StatsQuery, location="query", arg_name="query")
+@bp.output(SubAgentStats)
+def subagent_stats(subagent_id: int, query: StatsQuery):
+    """Usage of one sub-agent. Its author and moderators get the full figures; everyone else
+    gets installs and the rating with its count."""
+    session = db()
+    who = caller()
+    subagent = catalog.get_visible(session, who, subagent_id)
+    if who.user_id != subagent.author_id and not who.is_moderator:
+        return SubAgentStats(
+            subagent_id=subagent.id,
+            view="public",
+            install_count=subagent.install_count,
+            rating=usage.rating_summary(session, [subagent.id]),
+        )
+    start, end = _window(query)
+    _fresh_rollups()
+    figures = usage.usage_stats(session, [subagent.id], start, end, query.granularity)
+    return SubAgentStats(
+        subagent_id=subagent.id,
+        view="full",
+        window=StatsWindow(
+            start=start.isoformat(), end=end.isoformat(), granularity=query.granularity
+        ),
+        install_count=subagent.install_count,
+        fork_count=subagent.fork_count,
+        rating=usage.rating_summary(session, [subagent.id]),
+        lineage=usage.lineage_stats(session, [subagent.id], subagent.author_id, start, end),
+        **figures,
+    )
+
+
+@bp.get("/creators/<handle>/stats")
+@bp.input(StatsQuery, location="query", arg_name="query")
+@bp.output(CreatorStats)
+def creator_stats(handle: str, query: StatsQuery):
+    """Everything a creator's sub-agents did in the window (the creator and moderators)."""
+    session = db()
+    who = caller()
+    who.require()
+    creator = session.exec(select(User).where(User.handle == handle)).first()
+    if creator is None:
+        raise NotFound(f"No creator {handle!r}.")
+    if who.user_id != creator.id and not who.is_moderator:
+        raise Forbidden("Only the creator and moderators see a creator's stats.")
+    start, end = _window(query)
+    _fresh_rollups()
+    own = list(
+        session.exec(select(SubAgent).where(SubAgent.author_id == creator.id).order_by(SubAgent.id))
+    )
+    ids = [s.id for s in own]
+    figures = usage.usage_stats(session, ids, start, end, query.granularity)
+    per_subagent = usage.per_subagent_summary(session, own, start, end)
+    return CreatorStats(
+        handle=creator.handle,
+        window=StatsWindow(
+            start=start.isoformat(), end=end.isoformat(), granularity=query.granularity
+        ),
+        subagents=per_subagent,
+        rating=usage.rating_summary(session, ids),
+        lineage=usage.lineage_stats(session, ids, creator.id, start, end),
+        **figures,
+    )
