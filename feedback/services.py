@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
 
-from sqlalchemy import delete, distinct, func, select, tuple_
+from sqlalchemy import delete, distinct, func, select, text, tuple_
 from sqlalchemy import insert as generic_insert
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -220,6 +220,7 @@ def log_install(session: Session, user_id: int, subagent_id: int, action: str, a
 
 # ---- rollups --------------------------------------------------------------------------
 
+_ROLLUP_LOCK = 0x5B816  # any constant; names the rollup's advisory lock
 _CHUNK = 400  # (sub-agent, day) pairs per aggregate query: keeps IN lists and plans small
 
 
@@ -234,6 +235,8 @@ def run_rollup(session: Session, *, max_marks: int = 200_000) -> dict:
     Idempotent and incremental: only pairs marked dirty are recomputed, each from the raw rows,
     and only the marks read here are deleted, so marks written meanwhile wait for the next run.
     """
+    if not _rollup_lock(session):
+        return {"marks": 0, "days": 0, "cohorts": 0, "skipped": True}
     marks = session.execute(
         select(RollupDirty.id, RollupDirty.subagent_id, RollupDirty.day)
         .order_by(RollupDirty.id)
@@ -251,6 +254,16 @@ def run_rollup(session: Session, *, max_marks: int = 200_000) -> dict:
     for chunk in _chunks(mark_ids, 5000):
         session.execute(delete(RollupDirty).where(RollupDirty.id.in_(chunk)))
     return {"marks": len(marks), "days": len(pairs), "cohorts": len(cohort_pairs)}
+
+
+def _rollup_lock(session: Session) -> bool:
+    """One rollup at a time: two would race to rewrite the same days. The PostgreSQL lock is
+    released with the transaction; a run that finds it taken yields to the other. SQLite has a
+    single writer already."""
+    if session.get_bind().dialect.name != "postgresql":
+        return True
+    statement = text("SELECT pg_try_advisory_xact_lock(:key)")
+    return bool(session.execute(statement, {"key": _ROLLUP_LOCK}).scalar())
 
 
 def _rollup_days(session: Session, pairs: list[tuple[int, date]]) -> None:

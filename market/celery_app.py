@@ -39,6 +39,7 @@ def celery_config(settings: Settings) -> dict:
         "redis_socket_timeout": REDIS_TIMEOUT_S,
         "redis_socket_connect_timeout": REDIS_TIMEOUT_S,
         "beat_schedule": {
+            "rollup-usage": {"task": "sprig.rollup", "schedule": 60.0},
             "recount-catalog-counters": {
                 "task": "sprig.recount_counters",
                 "schedule": crontab(minute=17, hour=3),

@@ -59,6 +59,27 @@ def demo(seed: int, if_empty: bool, tokens: bool) -> None:
             click.echo(f"{label} token ({handle}): {token}")
 
 
+@main.command()
+def rollup() -> None:
+    """Bring daily stats and retention cohorts up to date (what Celery beat runs)."""
+    from feedback.services import run_rollup
+
+    total = {"marks": 0, "days": 0, "cohorts": 0}
+    while True:
+        with session_scope(_engine()) as session:
+            done = run_rollup(session)
+        for name in total:
+            total[name] += done[name]
+        if done["marks"] == 0:
+            if done.get("skipped"):
+                click.echo("another rollup is running; it will finish the work")
+            break
+    click.echo(
+        f"rolled up {total['days']} sub-agent days and {total['cohorts']} cohorts "
+        f"({total['marks']} marks)"
+    )
+
+
 @main.group()
 def users() -> None:
     """People and service accounts."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from feedback.services import run_rollup
 from market.celery_app import celery
 from market.config import load_settings
 from market.db import make_engine, session_scope
@@ -17,3 +18,9 @@ def _engine():
 def recount_counters_task() -> dict:
     with session_scope(_engine()) as session:
         return recount_counters(session)
+
+
+@celery.task(name="sprig.rollup")
+def rollup_task() -> dict:
+    with session_scope(_engine()) as session:
+        return run_rollup(session)
