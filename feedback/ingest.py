@@ -122,7 +122,7 @@ def parse_event(index: int, raw: object, now: datetime) -> EventRow | Rejection:
     properties = raw.get("properties") or {}
     if not isinstance(properties, dict):
         return reject("properties must be an object")
-    if len(json.dumps(properties, separators=(",", ":"))) > MAX_PROPERTIES_BYTES:
+    if properties and len(json.dumps(properties, separators=(",", ":"))) > MAX_PROPERTIES_BYTES:
         return reject(f"properties exceed {MAX_PROPERTIES_BYTES} bytes")
     exposure_id = None
     if raw.get("exposure_id") is not None:

@@ -11,11 +11,12 @@ client's event id. See the events issue notes for why this beats a Redis stream 
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
 
-from sqlalchemy import delete, distinct, func, select, text, tuple_
+from sqlalchemy import ARRAY, Integer, any_, bindparam, delete, distinct, func, select, text, tuple_
 from sqlalchemy import insert as generic_insert
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -41,27 +42,47 @@ def _insert_for(session: Session):
 def mark_dirty(session: Session, pairs: Iterable[tuple[int, date]]) -> None:
     rows = [{"subagent_id": s, "day": d} for s, d in sorted(set(pairs))]
     if rows:
-        session.execute(generic_insert(RollupDirty).values(rows))
+        # executemany of one small statement: a multi-row VALUES would be compiled anew
+        # for every batch size, which costs more than the insert itself.
+        session.execute(_MARK_DIRTY, rows)
+
+
+_MARK_DIRTY = generic_insert(RollupDirty)
+
+
+def _lookups(dialect: str):
+    """The three reference lookups, built once per dialect. PostgreSQL gets one array
+    parameter (``= ANY(:ids)``) instead of a thousand bound values."""
+    if dialect == "postgresql":
+
+        def among(column, name):
+            return column == any_(bindparam(name, type_=ARRAY(Integer)))
+
+    else:
+
+        def among(column, name):
+            return column.in_(bindparam(name, expanding=True))
+
+    return (
+        select(SubAgent.id, SubAgent.author_id, SubAgent.visibility).where(
+            among(SubAgent.id, "ids")
+        ),
+        select(Version.id, Version.subagent_id).where(among(Version.id, "ids")),
+        select(User.id).where(among(User.id, "ids")),
+    )
+
+
+_LOOKUPS = {name: _lookups(name) for name in ("postgresql", "sqlite")}
 
 
 def _references(session: Session, events: list[EventRow]):
-    subagent_ids = {e.subagent_id for e in events}
-    version_ids = {e.version_id for e in events}
-    user_ids = {e.user_id for e in events}
-    subagents = {
-        row.id: row
-        for row in session.execute(
-            select(SubAgent.id, SubAgent.author_id, SubAgent.visibility).where(
-                SubAgent.id.in_(subagent_ids)
-            )
-        )
-    }
-    versions = dict(
-        session.execute(
-            select(Version.id, Version.subagent_id).where(Version.id.in_(version_ids))
-        ).all()
-    )
-    users = set(session.execute(select(User.id).where(User.id.in_(user_ids))).scalars())
+    subagent_query, version_query, user_query = _LOOKUPS[session.get_bind().dialect.name]
+    subagent_ids = sorted({e.subagent_id for e in events})
+    version_ids = sorted({e.version_id for e in events})
+    user_ids = sorted({e.user_id for e in events})
+    subagents = {row.id: row for row in session.execute(subagent_query, {"ids": subagent_ids})}
+    versions = dict(session.execute(version_query, {"ids": version_ids}).all())
+    users = set(session.execute(user_query, {"ids": user_ids}).scalars())
     return subagents, versions, users
 
 
@@ -97,21 +118,22 @@ def ingest_events(
         for r in rejected
     }
     if accepted:
-        subagents, versions, users = _references(session, [e for _, e in accepted])
-        storable = []
-        for index, event in accepted:
-            problem = _reference_problem(event, subagents, versions, users)
-            if problem:
+        if session.get_bind().dialect.name == "postgresql":
+            storable, stored_ids = _store_postgres(session, client_id, accepted, now)
+        else:
+            storable, stored_ids = _store_checked(session, client_id, accepted, now)
+        valid = {index for index, _ in storable}
+        invalid = [(index, event) for index, event in accepted if index not in valid]
+        if invalid:
+            subagents, versions, users = _references(session, [e for _, e in invalid])
+            for index, event in invalid:
                 results[index] = {
                     "index": index,
                     "event_id": str(event.event_id),
                     "status": "rejected",
-                    "reason": problem,
+                    "reason": _reference_problem(event, subagents, versions, users)
+                    or "unknown reference",
                 }
-            else:
-                storable.append((index, event))
-        stored_ids = _insert_events(session, client_id, [e for _, e in storable], now)
-        mark_dirty(session, ((e.subagent_id, e.occurred_at.date()) for _, e in storable))
         first_seen: set[uuid.UUID] = set()
         for index, event in storable:
             is_new = event.event_id in stored_ids and event.event_id not in first_seen
@@ -124,36 +146,161 @@ def ingest_events(
     return [results[i] for i in range(len(items))]
 
 
+def _store_checked(session, client_id, accepted, now):
+    """Check references, insert what passes, mark its days dirty (the portable path)."""
+    subagents, versions, users = _references(session, [e for _, e in accepted])
+    storable = [
+        (index, event)
+        for index, event in accepted
+        if _reference_problem(event, subagents, versions, users) is None
+    ]
+    stored_ids = _insert_events(session, client_id, [e for _, e in storable], now)
+    mark_dirty(session, ((e.subagent_id, e.occurred_at.date()) for _, e in storable))
+    return storable, stored_ids
+
+
+# PostgreSQL does the whole batch in one statement: it parses the events from one JSON
+# parameter (in C), keeps those whose references hold (the same rules as
+# _reference_problem), inserts them skipping known ids, and marks their days dirty. Python
+# only serializes the validated batch; a rejected reference is explained afterwards.
+_INGEST_POSTGRES = """
+WITH incoming AS (
+    SELECT * FROM json_to_recordset(%(events)s::json) AS e(
+        idx int, event_id uuid, user_id int, subagent_id int, version_id int, kind varchar,
+        occurred_at timestamptz, occurred_day date, duration_ms int, properties json,
+        exposure_id uuid)
+), valid AS (
+    SELECT e.* FROM incoming e
+    JOIN subagent s ON s.id = e.subagent_id
+        AND (s.visibility <> 'private' OR s.author_id = e.user_id)
+    JOIN subagent_version v ON v.id = e.version_id AND v.subagent_id = e.subagent_id
+    JOIN user_account u ON u.id = e.user_id
+), inserted AS (
+    INSERT INTO usage_event (event_id, client_id, user_id, subagent_id, version_id, kind,
+        occurred_at, occurred_day, duration_ms, properties, exposure_id, received_at)
+    SELECT event_id, %(client)s, user_id, subagent_id, version_id, kind, occurred_at,
+        occurred_day, duration_ms, properties, exposure_id, %(now)s
+    FROM valid
+    ON CONFLICT (event_id) DO NOTHING
+    RETURNING event_id
+), marked AS (
+    INSERT INTO rollup_dirty (subagent_id, day)
+    SELECT DISTINCT subagent_id, occurred_day FROM valid
+)
+SELECT idx, NULL::uuid FROM valid
+UNION ALL
+SELECT NULL, event_id FROM inserted
+"""
+
+
+def _store_postgres(session, client_id, accepted, now):
+    payload = json.dumps(
+        [
+            {
+                "idx": index,
+                "event_id": str(e.event_id),
+                "user_id": e.user_id,
+                "subagent_id": e.subagent_id,
+                "version_id": e.version_id,
+                "kind": e.kind,
+                "occurred_at": e.occurred_at.isoformat(),
+                "occurred_day": e.occurred_at.date().isoformat(),
+                "duration_ms": e.duration_ms,
+                "properties": e.properties,
+                "exposure_id": str(e.exposure_id) if e.exposure_id else None,
+            }
+            for index, e in accepted
+        ],
+        separators=(",", ":"),
+    )
+    raw = session.connection().connection.dbapi_connection
+    with raw.cursor() as cursor:
+        cursor.execute(_INGEST_POSTGRES, {"events": payload, "client": client_id, "now": now})
+        rows = cursor.fetchall()
+    valid = {idx for idx, _ in rows if idx is not None}
+    stored_ids = {event_id for idx, event_id in rows if idx is None}
+    by_index = dict(accepted)
+    return [(index, by_index[index]) for index in sorted(valid)], stored_ids
+
+
+_EVENT_COLUMNS = (
+    "event_id",
+    "client_id",
+    "user_id",
+    "subagent_id",
+    "version_id",
+    "kind",
+    "occurred_at",
+    "occurred_day",
+    "duration_ms",
+    "properties",
+    "exposure_id",
+    "received_at",
+)
+
+
+def _event_tuples(client_id: int, events: list[EventRow], now: datetime) -> list[tuple]:
+    return [
+        (
+            e.event_id,
+            client_id,
+            e.user_id,
+            e.subagent_id,
+            e.version_id,
+            e.kind,
+            e.occurred_at,
+            e.occurred_at.date(),
+            e.duration_ms,
+            json.dumps(e.properties),
+            e.exposure_id,
+            now,
+        )
+        for e in events
+    ]
+
+
 def _insert_events(
     session: Session, client_id: int, events: list[EventRow], now: datetime
 ) -> set[uuid.UUID]:
+    """Insert, skipping ids already stored; return the ids this call stored (SQLite).
+
+    Compiling a 1,000-row INSERT through SQLAlchemy costs ~0.7 s of CPU (11,000 bind
+    parameters), so this goes to the driver: one prepared ``INSERT … ON CONFLICT DO NOTHING
+    RETURNING`` per row, in the caller's transaction.
+    """
     if not events:
         return set()
-    rows = [
-        {
-            "event_id": e.event_id,
-            "client_id": client_id,
-            "user_id": e.user_id,
-            "subagent_id": e.subagent_id,
-            "version_id": e.version_id,
-            "kind": e.kind,
-            "occurred_at": e.occurred_at,
-            "occurred_day": e.occurred_at.date(),
-            "duration_ms": e.duration_ms,
-            "properties": e.properties,
-            "exposure_id": e.exposure_id,
-            "received_at": now,
-        }
-        for e in events
-    ]
-    insert = _insert_for(session)
+    return _insert_events_sqlite(session.connection(), client_id, events, now)
+
+
+def _insert_events_sqlite(connection, client_id, events, now) -> set[uuid.UUID]:
+    raw = connection.connection.dbapi_connection
+    placeholders = ", ".join("?" for _ in _EVENT_COLUMNS)
     statement = (
-        insert(UsageEvent)
-        .values(rows)
-        .on_conflict_do_nothing(index_elements=["event_id"])
-        .returning(UsageEvent.event_id)
+        f"INSERT INTO usage_event ({', '.join(_EVENT_COLUMNS)}) VALUES ({placeholders}) "  # noqa: S608 - fixed column names
+        "ON CONFLICT (event_id) DO NOTHING RETURNING event_id"
     )
-    return set(session.execute(statement).scalars())
+    stored = set()
+    cursor = raw.cursor()
+    try:
+        for row in _event_tuples(client_id, events, now):
+            # SQLAlchemy stores UUIDs on SQLite as 32 hex digits and datetimes as naive UTC
+            # text; write them the same way so ORM reads and these rows agree.
+            values = (
+                row[0].hex,
+                *row[1:6],
+                row[6].astimezone(UTC).replace(tzinfo=None).isoformat(sep=" "),
+                row[7].isoformat(),
+                row[8],
+                row[9],
+                row[10].hex if row[10] else None,
+                row[11].astimezone(UTC).replace(tzinfo=None).isoformat(sep=" "),
+            )
+            if cursor.execute(statement, values).fetchone() is not None:
+                stored.add(row[0])
+    finally:
+        cursor.close()
+    return stored
 
 
 # ---- feedback -------------------------------------------------------------------------
