@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from market.demo.content import DemoCommunity, generate_community
 from sqlalchemy import Engine, func
 from sqlmodel import select
 
+from feedback.services import log_install
 from market import bundles, catalog
 from market.auth import issue_token
 from market.db import session_scope
+from market.demo.content import DemoCommunity, generate_community
 from market.maintenance import recount_counters
 from market.models import ForkRequest, Install, SubAgent, User, Version, utcnow
 
@@ -138,6 +139,7 @@ def _load_installs(session, community, users, keys, now) -> int:
                 updated_at=when,
             )
         )
+        log_install(session, user.id, subagent.id, "install", when)
     return len(seen)
 
 

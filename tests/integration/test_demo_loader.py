@@ -1,0 +1,41 @@
+"""The demo community loads through the real publish paths and behaves like real data."""
+
+from __future__ import annotations
+
+from sqlmodel import func, select
+
+from market.db import session_scope
+from market.demo.loader import demo_tokens, is_empty, load_demo
+from market.models import SubAgent
+
+
+def test_demo_loads_a_believable_community(client, engine):
+    assert is_empty(engine)
+    stats = load_demo(engine, seed=7)
+    assert stats["users"] >= 1000 and stats["sub-agents"] >= 300
+    assert not is_empty(engine)
+    with session_scope(engine) as session:
+        deepest = session.exec(select(func.max(SubAgent.depth))).one()
+        categories = session.exec(select(func.count(func.distinct(SubAgent.category)))).one()
+        private = session.exec(
+            select(SubAgent.id).where(SubAgent.visibility == "private")
+        ).first()
+    assert deepest >= 6 and categories >= 8
+
+    tokens = {label: token for label, _handle, token in demo_tokens(engine)}
+    creator = {"Authorization": f"Bearer {tokens['creator']}"}
+    service = {"Authorization": f"Bearer {tokens['service']}"}
+    assert client.get("/api/v1/me", headers=creator).get_json()["kind"] == "person"
+    assert "suggest" in client.get("/api/v1/me", headers=service).get_json()["scopes"]
+
+    # A private demo sub-agent is as invisible as any other.
+    assert client.get(f"/api/v1/subagents/{private}").status_code == 404
+    page = client.get("/api/v1/subagents?limit=100").get_json()
+    assert private not in {card["id"] for card in page["items"]}
+
+    # Lineages from the demo end at their roots, and stats exist for the creators.
+    deep = client.get("/api/v1/subagents?sort=new&limit=100").get_json()["items"]
+    some_fork = next(card for card in deep if card["depth"] >= 2)
+    lineage = client.get(f"/api/v1/subagents/{some_fork['id']}/lineage").get_json()
+    assert len(lineage["ancestors"]) == some_fork["depth"]
+    assert client.get("/api/v1/subagents?q=water").get_json()["items"]
