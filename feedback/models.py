@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, date, datetime
 
-from sqlalchemy import JSON, Column, Date, DateTime, Index, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Column, Date, DateTime, Index, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
@@ -89,7 +89,8 @@ class DailyStats(SQLModel, table=True):
     opens: int = 0
     active_users: int = 0  # distinct users with any event that day
     sessions: int = 0
-    time_spent_ms: int = 0
+    # Summed durations of a busy day overflow 32 bits (596 hours): 64-bit.
+    time_spent_ms: int = Field(default=0, sa_column=Column(BigInteger, nullable=False))
     installs: int = 0
     uninstalls: int = 0
     errors: int = 0

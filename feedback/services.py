@@ -181,6 +181,9 @@ WITH incoming AS (
     SELECT event_id, %(client)s, user_id, subagent_id, version_id, kind, occurred_at,
         occurred_day, duration_ms, properties, exposure_id, %(now)s
     FROM valid
+    -- Every batch takes row locks in the same (id) order, so two concurrent batches that
+    -- share ids wait for each other instead of deadlocking.
+    ORDER BY event_id
     ON CONFLICT (event_id) DO NOTHING
     RETURNING event_id
 ), marked AS (
@@ -213,10 +216,13 @@ def _store_postgres(session, client_id, accepted, now):
         ],
         separators=(",", ":"),
     )
-    raw = session.connection().connection.dbapi_connection
-    with raw.cursor() as cursor:
-        cursor.execute(_INGEST_POSTGRES, {"events": payload, "client": client_id, "now": now})
-        rows = cursor.fetchall()
+    # Through SQLAlchemy's connection: driver errors become SQLAlchemy errors (a lost
+    # database is a 503, and the pool drops the broken connection).
+    rows = (
+        session.connection()
+        .exec_driver_sql(_INGEST_POSTGRES, {"events": payload, "client": client_id, "now": now})
+        .all()
+    )
     valid = {idx for idx, _ in rows if idx is not None}
     stored_ids = {event_id for idx, event_id in rows if idx is None}
     by_index = dict(accepted)
@@ -326,7 +332,7 @@ def record_feedback(
         select(Feedback).where(Feedback.user_id == user_id, Feedback.version_id == version.id)
     ).scalar_one_or_none()
     if existing is not None:
-        mark_dirty(session, [(subagent.id, existing.updated_at.date()), (subagent.id, now.date())])
+        mark_dirty(session, [(subagent.id, existing.updated_day), (subagent.id, now.date())])
         existing.scale, existing.rating = scale, rating
         existing.comment, existing.tags = comment, tags
         existing.exposure_id = exposure_id or existing.exposure_id

@@ -71,7 +71,10 @@ def create_app(config: dict | Settings | None = None) -> APIFlask:
     def _close_session(_exc):
         session = g.pop("db_session", None)
         if session is not None:
-            session.close()
+            try:
+                session.close()
+            except Exception:  # noqa: BLE001 - a connection lost mid-request: already answered
+                logging.getLogger("market").warning("closing a broken DB session", exc_info=True)
 
     @app.after_request
     def _security_headers(response):

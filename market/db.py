@@ -50,8 +50,9 @@ def make_engine(url: str, *, busy_timeout_ms: int = 5000, autocommit: bool = Fal
         # No pre-ping: it costs a round trip per request. A connection broken by a database
         # restart fails one request with 503 (see market/problems.py) and is then replaced.
         pool_recycle=1800,
-        # Fail fast instead of hanging when PostgreSQL is away.
-        connect_args={"connect_timeout": 3},
+        # Fail fast instead of hanging when PostgreSQL is away; UTC so a timestamp's date is
+        # the UTC day whatever the server's zone.
+        connect_args={"connect_timeout": 3, "options": "-c timezone=UTC"},
     )
 
 

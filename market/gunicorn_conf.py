@@ -10,3 +10,6 @@ timeout = 30
 graceful_timeout = 10
 accesslog = os.environ.get("SPRIG_ACCESS_LOG") or None
 errorlog = "-"
+# gunicorn's control socket defaults to one path per user; several servers on a host (tests,
+# benchmarks) would overwrite each other's. Sprig does not use it.
+control_socket_disable = True

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from apiflask import APIFlask
 from apiflask.exceptions import HTTPError
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import InterfaceError, OperationalError
 from werkzeug.exceptions import HTTPException
 
 from market.bundles import BundleError
@@ -78,6 +78,7 @@ def install(app: APIFlask) -> None:
         return problem(error.status, title, error.detail, errors)
 
     @app.errorhandler(OperationalError)
+    @app.errorhandler(InterfaceError)
     def _database_away(_error):
         return problem(
             503,

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints
 
 CATEGORIES = (
     "diet",
@@ -364,7 +364,8 @@ class EventBatchIn(BaseModel):
     are free-form here and described in the endpoint's documentation."""
 
     model_config = ConfigDict(extra="forbid")
-    events: list[dict] = Field(max_length=1000)
+    # Free-form items: a malformed one is rejected alone, the rest of the batch is stored.
+    events: list[Any] = Field(max_length=1000)
 
 
 class EventResult(BaseModel):
@@ -386,7 +387,7 @@ class FeedbackIn(StrictInput):
     user_id: int | None = Field(
         None, ge=1, le=2**31 - 1, description="services only: the user who rated"
     )
-    stars: int | None = Field(None, ge=1, le=5)
+    stars: StrictInt | None = Field(None, ge=1, le=5)
     thumbs: str | None = Field(None, pattern="^(up|down)$")
     comment: str | None = Field(None, max_length=1000)
     tags: list[Tag] = Field(default_factory=list, max_length=10)

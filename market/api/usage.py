@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import date, timedelta
 
@@ -12,6 +13,7 @@ from sqlmodel import select
 from feedback import services as usage
 from market import catalog
 from market.api.deps import caller, commit, db, parse_model
+from market.db import session_scope
 from market.errors import BadRequest, Forbidden, NotFound, PayloadTooLarge, SprigError
 from market.models import SubAgent, User, utcnow
 from market.ratelimit import RateLimiter
@@ -61,9 +63,14 @@ def post_events():
     who.require("events:write")
     if (request.content_length or 0) > MAX_BATCH_BYTES:
         raise PayloadTooLarge("A batch is at most 1 MiB.")
-    raw = request.get_json(silent=True)
-    if raw is None:
-        raise BadRequest("The body is not valid JSON.")
+    # Read at most one byte past the cap: a chunked upload declares no length up front.
+    data = request.stream.read(MAX_BATCH_BYTES + 1)
+    if len(data) > MAX_BATCH_BYTES:
+        raise PayloadTooLarge("A batch is at most 1 MiB.")
+    try:
+        raw = json.loads(data)
+    except ValueError:
+        raise BadRequest("The body is not valid JSON.") from None
     events = raw.get("events") if isinstance(raw, dict) else None
     if isinstance(events, list) and len(events) > 1000:
         raise PayloadTooLarge("A batch is at most 1,000 events.")
@@ -143,17 +150,18 @@ def _window(query: StatsQuery) -> tuple[date, date]:
         raise BadRequest("`from` and `to` are dates like 2026-11-30.") from None
     if start > end:
         raise BadRequest("`from` is after `to`.")
-    if (end - start).days > MAX_WINDOW_DAYS:
+    if (end - start).days + 1 > MAX_WINDOW_DAYS:
         raise BadRequest(f"A window is at most {MAX_WINDOW_DAYS} days.")
     return start, end
 
 
 def _fresh_rollups() -> None:
-    """Embedded mode has no beat: bring rollups up to date before answering."""
+    """Embedded mode has no beat: bring rollups up to date before answering. In a transaction
+    of its own (GET requests read in autocommit), so the rollup's lock holds while it runs."""
     settings = current_app.extensions["sprig.settings"]
     if settings.celery_eager or not settings.redis_url:
-        usage.run_rollup(db())
-        commit()
+        with session_scope(current_app.extensions["sprig.engine"]) as session:
+            usage.run_rollup(session)
 
 
 @bp.get("/subagents/<int:subagent_id>/stats")

@@ -34,7 +34,7 @@ def upgrade() -> None:
     sa.Column('opens', sa.Integer(), nullable=False),
     sa.Column('active_users', sa.Integer(), nullable=False),
     sa.Column('sessions', sa.Integer(), nullable=False),
-    sa.Column('time_spent_ms', sa.Integer(), nullable=False),
+    sa.Column('time_spent_ms', sa.BigInteger(), nullable=False),
     sa.Column('installs', sa.Integer(), nullable=False),
     sa.Column('uninstalls', sa.Integer(), nullable=False),
     sa.Column('errors', sa.Integer(), nullable=False),
