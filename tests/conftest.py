@@ -51,7 +51,7 @@ def _wipe(engine) -> None:
         else:
             connection.execute(text("PRAGMA foreign_keys=OFF"))
             for table in reversed(tables):
-                connection.execute(text(f"DELETE FROM {table}"))
+                connection.execute(text(f"DELETE FROM {table}"))  # noqa: S608 - our table names
             connection.execute(text("PRAGMA foreign_keys=ON"))
 
 
@@ -59,7 +59,12 @@ def _wipe(engine) -> None:
 def app(database_url):
     # The read cache is off here (its own tests turn it on): counts must be read fresh.
     app = create_app(
-        {"database_url": database_url, "testing": True, "secret_key": "test", "read_cache_seconds": 0}
+        {
+            "database_url": database_url,
+            "testing": True,
+            "secret_key": "test",
+            "read_cache_seconds": 0,
+        }
     )
     engine = app.extensions["sprig.engine"]
     yield app

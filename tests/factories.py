@@ -93,8 +93,6 @@ def fork(client, actor: Actor, parent_id: int, note: str = "fork", **extra) -> d
         "bundle": bundle(note),
     }
     body.update(extra)
-    response = client.post(
-        f"/api/v1/subagents/{parent_id}/forks", json=body, headers=actor.headers
-    )
+    response = client.post(f"/api/v1/subagents/{parent_id}/forks", json=body, headers=actor.headers)
     assert response.status_code == 201, response.get_json()
     return response.get_json()

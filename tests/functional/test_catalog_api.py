@@ -69,8 +69,9 @@ def test_zip_upload_and_json_give_the_same_version(client, alice):
 def test_new_versions_are_numbered_and_idempotent(client, alice, bob):
     sub = publish(client, alice)
     url = f"{API}/subagents/{sub['id']}/versions"
-    v2 = client.post(url, json={"changelog": "bigger buttons", "bundle": bundle("v2")},
-                     headers=alice.headers)
+    v2 = client.post(
+        url, json={"changelog": "bigger buttons", "bundle": bundle("v2")}, headers=alice.headers
+    )
     assert v2.status_code == 201 and v2.get_json()["number"] == 2
     same = client.post(url, json={"bundle": bundle("v2")}, headers=alice.headers)
     assert same.status_code == 200 and same.get_json()["id"] == v2.get_json()["id"]
@@ -93,8 +94,11 @@ def test_fork_records_lineage_that_never_changes(client, alice, bob):
     lineage = client.get(f"{API}/subagents/{grandchild['id']}/lineage").get_json()
     assert [n["subagent"]["id"] for n in lineage["ancestors"]] == [root["id"], child["id"]]
     # A new version of the parent does not move the child's recorded parent version.
-    client.post(f"{API}/subagents/{root['id']}/versions", json={"bundle": bundle("v2")},
-                headers=alice.headers)
+    client.post(
+        f"{API}/subagents/{root['id']}/versions",
+        json={"bundle": bundle("v2")},
+        headers=alice.headers,
+    )
     again = client.get(f"{API}/subagents/{child['id']}").get_json()
     assert again["parent_version_id"] == root["latest_version"]["id"]
     assert client.get(f"{API}/subagents/{root['id']}").get_json()["fork_count"] == 1
@@ -103,14 +107,21 @@ def test_fork_records_lineage_that_never_changes(client, alice, bob):
 def test_fork_of_a_chosen_parent_version(client, alice, bob):
     root = publish(client, alice)
     v1 = root["latest_version"]["id"]
-    client.post(f"{API}/subagents/{root['id']}/versions", json={"bundle": bundle("v2")},
-                headers=alice.headers)
+    client.post(
+        f"{API}/subagents/{root['id']}/versions",
+        json={"bundle": bundle("v2")},
+        headers=alice.headers,
+    )
     child = fork(client, bob, root["id"], "old", parent_version_id=v1)
     assert child["parent_version_id"] == v1
     wrong = client.post(
         f"{API}/subagents/{root['id']}/forks",
-        json={"title": "x", "fork_request": "x", "bundle": bundle("w"),
-              "parent_version_id": 999999},
+        json={
+            "title": "x",
+            "fork_request": "x",
+            "bundle": bundle("w"),
+            "parent_version_id": 999999,
+        },
         headers=bob.headers,
     )
     assert wrong.status_code == 404
@@ -147,7 +158,8 @@ def test_patch_cannot_touch_server_fields(client, alice):
     )
     assert response.status_code == 422
     ok = client.patch(
-        f"{API}/subagents/{sub['id']}", json={"title": "Hydrate!", "tags": ["Water"]},
+        f"{API}/subagents/{sub['id']}",
+        json={"title": "Hydrate!", "tags": ["Water"]},
         headers=alice.headers,
     )
     assert ok.status_code == 200 and ok.get_json()["title"] == "Hydrate!"
@@ -157,9 +169,15 @@ def test_patch_cannot_touch_server_fields(client, alice):
 def test_diff_against_parent_shows_files_and_added_scopes(client, alice, bob):
     root = publish(client, alice)
     child = fork(
-        client, bob, root["id"], "reminders",
-        bundle=bundle("reminders", scopes=("hydration.read", "hydration.write", "calendar.read"),
-                      hosts=("api.open-meteo.com",)),
+        client,
+        bob,
+        root["id"],
+        "reminders",
+        bundle=bundle(
+            "reminders",
+            scopes=("hydration.read", "hydration.write", "calendar.read"),
+            hosts=("api.open-meteo.com",),
+        ),
     )
     diff = client.get(f"{API}/subagents/{child['id']}/diff").get_json()
     assert diff["base_version_id"] == root["latest_version"]["id"]
@@ -172,13 +190,25 @@ def test_diff_against_parent_shows_files_and_added_scopes(client, alice, bob):
 
 def test_browse_search_filters_and_cursor(client, alice):
     ids = [
-        publish(client, alice, title=f"Sleep Diary {i}", category="sleep", tags=["sleep"],
-                bundle=bundle(f"s{i}"))["id"]
+        publish(
+            client,
+            alice,
+            title=f"Sleep Diary {i}",
+            category="sleep",
+            tags=["sleep"],
+            bundle=bundle(f"s{i}"),
+        )["id"]
         for i in range(5)
     ]
-    meal = publish(client, alice, title="Family Meal Planner", category="family",
-                   summary="Plan dinners for a family of four", tags=["meals", "kids"],
-                   bundle=bundle("meal"))
+    meal = publish(
+        client,
+        alice,
+        title="Family Meal Planner",
+        category="family",
+        summary="Plan dinners for a family of four",
+        tags=["meals", "kids"],
+        bundle=bundle("meal"),
+    )
     found = client.get(f"{API}/subagents?q=meal planner").get_json()["items"]
     assert [c["id"] for c in found] == [meal["id"]]
     assert client.get(f"{API}/subagents?q=dinners").get_json()["items"][0]["id"] == meal["id"]
@@ -211,9 +241,13 @@ def test_install_counts_distinct_users_and_reports_new_scopes(client, alice, bob
     assert client.post(url, json={}, headers=bob.headers).status_code == 200
     client.post(url, json={}, headers=carol.headers)
     assert client.get(f"{API}/subagents/{root['id']}").get_json()["install_count"] == 2
-    child = fork(client, alice, root["id"], "cal",
-                 bundle=bundle("cal", scopes=("hydration.read", "hydration.write",
-                                              "calendar.read")))
+    child = fork(
+        client,
+        alice,
+        root["id"],
+        "cal",
+        bundle=bundle("cal", scopes=("hydration.read", "hydration.write", "calendar.read")),
+    )
     upgrade = client.post(f"{API}/subagents/{child['id']}/install", json={}, headers=bob.headers)
     assert upgrade.get_json()["new_scopes"] == ["calendar.read"]
     mine = client.get(f"{API}/me/installs", headers=bob.headers).get_json()["items"]
@@ -238,8 +272,9 @@ def test_fork_request_queue_and_fulfilment(client, alice, bob, engine):
     queue = client.get(f"{API}/fork-requests?status=open", headers=coder.headers).get_json()
     assert [r["id"] for r in queue["items"]] == [request_id]
     assert client.get(f"{API}/fork-requests", headers=alice.headers).get_json()["items"] == []
-    child = fork(client, coder, root["id"], "peanut-free", on_behalf_of="bob",
-                 fork_request_id=request_id)
+    child = fork(
+        client, coder, root["id"], "peanut-free", on_behalf_of="bob", fork_request_id=request_id
+    )
     assert child["author"]["handle"] == "bob"
     assert child["fork_request_id"] == request_id
     assert client.get(f"{API}/fork-requests", headers=coder.headers).get_json()["items"] == []
@@ -247,8 +282,13 @@ def test_fork_request_queue_and_fulfilment(client, alice, bob, engine):
     assert done["items"][0]["fulfilled_by_id"] == child["id"]
     again = client.post(
         f"{API}/subagents/{root['id']}/forks",
-        json={"title": "x", "fork_request": "x", "bundle": bundle("other"),
-              "fork_request_id": request_id, "on_behalf_of": "bob"},
+        json={
+            "title": "x",
+            "fork_request": "x",
+            "bundle": bundle("other"),
+            "fork_request_id": request_id,
+            "on_behalf_of": "bob",
+        },
         headers=coder.headers,
     )
     assert again.status_code == 409
@@ -267,8 +307,9 @@ def test_yank_hides_from_browse_but_installers_keep_the_bundle(client, alice, bo
     sub = publish(client, alice)
     version_id = sub["latest_version"]["id"]
     client.post(f"{API}/subagents/{sub['id']}/install", json={}, headers=bob.headers)
-    yanked = client.post(f"{API}/subagents/{sub['id']}/yank", json={"reason": "data loss bug"},
-                         headers=alice.headers)
+    yanked = client.post(
+        f"{API}/subagents/{sub['id']}/yank", json={"reason": "data loss bug"}, headers=alice.headers
+    )
     assert yanked.get_json()["status"] == "yanked"
     assert client.get(f"{API}/subagents").get_json()["items"] == []
     bundle_url = f"{API}/subagents/{sub['id']}/versions/{version_id}/bundle"
@@ -285,23 +326,31 @@ def test_quarantine_report_flow(client, alice, bob, engine):
     mod = make_user(engine, "mod", role="moderator")
     sub = publish(client, alice)
     url = f"{API}/subagents/{sub['id']}"
-    reported = client.post(f"{url}/report", json={"reason": "privacy", "detail": "asks too much"},
-                           headers=bob.headers)
+    reported = client.post(
+        f"{url}/report", json={"reason": "privacy", "detail": "asks too much"}, headers=bob.headers
+    )
     assert reported.status_code == 201
-    assert client.post(f"{url}/report", json={"reason": "spam"},
-                       headers=bob.headers).status_code == 200
+    assert (
+        client.post(f"{url}/report", json={"reason": "spam"}, headers=bob.headers).status_code
+        == 200
+    )
     assert client.get(f"{API}/reports", headers=bob.headers).status_code == 403
     assert len(client.get(f"{API}/reports", headers=mod.headers).get_json()["items"]) == 1
-    assert client.post(f"{url}/quarantine", json={"reason": "privacy leak"},
-                       headers=bob.headers).status_code == 403
+    assert (
+        client.post(
+            f"{url}/quarantine", json={"reason": "privacy leak"}, headers=bob.headers
+        ).status_code
+        == 403
+    )
     done = client.post(f"{url}/quarantine", json={"reason": "privacy leak"}, headers=mod.headers)
     assert done.get_json()["status"] == "quarantined"
     assert client.get(url, headers=bob.headers).status_code == 404
     assert client.get(url).status_code == 404
     assert client.get(url, headers=alice.headers).status_code == 200
     assert client.get(f"{API}/reports", headers=mod.headers).get_json()["items"] == []
-    lifted = client.post(f"{url}/quarantine", json={"reason": "fixed now", "lift": True},
-                         headers=mod.headers)
+    lifted = client.post(
+        f"{url}/quarantine", json={"reason": "fixed now", "lift": True}, headers=mod.headers
+    )
     assert lifted.get_json()["status"] == "active"
     assert client.get(url).status_code == 200
 
@@ -328,8 +377,9 @@ def test_tree_is_breadth_first_and_capped(client, alice, bob):
 
 
 def test_problem_json_for_bad_bodies(client, alice):
-    bad = client.post(f"{API}/subagents", data="{nope", content_type="application/json",
-                      headers=alice.headers)
+    bad = client.post(
+        f"{API}/subagents", data="{nope", content_type="application/json", headers=alice.headers
+    )
     assert bad.status_code == 400
     assert bad.headers["Content-Type"] == "application/problem+json"
     assert set(bad.get_json()) >= {"type", "title", "status", "detail"}

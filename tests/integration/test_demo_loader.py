@@ -17,9 +17,7 @@ def test_demo_loads_a_believable_community(client, engine):
     with session_scope(engine) as session:
         deepest = session.exec(select(func.max(SubAgent.depth))).one()
         categories = session.exec(select(func.count(func.distinct(SubAgent.category)))).one()
-        private = session.exec(
-            select(SubAgent.id).where(SubAgent.visibility == "private")
-        ).first()
+        private = session.exec(select(SubAgent.id).where(SubAgent.visibility == "private")).first()
     assert deepest >= 6 and categories >= 8
 
     tokens = {label: token for label, _handle, token in demo_tokens(engine)}
