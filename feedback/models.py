@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, date, datetime
 
-from sqlalchemy import JSON, BigInteger, Column, Date, DateTime, Index, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Column, Date, DateTime, Index, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
 
@@ -27,13 +27,28 @@ def _ts(nullable: bool = False):
 
 class UsageEvent(SQLModel, table=True):
     __tablename__ = "usage_event"
-    __table_args__ = (Index("ix_usage_event_subagent_day", "subagent_id", "occurred_day"),)
+    __table_args__ = (
+        Index("ix_usage_event_subagent_day", "subagent_id", "occurred_day"),
+        # Events arrive in time order, so a BRIN index finds a day's pages for a few bytes
+        # per 1 MB of table; the rollup reads whole days through it.
+        Index("ix_usage_event_day_brin", "occurred_day", postgresql_using="brin"),
+        Index(
+            "ix_usage_event_uninstalls",
+            "subagent_id",
+            "occurred_day",
+            postgresql_where=text("kind = 'uninstall'"),
+            sqlite_where=text("kind = 'uninstall'"),
+        ),
+    )
 
+    # No foreign keys on purpose: the ingest statement checks every reference itself (and
+    # rejects per item), users and sub-agents are never deleted, and the four key checks made
+    # bulk inserts 3x slower.
     event_id: uuid.UUID = Field(primary_key=True)
-    client_id: int = Field(foreign_key="user_account.id")
-    user_id: int = Field(foreign_key="user_account.id")
-    subagent_id: int = Field(foreign_key="subagent.id")
-    version_id: int = Field(foreign_key="subagent_version.id")
+    client_id: int
+    user_id: int
+    subagent_id: int
+    version_id: int
     kind: str = Field(max_length=16)  # open | action | session_end | error | uninstall
     occurred_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
     # The UTC day, stored so rollups group by a plain column on every database.

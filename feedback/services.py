@@ -385,27 +385,30 @@ def _chunks(items: list, size: int = _CHUNK):
 def run_rollup(session: Session, *, max_marks: int = 200_000) -> dict:
     """Recompute daily stats and retention cohorts for the touched (sub-agent, day) pairs.
 
-    Idempotent and incremental: only pairs marked dirty are recomputed, each from the raw rows,
-    and only the marks read here are deleted, so marks written meanwhile wait for the next run.
+    Idempotent and incremental: only pairs marked dirty are recomputed, each from the raw rows.
+    The marks are consumed with ``DELETE … RETURNING`` in this transaction: a mark committed
+    meanwhile is either seen (and its events, committed with it, are counted) or left for the
+    next run; if this run fails, its deletions roll back with it.
     """
     if not _rollup_lock(session):
         return {"marks": 0, "days": 0, "cohorts": 0, "skipped": True}
+    oldest = select(RollupDirty.id).order_by(RollupDirty.id).limit(max_marks)
     marks = session.execute(
-        select(RollupDirty.id, RollupDirty.subagent_id, RollupDirty.day)
-        .order_by(RollupDirty.id)
-        .limit(max_marks)
+        delete(RollupDirty)
+        .where(RollupDirty.id.in_(oldest.scalar_subquery()))
+        .returning(RollupDirty.subagent_id, RollupDirty.day)
     ).all()
     if not marks:
         return {"marks": 0, "days": 0, "cohorts": 0}
-    pairs = sorted({(m.subagent_id, m.day) for m in marks})
-    for chunk in _chunks(pairs):
-        _rollup_days(session, chunk)
+    pairs = sorted({(subagent_id, day) for subagent_id, day in marks})
+    by_day: dict[date, list[int]] = {}
+    for subagent_id, day in pairs:
+        by_day.setdefault(day, []).append(subagent_id)
+    for day, subagent_ids in sorted(by_day.items()):
+        _rollup_day(session, day, subagent_ids)
     cohort_pairs = sorted({(s, c) for s, d in pairs for c in rollup.cohort_days_touched_by(d)})
     for chunk in _chunks(cohort_pairs):
         _rollup_cohorts(session, chunk)
-    mark_ids = [m.id for m in marks]
-    for chunk in _chunks(mark_ids, 5000):
-        session.execute(delete(RollupDirty).where(RollupDirty.id.in_(chunk)))
     return {"marks": len(marks), "days": len(pairs), "cohorts": len(cohort_pairs)}
 
 
@@ -419,68 +422,83 @@ def _rollup_lock(session: Session) -> bool:
     return bool(session.execute(statement, {"key": _ROLLUP_LOCK}).scalar())
 
 
-def _rollup_days(session: Session, pairs: list[tuple[int, date]]) -> None:
-    stats = {pair: rollup.DayStats() for pair in pairs}
+def _rollup_day(session: Session, day: date, subagent_ids: list[int]) -> None:
+    """Stats of one UTC day for the given sub-agents, each query a single pass over that day.
+
+    With few sub-agents the (sub-agent, day) index finds their events; with many, the whole
+    day is read once (a BRIN index on the day keeps that to the day's own pages) and the
+    rows for other sub-agents are dropped here.
+    """
+    wanted = set(subagent_ids)
+    stats = {subagent_id: rollup.DayStats() for subagent_id in subagent_ids}
+
+    def restrict(subagent_column):
+        return [subagent_column.in_(subagent_ids)] if len(subagent_ids) <= _CHUNK else []
+
     e = UsageEvent
-    by_pair = tuple_(e.subagent_id, e.occurred_day).in_(pairs)
     aggregate = (
         select(
             e.subagent_id,
-            e.occurred_day,
             func.count().filter(e.kind == "open"),
             func.count(distinct(e.user_id)),
             func.count().filter(e.kind == "session_end"),
             func.coalesce(func.sum(e.duration_ms).filter(e.kind == "session_end"), 0),
             func.count().filter(e.kind == "error"),
         )
-        .where(by_pair)
-        .group_by(e.subagent_id, e.occurred_day)
+        .where(e.occurred_day == day, *restrict(e.subagent_id))
+        .group_by(e.subagent_id)
     )
-    for subagent_id, day, opens, active, sessions, spent, errors in session.execute(aggregate):
-        row = stats[(subagent_id, day)]
-        row.opens, row.active_users, row.sessions = opens, active, sessions
-        row.time_spent_ms, row.errors = int(spent), errors
+    for subagent_id, opens, active, sessions, spent, errors in session.execute(aggregate):
+        if subagent_id in wanted:
+            row = stats[subagent_id]
+            row.opens, row.active_users, row.sessions = opens, active, sessions
+            row.time_spent_ms, row.errors = int(spent), errors
 
-    uninstallers: dict[tuple[int, date], set] = {pair: set() for pair in pairs}
-    installers: dict[tuple[int, date], set] = {pair: set() for pair in pairs}
-    for subagent_id, day, user_id in session.execute(
-        select(e.subagent_id, e.occurred_day, e.user_id)
-        .where(by_pair, e.kind == "uninstall")
+    installers: dict[int, set] = {s: set() for s in subagent_ids}
+    uninstallers: dict[int, set] = {s: set() for s in subagent_ids}
+    for subagent_id, user_id in session.execute(
+        select(e.subagent_id, e.user_id)
+        .where(e.occurred_day == day, e.kind == "uninstall", *restrict(e.subagent_id))
         .distinct()
     ):
-        uninstallers[(subagent_id, day)].add(user_id)
+        if subagent_id in wanted:
+            uninstallers[subagent_id].add(user_id)
     log = InstallLog
-    for subagent_id, day, user_id, action in session.execute(
-        select(log.subagent_id, log.day, log.user_id, log.action)
-        .where(tuple_(log.subagent_id, log.day).in_(pairs))
+    for subagent_id, user_id, action in session.execute(
+        select(log.subagent_id, log.user_id, log.action)
+        .where(log.day == day, log.subagent_id.in_(subagent_ids))
         .distinct()
     ):
-        (installers if action == "install" else uninstallers)[(subagent_id, day)].add(user_id)
-    for pair in pairs:
-        stats[pair].installs = len(installers[pair])
-        stats[pair].uninstalls = len(uninstallers[pair])
+        (installers if action == "install" else uninstallers)[subagent_id].add(user_id)
+    for subagent_id in subagent_ids:
+        stats[subagent_id].installs = len(installers[subagent_id])
+        stats[subagent_id].uninstalls = len(uninstallers[subagent_id])
 
     f = Feedback
-    for subagent_id, day, scale, rating, count in session.execute(
-        select(f.subagent_id, f.updated_day, f.scale, f.rating, func.count())
-        .where(tuple_(f.subagent_id, f.updated_day).in_(pairs))
-        .group_by(f.subagent_id, f.updated_day, f.scale, f.rating)
+    for subagent_id, scale, rating, count in session.execute(
+        select(f.subagent_id, f.scale, f.rating, func.count())
+        .where(f.updated_day == day, f.subagent_id.in_(subagent_ids))
+        .group_by(f.subagent_id, f.scale, f.rating)
     ):
-        row = stats[(subagent_id, day)]
+        row = stats[subagent_id]
         row.ratings += count
         name = rollup.rating_fields(scale, rating)
         setattr(row, name, getattr(row, name) + count)
 
-    session.execute(
-        delete(DailyStats).where(tuple_(DailyStats.subagent_id, DailyStats.day).in_(pairs))
-    )
+    for chunk in _chunks(subagent_ids, 5000):
+        session.execute(
+            delete(DailyStats).where(DailyStats.day == day, DailyStats.subagent_id.in_(chunk))
+        )
     rows = [
-        {"subagent_id": s, "day": d, **vars(v)}
-        for (s, d), v in stats.items()
-        if any(vars(v).values())
+        {"subagent_id": s, "day": day, **vars(v)} for s, v in stats.items() if any(vars(v).values())
     ]
     if rows:
-        session.execute(generic_insert(DailyStats).values(rows))
+        # executemany of one statement: a multi-row VALUES costs more to build than to run.
+        session.execute(_INSERT_DAILY_STATS, rows)
+
+
+_INSERT_DAILY_STATS = generic_insert(DailyStats)
+_INSERT_COHORT = generic_insert(RetentionCohort)
 
 
 def _rollup_cohorts(session: Session, pairs: list[tuple[int, date]]) -> None:
@@ -540,7 +558,7 @@ def _rollup_cohorts(session: Session, pairs: list[tuple[int, date]]) -> None:
         for (s, d), c in cohorts.items()
     ]
     if rows:
-        session.execute(generic_insert(RetentionCohort).values(rows))
+        session.execute(_INSERT_COHORT, rows)
 
 
 def _day_start(day: date) -> datetime:

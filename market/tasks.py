@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from feedback.services import run_rollup
 from market.celery_app import celery
 from market.config import load_settings
@@ -21,6 +23,16 @@ def recount_counters_task() -> dict:
 
 
 @celery.task(name="sprig.rollup")
-def rollup_task() -> dict:
-    with session_scope(_engine()) as session:
-        return run_rollup(session)
+def rollup_task(budget_seconds: float = 50.0) -> dict:
+    """Drain the marks (beat runs this every minute), in transactions of bounded size."""
+    engine = _engine()
+    total = {"marks": 0, "days": 0, "cohorts": 0}
+    deadline = time.monotonic() + budget_seconds
+    while time.monotonic() < deadline:
+        with session_scope(engine) as session:
+            done = run_rollup(session)
+        for name in total:
+            total[name] += done[name]
+        if not done["marks"]:
+            break
+    return total
