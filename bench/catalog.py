@@ -29,10 +29,32 @@ sys.path.insert(0, str(ROOT))
 
 from bench import loadgen  # noqa: E402
 
-CATEGORIES = ["diet", "hydration", "fitness", "mood", "sleep", "finance", "study", "family",
-              "hobby", "travel"]
-NOUNS = ["tracker", "planner", "diary", "log", "coach", "journal", "timer", "budget", "checklist",
-         "reminder", "counter", "book"]
+CATEGORIES = [
+    "diet",
+    "hydration",
+    "fitness",
+    "mood",
+    "sleep",
+    "finance",
+    "study",
+    "family",
+    "hobby",
+    "travel",
+]
+NOUNS = [
+    "tracker",
+    "planner",
+    "diary",
+    "log",
+    "coach",
+    "journal",
+    "timer",
+    "budget",
+    "checklist",
+    "reminder",
+    "counter",
+    "book",
+]
 TOPICS = {
     "diet": ["calorie", "meal", "protein", "keto", "vegan", "recipe", "snack", "peanut"],
     "hydration": ["water", "tea", "coffee", "electrolyte", "bottle"],
@@ -91,17 +113,24 @@ def load_forest(url: str, n: int, seed: int) -> dict:
     started = time.perf_counter()
     with psycopg.connect(dsn) as conn:
         with conn.cursor() as cur:
-            with cur.copy("COPY user_account (id, handle, display_name, kind, role, bio, locale, "
-                          "share_feedback_for_training, created_at) FROM STDIN") as copy:
+            with cur.copy(
+                "COPY user_account (id, handle, display_name, kind, role, bio, locale, "
+                "share_feedback_for_training, created_at) FROM STDIN"
+            ) as copy:
                 for u in range(1, n_users + 1):
-                    copy.write_row((u, f"user{u}", f"User {u}", "person", "user", "", "en-US",
-                                    False, now))
-            cur.execute("INSERT INTO bundle_blob (sha256, content, size_bytes) VALUES (%s, %s, 0)",
-                        ("0" * 64, b""))
-            with cur.copy("COPY subagent (id, title, summary, story, category, tags, author_id, "
-                          "visibility, status, parent_id, root_id, depth, ancestry, "
-                          "fork_request_text, latest_version_id, dedupe_key, install_count, "
-                          "fork_count, created_at, updated_at) FROM STDIN") as copy:
+                    copy.write_row(
+                        (u, f"user{u}", f"User {u}", "person", "user", "", "en-US", False, now)
+                    )
+            cur.execute(
+                "INSERT INTO bundle_blob (sha256, content, size_bytes) VALUES (%s, %s, 0)",
+                ("0" * 64, b""),
+            )
+            with cur.copy(
+                "COPY subagent (id, title, summary, story, category, tags, author_id, "
+                "visibility, status, parent_id, root_id, depth, ancestry, "
+                "fork_request_text, latest_version_id, dedupe_key, install_count, "
+                "fork_count, created_at, updated_at) FROM STDIN"
+            ) as copy:
                 fork_counts = [0] * n
                 for i in range(n):
                     if parent[i] >= 0:
@@ -115,21 +144,41 @@ def load_forest(url: str, n: int, seed: int) -> dict:
                     story = f"I built this {noun} because {topic} matters to me. " * 3
                     tags = json.dumps([topic, noun])
                     root = _root(parent, i) + 1
-                    copy.write_row((
-                        i + 1, title, summary, story, category, tags, rng.randint(1, n_users),
-                        "public", "active", parent[i] + 1 if parent[i] >= 0 else None, root,
-                        depth[i], ancestry[i], "make it mine" if parent[i] >= 0 else None,
-                        i + 1, f"bench:{i}", installs[i], fork_counts[i],
-                        now - timedelta(minutes=n - i), now,
-                    ))
-            with cur.copy("COPY subagent_version (id, subagent_id, number, sha256, manifest, "
-                          "changelog, status, size_bytes, file_count, created_at) FROM STDIN"
-                          ) as copy:
+                    copy.write_row(
+                        (
+                            i + 1,
+                            title,
+                            summary,
+                            story,
+                            category,
+                            tags,
+                            rng.randint(1, n_users),
+                            "public",
+                            "active",
+                            parent[i] + 1 if parent[i] >= 0 else None,
+                            root,
+                            depth[i],
+                            ancestry[i],
+                            "make it mine" if parent[i] >= 0 else None,
+                            i + 1,
+                            f"bench:{i}",
+                            installs[i],
+                            fork_counts[i],
+                            now - timedelta(minutes=n - i),
+                            now,
+                        )
+                    )
+            with cur.copy(
+                "COPY subagent_version (id, subagent_id, number, sha256, manifest, "
+                "changelog, status, size_bytes, file_count, created_at) FROM STDIN"
+            ) as copy:
                 for i in range(n):
                     copy.write_row((i + 1, i + 1, 1, "0" * 64, manifest, "", "active", 0, 1, now))
             for table in ("user_account", "subagent", "subagent_version"):
-                cur.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
-                            f"(SELECT max(id) FROM {table}))")
+                cur.execute(
+                    f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "  # noqa: S608
+                    f"(SELECT max(id) FROM {table}))"
+                )
         conn.commit()
         conn.autocommit = True
         conn.execute("VACUUM ANALYZE")
@@ -154,13 +203,27 @@ def _root(parent: list[int], i: int) -> int:
 
 
 def start_gunicorn(url: str, port: int, workers: int, threads: int, cache_seconds: int):
-    env = {**os.environ, "SPRIG_DATABASE_URL": url, "SPRIG_SECRET_KEY": "bench",
-           "SPRIG_WORKERS": str(workers), "SPRIG_THREADS": str(threads),
-           "SPRIG_READ_CACHE_SECONDS": str(cache_seconds)}
+    env = {
+        **os.environ,
+        "SPRIG_DATABASE_URL": url,
+        "SPRIG_SECRET_KEY": "bench",
+        "SPRIG_WORKERS": str(workers),
+        "SPRIG_THREADS": str(threads),
+        "SPRIG_READ_CACHE_SECONDS": str(cache_seconds),
+    }
     process = subprocess.Popen(
-        [str(Path(sys.executable).parent / "gunicorn"), "-c", "python:market.gunicorn_conf",
-         "--bind", f"127.0.0.1:{port}", "market.app:create_app()"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        [
+            str(Path(sys.executable).parent / "gunicorn"),
+            "-c",
+            "python:market.gunicorn_conf",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "market.app:create_app()",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     deadline = time.time() + 30
     while time.time() < deadline:
@@ -182,13 +245,14 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
     parser.add_argument("--threads", type=int, default=8, help="threads per worker")
-    parser.add_argument("--no-read-cache", action="store_true",
-                        help="measure every request against the database")
+    parser.add_argument(
+        "--no-read-cache", action="store_true", help="measure every request against the database"
+    )
     args = parser.parse_args()
     url = os.environ.get("SPRIG_BENCH_DATABASE_URL") or os.environ.get("SPRIG_TEST_POSTGRES_URL")
     if not url:
         script = ROOT / "scripts" / "test-services.sh"
-        os.execv(str(script), [str(script), sys.executable, *sys.argv])
+        os.execv(str(script), [str(script), sys.executable, *sys.argv])  # noqa: S606
     n = args.subagents or (20_000 if args.quick else 100_000)
     seconds = args.seconds or (3.0 if args.quick else 10.0)
 
@@ -198,8 +262,12 @@ def main() -> None:
     words = sorted({w for topics in TOPICS.values() for w in topics} | set(NOUNS))
     endpoints = {
         "trivial (health)": ["/api/v1/health"],
-        "browse": [f"/api/v1/subagents?category={c}&sort={s}&limit=20"
-                   for c in CATEGORIES for s in ("new", "installs")] + ["/api/v1/subagents"],
+        "browse": [
+            f"/api/v1/subagents?category={c}&sort={s}&limit=20"
+            for c in CATEGORIES
+            for s in ("new", "installs")
+        ]
+        + ["/api/v1/subagents"],
         "search": [f"/api/v1/subagents?q={a}+{b}" for a in words for b in NOUNS][:400]
         + [f"/api/v1/subagents?q={w}" for w in words],
         "detail": [f"/api/v1/subagents/{i}" for i in ids],
@@ -222,10 +290,12 @@ def main() -> None:
         server.wait(timeout=15)
 
     baseline = results[0].rps
-    print(f"\ncatalog bench: {n:,} sub-agents ({forest['roots']:,} roots, max depth "
-          f"{forest['max_depth']}), PostgreSQL, gunicorn {args.workers}x{args.threads} gthread, "
-          f"read cache {'off' if args.no_read_cache else 'on'}, {args.clients} clients, "
-          f"{seconds:.0f}s per endpoint; loaded in {forest['load_seconds']}s\n")
+    print(
+        f"\ncatalog bench: {n:,} sub-agents ({forest['roots']:,} roots, max depth "
+        f"{forest['max_depth']}), PostgreSQL, gunicorn {args.workers}x{args.threads} gthread, "
+        f"read cache {'off' if args.no_read_cache else 'on'}, {args.clients} clients, "
+        f"{seconds:.0f}s per endpoint; loaded in {forest['load_seconds']}s\n"
+    )
     header = f"{'endpoint':<18} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7} {'ratio':>6}"
     print(header)
     print("-" * len(header))
@@ -233,13 +303,27 @@ def main() -> None:
     for r in results:
         ratio = r.rps / baseline if baseline else 0.0
         print(f"{r.name:<18} {r.rps:>8.0f} {r.p50:>8.1f} {r.p99:>8.1f} {r.errors:>7} {ratio:>6.2f}")
-        figures[r.name.split()[0]] = {"rps": round(r.rps, 1), "p50_ms": round(r.p50, 2),
-                                      "p99_ms": round(r.p99, 2), "errors": r.errors,
-                                      "ratio": round(ratio, 3)}
-    print(json.dumps({"bench": "catalog", "subagents": n, "clients": args.clients,
-                      "workers": args.workers, "threads": args.threads,
-                      "read_cache": not args.no_read_cache,
-                      "seconds": seconds, "endpoints": figures}))
+        figures[r.name.split()[0]] = {
+            "rps": round(r.rps, 1),
+            "p50_ms": round(r.p50, 2),
+            "p99_ms": round(r.p99, 2),
+            "errors": r.errors,
+            "ratio": round(ratio, 3),
+        }
+    print(
+        json.dumps(
+            {
+                "bench": "catalog",
+                "subagents": n,
+                "clients": args.clients,
+                "workers": args.workers,
+                "threads": args.threads,
+                "read_cache": not args.no_read_cache,
+                "seconds": seconds,
+                "endpoints": figures,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -78,9 +78,7 @@ def run(
 ) -> Result:
     queue: mp.Queue = mp.Queue()
     workers = [
-        mp.Process(
-            target=_client, args=(host, port, paths, duration, i, headers or {}, queue)
-        )
+        mp.Process(target=_client, args=(host, port, paths, duration, i, headers or {}, queue))
         for i in range(clients)
     ]
     for worker in workers:

@@ -1,0 +1,158 @@
+"""Which sub-agents the main agent shows: Thompson sampling with a share reserved for young forks.
+
+For each slot of a slate of k, the policy draws one value per remaining candidate from its
+posterior N(E[θ], sd(θ)²) and shows the candidate with the highest draw. A sub-agent is thus
+shown about as often as it is likely to be the best: well-known good ones most of the time,
+uncertain ones sometimes, known-bad ones almost never.
+
+New forks have few ratings and would rarely win a draw against established sub-agents even when
+their posterior is wide, so a share of slots (``young_share``, 15% by default) is reserved for
+them: per slate, floor(k·share) slots plus one more with probability frac(k·share), always the
+last slots of the slate, are filled by the same Thompson draw restricted to young candidates
+(falling back to all remaining candidates when no young one is left).
+
+Each decision is logged with its propensity: the probability that the policy would have shown
+that sub-agent in that slot given the sub-agents already placed in earlier slots,
+    P(slot j shows i | earlier) = P(slot j young)·P_young(i wins) + P(slot j regular)·P_all(i wins),
+so off-policy estimates can reweight by 1/propensity (as Chatbot Arena reweights by 1/P(pair)).
+P(i wins) is estimated from ``n_draws`` draws of the same kind plus the draw actually used, so
+each slot's distribution over candidates sums to exactly 1 and the shown item's propensity is
+never 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+POLICY_VERSION = "thompson-young-share/1"
+
+
+@dataclass(frozen=True)
+class Slate:
+    items: np.ndarray  # chosen item indices (from candidate_idx), one per slot
+    propensity: np.ndarray  # per slot, P(policy shows that item there | earlier slots)
+    slot_distribution: np.ndarray  # (slots, candidates): that distribution over candidate_idx
+    young_slot: np.ndarray  # per slot, whether it was reserved for young forks this time
+    young_slot_probability: np.ndarray  # per slot, the chance it is reserved
+    policy_version: str = POLICY_VERSION
+
+
+def young_slot_probability(k: int, young_share: float) -> np.ndarray:
+    """Per slot, the probability that it is a young slot (young slots are the last ones)."""
+    expected = k * young_share
+    whole, frac = int(np.floor(expected)), expected - np.floor(expected)
+    from_end = k - np.arange(k)  # slot j is young iff n_young >= k - j
+    return np.where(from_end <= whole, 1.0, np.where(from_end == whole + 1, frac, 0.0))
+
+
+def thompson_slates(
+    post_mean: np.ndarray,
+    post_sd: np.ndarray,
+    *,
+    n_slates: int,
+    k: int,
+    rng: np.random.Generator,
+    young_mask: np.ndarray,
+    young_share: float = 0.15,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``n_slates`` independent slates over all items of the given arrays, vectorized: the
+    policy of ``choose_slate`` without the propensity bookkeeping. Returns the (n_slates, k)
+    item indices (-1 where fewer than k items exist) and the (n_slates, k) young-slot flags."""
+    post_mean = np.asarray(post_mean, dtype=np.float64)
+    post_sd = np.asarray(post_sd, dtype=np.float64)
+    young_mask = np.asarray(young_mask, dtype=bool)
+    n = post_mean.size
+    expected = k * young_share
+    whole = int(np.floor(expected))
+    n_young = whole + (rng.random(n_slates) < expected - whole)
+    young_slot = (k - np.arange(k))[None, :] <= n_young[:, None]
+    chosen = np.full((n_slates, k), -1, dtype=np.int64)
+    taken = np.zeros((n_slates, n), dtype=bool)
+    rows = np.arange(n_slates)
+    for slot in range(min(k, n)):
+        draws = post_mean + post_sd * rng.standard_normal((n_slates, n))
+        draws[taken] = -np.inf
+        young_left = (young_mask[None, :] & ~taken).any(axis=1)
+        restrict = young_slot[:, slot] & young_left
+        draws[restrict[:, None] & ~young_mask[None, :]] = -np.inf
+        pick = np.argmax(draws, axis=1)
+        chosen[:, slot] = pick
+        taken[rows, pick] = True
+    return chosen, young_slot
+
+
+def choose_slate(
+    candidate_idx: np.ndarray,
+    post_mean: np.ndarray,
+    post_sd: np.ndarray,
+    *,
+    k: int,
+    rng: np.random.Generator,
+    young_mask: np.ndarray,
+    young_share: float = 0.15,
+    n_draws: int = 2000,
+) -> Slate:
+    """One slate of up to k items from ``candidate_idx`` (e.g. the relevance top-K), with
+    propensities. ``post_mean``, ``post_sd`` and ``young_mask`` are indexed by item, like
+    ``candidate_idx``'s values. Deterministic given ``rng``'s state."""
+    candidate_idx = np.asarray(candidate_idx, dtype=np.int64)
+    mean = np.asarray(post_mean, dtype=np.float64)[candidate_idx]
+    sd = np.asarray(post_sd, dtype=np.float64)[candidate_idx]
+    young = np.asarray(young_mask, dtype=bool)[candidate_idx]
+    slots = min(k, candidate_idx.size)
+    local, young_slot = thompson_slates(
+        mean, sd, n_slates=1, k=slots, rng=rng, young_mask=young, young_share=young_share
+    )
+    local, young_slot = local[0], young_slot[0]
+    # The young-slot chances of a k-slot slate, for the slots actually filled.
+    p_young_slot = young_slot_probability(slots, young_share)
+
+    distribution = np.zeros((slots, candidate_idx.size))
+    remaining = np.ones(candidate_idx.size, dtype=bool)
+    for slot, pick in enumerate(local):
+        regular_pool = remaining
+        young_pool = remaining & young
+        if not young_pool.any():
+            young_pool = regular_pool
+        for pool, share, used in (
+            (regular_pool, 1.0 - p_young_slot[slot], not young_slot[slot]),
+            (young_pool, p_young_slot[slot], young_slot[slot]),
+        ):
+            if share > 0:
+                distribution[slot] += share * _win_frequency(
+                    mean, sd, pool, n_draws, rng, actual=pick if used else None
+                )
+        remaining[pick] = False
+    propensity = distribution[np.arange(slots), local]
+    return Slate(
+        items=candidate_idx[local],
+        propensity=propensity,
+        slot_distribution=distribution,
+        young_slot=young_slot,
+        young_slot_probability=p_young_slot,
+    )
+
+
+def _win_frequency(
+    mean: np.ndarray,
+    sd: np.ndarray,
+    pool: np.ndarray,
+    n_draws: int,
+    rng: np.random.Generator,
+    *,
+    actual: int | None,
+) -> np.ndarray:
+    """Share of draws each pool member wins (zero outside the pool), counting the draw that was
+    actually used, if any, as one more: frequencies, so they sum to exactly 1."""
+    members = np.flatnonzero(pool)
+    draws = mean[members] + sd[members] * rng.standard_normal((n_draws, members.size))
+    wins = np.bincount(np.argmax(draws, axis=1), minlength=members.size).astype(np.float64)
+    total = float(n_draws)
+    if actual is not None:
+        wins[np.searchsorted(members, actual)] += 1.0
+        total += 1.0
+    out = np.zeros(mean.size)
+    out[members] = wins / total
+    return out

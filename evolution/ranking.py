@@ -1,0 +1,748 @@
+r"""How Sprig ranks sub-agents.
+
+Every number below is computed from three kinds of data: ratings (stars or thumbs), usage events
+(who used which sub-agent on which day), and the fork tree (each sub-agent's parent). Nothing
+counts raw opens or installs, and nothing adds up descendants' popularity.
+
+1. One rating scale
+   Stars (1..5) and thumbs (0/1) are different instruments, so each is put in standard units of
+   its own kind: z = (r - mean_kind) / sd_kind, the mean and sd taken over all ratings of that
+   kind. A 5-star and a thumbs-up then both mean "about one standard deviation above what that
+   instrument usually says". (Fewer than two ratings of a kind, or no spread: stars use
+   (r - 3) / 1.2 and thumbs (r - 0.5) / 0.5.)
+
+2. Separating the rater from the sub-agent (Koren's baseline)
+   z_uv ≈ μ + b_u + b_v: μ the overall mean, b_u how lenient user u is, b_v how good sub-agent v
+   is. Because people rate several sub-agents, a harsh rater is recognized by being harsh
+   everywhere, and their low rating stops counting against the sub-agent. Fitted by alternating
+   least squares (as Surprise's BaselineOnly), each step a closed form:
+       b_v ← Σ_u w_uv (z_uv − μ − b_u) / (λ_v + Σ_u w_uv)        λ_v = 10
+       b_u ← Σ_v w_uv (z_uv − μ − b_v) / (λ_u + Σ_v w_uv)        λ_u = 15
+   for 10 rounds (3 when started from the previous run's b_u). w_uv = 2^(−age/30 days): a rating
+   loses half its weight every 30 days, because sub-agents get edited.
+   The evidence handed to step 3 is the rater-corrected mean and its weight:
+       y_v = Σ_u w_uv (z_uv − μ − b_u) / n_v,   n_v = Σ_u w_uv,   precision π_v = n_v / σ_v²,
+       σ_v² = (Σ_u w_uv (z_uv − μ − b_u − y_v)² + 5 σ²) / (n_v − 1 + 5),
+   σ² the residual variance of all ratings and σ_v² the spread of this sub-agent's own ratings,
+   pulled toward σ² by 5 pseudo-ratings (ratings that agree, e.g. all at the top of the scale,
+   make a sub-agent known sooner than ratings all over the place). y_v is not shrunk here:
+   step 3 shrinks it toward the sub-agent's lineage, which knows more than "toward zero".
+
+3. The lineage posterior (what the ranking believes about quality θ_v)
+   Roots:  θ_root ~ N(μ0, σ0²).   Forks:  θ_child ~ N(θ_parent + δ̄, τ²).   Evidence: y_v ~ N(θ_v,
+   1/π_v). On a tree this Gaussian model is solved exactly by two passes (belief propagation):
+   * upward, leaves to roots: each node sums its own evidence and its children's messages,
+         J_v = π_v + Σ_c m_c,          h_v = π_v y_v + Σ_c g_c,
+         m_c = J_c / (1 + τ² J_c),    g_c = (h_c − δ̄ J_c) / (1 + τ² J_c)
+     (J, h: precision and precision-weighted mean of all evidence below and at v, seen from v);
+   * downward, roots to leaves: the root's posterior is N((μ0/σ0² + h)/(1/σ0² + J), 1/(1/σ0² + J));
+     a child takes its parent's posterior minus its own message (everything but its subtree),
+     adds the fork step (+δ̄, +τ²) and combines that with its own J, h.
+   So a new fork with no ratings starts at its parent's belief plus δ̄, with τ² more variance; and
+   ratings of children move the parent's belief (and, more weakly, the grandparent's). Cost: one
+   pass over the nodes each way.
+   The four numbers μ0, σ0², δ̄, τ² are estimated from the data by random-effects moments (Paule–
+   Mandel): roots' y spread around μ0 with variance σ0² + 1/π; parent-to-child differences of y
+   spread around δ̄ with variance τ² + 1/π_child + 1/π_parent. τ² is kept at least 0.05·σ0², so a
+   fork is never assumed to be a copy of its parent; with under 3 usable roots (or pairs) the
+   defaults are N(0, 1) for roots and N(0, σ0²/2) for the fork step.
+
+4. Scores built on the posterior (E = posterior mean, sd = posterior standard deviation)
+   * display score ("top"): E[θ] − 1.64·sd(θ), a one-sided 95% lower bound: a sub-agent climbs
+     by being good and by being known to be good.
+   * branch value: E[max of θ over the sub-agent and all its descendants], from 64 joint draws of
+     the whole tree posterior (each child drawn given its parent's draw, so related sub-agents move
+     together): E[θ_v] + average over draws of (max over the subtree − θ_v). It is never below
+     E[θ_v], and it is high when a line of forks may hold something better.
+   * best descendant: among the descendants, the one with the highest display score, shown only
+     if P(θ_descendant > θ_v) ≥ 0.8, computed exactly from the joint posterior (the covariance of
+     an ancestor and a descendant is the product of the per-step gains 1/(1 + τ² J) along the
+     path times the ancestor's variance).
+   * fork gain: what forking this sub-agent has tended to do,
+         (Σ_children E[θ_child − θ_v] + κ δ̄) / (number of children + κ),   κ = 1,
+     a mean of the children's improvements shrunk toward the typical fork step δ̄.
+   * rising: for recent forks (first seen less than 30 days ago, or under 10 ratings without
+     ages), E[θ_v − θ_parent] / sd(θ_v − θ_parent): how surely the fork beats what it was forked
+     from.
+   * young (for exploration): a sub-agent whose own ratings are worth less than 10 typical ones,
+     π_v < 10/σ². Counting evidence rather than ratings lets ten ratings that disagree keep a fork
+     in the young pool while six that agree (a broken fork panned by everyone) let it out.
+   Sub-agents are never ranked by their descendants' installs: that counts popularity twice.
+
+5. Usage (distinct people, never opens)
+   * active users: Σ over distinct users of 2^(−days since their last use/30).
+   * retention: of users who first used it at least 7 days ago, the share who used it again 7 or
+     more days after their first use, each user weighted by 2^(−days since first use/30), and
+     shrunk toward the catalog-wide rate r̄ with 10 pseudo-users: (retained + 10 r̄)/(cohort + 10).
+   * usage score: ln(1 + active users × retention).
+   * trending: ln((u_7 + 5) / (ū_28 + 5)), u_7 the distinct users of the last 7 days and ū_28 the
+     average weekly distinct users of the 28 days before: a sub-agent trends against its own past,
+     and 5 pseudo-users keep a jump from 1 to 3 users from looking like a surge.
+
+6. What is shown (evolution.explore)
+   The main agent fills its slates by Thompson sampling on the posterior of step 3, with 15% of
+   slots kept for young sub-agents (step 4), and logs each choice's propensity.
+
+Incremental runs reuse the previous rater offsets (3 rounds instead of 10) and may recompute the
+lineage scores of only the trees that changed; the rater fit itself is always global.
+
+For comparison only (not used by the ranking, kept for the benchmark): the Wilson lower bound of
+the share of positive ratings, and the Bayesian (IMDb) average v/(v+m)·R + m/(v+m)·C.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+from scipy.special import ndtr
+
+from evolution.tree import Forest
+
+LOWER_BOUND_Z = 1.64
+BRANCH_SAMPLES = 64
+BEST_DESCENDANT_CONFIDENCE = 0.8
+FORK_GAIN_PSEUDO_CHILDREN = 1.0
+RECENT_AGE_DAYS = 30.0
+YOUNG_RATINGS = 10
+HALF_LIFE_DAYS = 30.0
+_STAR_FALLBACK = (3.0, 1.2)
+_THUMB_FALLBACK = (0.5, 0.5)
+
+
+# --------------------------------------------------------------------------- 1. one scale
+def to_common_scale(value: np.ndarray, is_thumb: np.ndarray | None = None) -> np.ndarray:
+    """Stars and thumbs in standard units of their own kind (see the module docstring, 1)."""
+    value = np.asarray(value, dtype=np.float64)
+    is_thumb = np.zeros(value.shape, bool) if is_thumb is None else np.asarray(is_thumb, bool)
+    out = np.empty_like(value)
+    for kind, (fallback_mean, fallback_sd) in ((False, _STAR_FALLBACK), (True, _THUMB_FALLBACK)):
+        mask = is_thumb == kind
+        mean, sd = fallback_mean, fallback_sd
+        if np.count_nonzero(mask) >= 2 and np.ptp(value[mask]) > 0:
+            mean, sd = float(value[mask].mean()), float(value[mask].std())
+        out[mask] = (value[mask] - mean) / sd
+    return out
+
+
+# --------------------------------------------------------------------------- 2. rater bias
+@dataclass(frozen=True)
+class Baseline:
+    global_mean: float
+    user_offset: np.ndarray  # b_u
+    item_effect: np.ndarray  # b_v as in Koren/Surprise (shrunk toward 0 by reg_item)
+    item_count: np.ndarray  # n_v = Σ weights of the item's ratings
+    item_evidence: np.ndarray  # y_v, unshrunk rater-corrected mean; 0 where n_v = 0
+    noise_var: float  # σ², residual variance of one rating, all sub-agents pooled
+    item_noise_var: np.ndarray  # σ_v², the same per sub-agent, shrunk toward σ²
+
+    @property
+    def item_precision(self) -> np.ndarray:
+        return self.item_count / self.item_noise_var
+
+
+def debias(
+    user_idx: np.ndarray,
+    item_idx: np.ndarray,
+    rating: np.ndarray,
+    n_users: int,
+    n_items: int,
+    *,
+    reg_user: float = 15.0,
+    reg_item: float = 10.0,
+    epochs: int = 10,
+    weight: np.ndarray | None = None,
+    init_user_offset: np.ndarray | None = None,
+    noise_prior: float = 5.0,
+) -> Baseline:
+    """Koren's baseline μ + b_u + b_v by alternating least squares (module docstring, 2).
+
+    ``rating`` is already on one scale (see ``to_common_scale``). ``weight`` (default 1) is the
+    evidence weight of each rating, e.g. its half-life decay. ``init_user_offset`` warm-starts
+    from a previous run, so a few epochs suffice."""
+    user_idx = np.asarray(user_idx, dtype=np.int64)
+    item_idx = np.asarray(item_idx, dtype=np.int64)
+    rating = np.asarray(rating, dtype=np.float64)
+    weight = np.ones_like(rating) if weight is None else np.asarray(weight, dtype=np.float64)
+    total = float(weight.sum())
+    global_mean = float(weight @ rating / total) if total > 0 else 0.0
+    user_count = np.bincount(user_idx, weight, minlength=n_users)
+    item_count = np.bincount(item_idx, weight, minlength=n_items)
+    user_offset = np.zeros(n_users)
+    if init_user_offset is not None:
+        known = min(n_users, len(init_user_offset))
+        user_offset[:known] = init_user_offset[:known]
+    item_effect = np.zeros(n_items)
+    centred = rating - global_mean
+    for _ in range(epochs):
+        residual = weight * (centred - user_offset[user_idx])
+        item_effect = np.bincount(item_idx, residual, minlength=n_items) / (reg_item + item_count)
+        residual = weight * (centred - item_effect[item_idx])
+        user_offset = np.bincount(user_idx, residual, minlength=n_users) / (reg_user + user_count)
+
+    corrected = weight * (centred - user_offset[user_idx])
+    corrected_sum = np.bincount(item_idx, corrected, minlength=n_items)
+    item_evidence = np.divide(
+        corrected_sum, item_count, out=np.zeros(n_items), where=item_count > 0
+    )
+    # Residual variance with the fitted effects' degrees of freedom taken out, so a sub-agent
+    # with three ratings is not believed to be known to the third decimal.
+    residual = rating - global_mean - user_offset[user_idx] - item_effect[item_idx]
+    fitted = np.count_nonzero(user_count) + np.count_nonzero(item_count)
+    dof = max(rating.size - fitted, 1)
+    noise_var = float(weight @ residual**2 / total * rating.size / dof) if total > 0 else 1.0
+    noise_var = max(noise_var, 1e-6)
+    # Per sub-agent spread of its rater-corrected ratings around their mean, shrunk toward the
+    # pooled σ² with `noise_prior` pseudo-ratings: ratings pressed against the top of the scale
+    # agree with each other, and treating them as noisy as the catalog average would keep the
+    # best sub-agents needlessly uncertain (and needlessly explored).
+    spread = corrected / np.maximum(weight, 1e-300) - item_evidence[item_idx]
+    squares = np.bincount(item_idx, weight * spread**2, minlength=n_items)
+    item_noise_var = (squares + noise_prior * noise_var) / (
+        np.maximum(item_count - 1.0, 0.0) + noise_prior
+    )
+    return Baseline(
+        global_mean=global_mean,
+        user_offset=user_offset,
+        item_effect=item_effect,
+        item_count=item_count,
+        item_evidence=item_evidence,
+        noise_var=noise_var,
+        item_noise_var=np.maximum(item_noise_var, 1e-6),
+    )
+
+
+# --------------------------------------------------------------------------- 3. lineage
+@dataclass(frozen=True)
+class LineagePrior:
+    prior_mean: float  # μ0
+    prior_var: float  # σ0²
+    drift_mean: float  # δ̄
+    drift_var: float  # τ²
+
+
+@dataclass(frozen=True)
+class LineagePosterior:
+    mean: np.ndarray
+    var: np.ndarray
+    up_precision: np.ndarray  # J_v: evidence at and below v, seen from v
+    up_info: np.ndarray  # h_v
+    gain: np.ndarray  # 1 / (1 + τ² J_v): how much of a parent's draw a child's draw keeps
+    drift_mean: np.ndarray  # δ̄ into each node (per node, so it can vary by category)
+    drift_var: np.ndarray  # τ² into each node
+
+    @property
+    def sd(self) -> np.ndarray:
+        return np.sqrt(self.var)
+
+
+def _per_node(value: float | np.ndarray, n: int) -> np.ndarray:
+    return np.broadcast_to(np.asarray(value, dtype=np.float64), (n,)).copy()
+
+
+def lineage_posterior(
+    forest: Forest,
+    obs_mean: np.ndarray,
+    obs_precision: np.ndarray,
+    *,
+    prior_mean: float | np.ndarray,
+    prior_var: float | np.ndarray,
+    drift_mean: float | np.ndarray,
+    drift_var: float | np.ndarray,
+) -> LineagePosterior:
+    """Exact Gaussian posterior of θ on the fork tree (module docstring, 3).
+
+    Per-node arrays are index-aligned with ``forest``; ``obs_precision`` 0 means no evidence.
+    ``prior_*`` are read at roots and ``drift_*`` at forks; each may be a scalar or per node."""
+    n = forest.n
+    order = forest.order
+    precision = np.nan_to_num(np.asarray(obs_precision, dtype=np.float64)[order])
+    observed = np.where(precision > 0, np.asarray(obs_mean, dtype=np.float64)[order], 0.0)
+    step_mean = _per_node(drift_mean, n)[order]
+    step_var = _per_node(drift_var, n)[order]
+    if np.any(step_var[forest.level_ptr[1] :] <= 0):
+        raise ValueError("drift_var must be positive")
+
+    up_precision = precision.copy()
+    up_info = precision * observed
+    message_precision = np.zeros(n)
+    message_info = np.zeros(n)
+    for d in range(forest.n_levels - 1, 0, -1):
+        level = forest.level_slice(d)
+        parent_pos, starts = forest.sibling_runs(d)
+        shrink = 1.0 / (1.0 + step_var[level] * up_precision[level])
+        message_precision[level] = up_precision[level] * shrink
+        message_info[level] = (up_info[level] - step_mean[level] * up_precision[level]) * shrink
+        up_precision[parent_pos] += np.add.reduceat(message_precision[level], starts)
+        up_info[parent_pos] += np.add.reduceat(message_info[level], starts)
+
+    post_precision = np.empty(n)
+    post_mean = np.empty(n)
+    roots = forest.level_slice(0)
+    root_prior_precision = 1.0 / _per_node(prior_var, n)[order][roots]
+    root_prior_mean = _per_node(prior_mean, n)[order][roots]
+    post_precision[roots] = root_prior_precision + up_precision[roots]
+    post_mean[roots] = (root_prior_precision * root_prior_mean + up_info[roots]) / post_precision[
+        roots
+    ]
+    for d in range(1, forest.n_levels):
+        level = forest.level_slice(d)
+        parent_pos = forest.order_parent_pos[level]
+        # The parent's belief without this child's own subtree (the "cavity"), then one fork step.
+        cavity_precision = np.maximum(post_precision[parent_pos] - message_precision[level], 1e-300)
+        cavity_info = post_precision[parent_pos] * post_mean[parent_pos] - message_info[level]
+        outside_var = 1.0 / cavity_precision + step_var[level]
+        outside_mean = cavity_info / cavity_precision + step_mean[level]
+        post_precision[level] = 1.0 / outside_var + up_precision[level]
+        post_mean[level] = (outside_mean / outside_var + up_info[level]) / post_precision[level]
+
+    def to_nodes(in_order: np.ndarray) -> np.ndarray:
+        out = np.empty(n)
+        out[order] = in_order
+        return out
+
+    return LineagePosterior(
+        mean=to_nodes(post_mean),
+        var=to_nodes(1.0 / post_precision),
+        up_precision=to_nodes(up_precision),
+        up_info=to_nodes(up_info),
+        gain=to_nodes(1.0 / (1.0 + step_var * up_precision)),
+        drift_mean=to_nodes(step_mean),
+        drift_var=to_nodes(step_var),
+    )
+
+
+def _random_effects(values: np.ndarray, variances: np.ndarray) -> tuple[float, float] | None:
+    """Paule–Mandel: the mean m and between-item variance t of values_i ~ N(m, t + variances_i),
+    t chosen so the weighted chi-square equals its degrees of freedom. None under 3 values."""
+    k = values.size
+    if k < 3:
+        return None
+
+    def weighted(t: float) -> tuple[float, float]:
+        w = 1.0 / (variances + t)
+        mean = float(w @ values / w.sum())
+        return mean, float(w @ (values - mean) ** 2)
+
+    if weighted(0.0)[1] <= k - 1:
+        return weighted(0.0)[0], 0.0
+    low, high = 0.0, float(np.var(values)) + 1e-12
+    while weighted(high)[1] > k - 1:
+        high *= 2.0
+    for _ in range(60):
+        middle = 0.5 * (low + high)
+        low, high = (middle, high) if weighted(middle)[1] > k - 1 else (low, middle)
+    return weighted(high)[0], high
+
+
+def estimate_lineage_prior(
+    forest: Forest,
+    obs_mean: np.ndarray,
+    obs_precision: np.ndarray,
+    *,
+    min_relative_drift_var: float = 0.05,
+) -> LineagePrior:
+    """μ0, σ0², δ̄, τ² from the evidence (module docstring, 3). With too little evidence the
+    roots fall back to N(0, 1) in rating units and the fork step to N(0, σ0²/2). τ² is kept at
+    least ``min_relative_drift_var``·σ0² so that a fork is never assumed identical to its parent
+    (which would stop the exploration of new forks)."""
+    precision = np.nan_to_num(np.asarray(obs_precision, dtype=np.float64))
+    obs_mean = np.asarray(obs_mean, dtype=np.float64)
+    has = precision > 0
+    noise = np.divide(1.0, precision, out=np.full(precision.shape, np.inf), where=has)
+
+    roots = forest.roots[has[forest.roots]]
+    fitted_roots = _random_effects(obs_mean[roots], noise[roots])
+    prior_mean, prior_var = (0.0, 1.0) if fitted_roots is None else fitted_roots
+    prior_var = max(prior_var, 1e-3)
+
+    child = np.flatnonzero((forest.parent >= 0) & has)
+    child = child[has[forest.parent[child]]]
+    parent = forest.parent[child]
+    fitted_steps = _random_effects(obs_mean[child] - obs_mean[parent], noise[child] + noise[parent])
+    drift_mean, drift_var = (0.0, prior_var / 2) if fitted_steps is None else fitted_steps
+    return LineagePrior(
+        prior_mean=prior_mean,
+        prior_var=prior_var,
+        drift_mean=drift_mean,
+        drift_var=max(drift_var, min_relative_drift_var * prior_var),
+    )
+
+
+def sample_lineage(
+    forest: Forest,
+    posterior: LineagePosterior,
+    n_samples: int,
+    rng: np.random.Generator,
+    *,
+    in_order: bool = False,
+    dtype: type = np.float32,
+) -> np.ndarray:
+    """Joint draws of θ for the whole forest, shape (n, n_samples): roots from their posterior,
+    then each child given its parent's draw and its own subtree's evidence,
+        θ_c | θ_p ~ N(a_c (θ_p + δ̄) + a_c τ² h_c,  a_c τ²),   a_c = 1 / (1 + τ² J_c),
+    which is the exact joint posterior (forward filtering, backward sampling on a tree).
+    Rows follow ``forest.order`` if ``in_order``, else node indices."""
+    order = forest.order
+    # Coefficients in the draws' precision: the per-level arithmetic is memory-bound.
+    gain = posterior.gain[order].astype(dtype)
+    step_mean = posterior.drift_mean[order].astype(dtype)
+    step_var = posterior.drift_var[order]
+    cond_shift = (posterior.gain[order] * step_var * posterior.up_info[order]).astype(dtype)
+    cond_sd = np.sqrt(posterior.gain[order] * step_var).astype(dtype)
+    draws = np.empty((forest.n, n_samples), dtype=dtype)
+    roots = forest.level_slice(0)
+    root_nodes = order[roots]
+    draws[roots] = posterior.mean[root_nodes, None] + posterior.sd[root_nodes, None] * (
+        rng.standard_normal((root_nodes.size, n_samples), dtype=np.float32)
+    )
+    for d in range(1, forest.n_levels):
+        level = forest.level_slice(d)
+        block = draws[forest.order_parent_pos[level]]  # parent draws (a copy)
+        block += step_mean[level, None]
+        block *= gain[level, None]
+        block += cond_shift[level, None]
+        noise = rng.standard_normal(block.shape, dtype=np.float32)
+        noise *= cond_sd[level, None]
+        block += noise
+        draws[level] = block
+    if in_order:
+        return draws
+    out = np.empty_like(draws)
+    out[order] = draws
+    return out
+
+
+def branch_value(
+    forest: Forest,
+    posterior: LineagePosterior,
+    rng: np.random.Generator,
+    *,
+    n_samples: int = BRANCH_SAMPLES,
+    chunk: int = 16,
+) -> np.ndarray:
+    """E[max of θ over each node's subtree] (module docstring, 4), ``chunk`` draws at a time so
+    a million nodes stay within tens of megabytes per chunk."""
+    excess = np.zeros(forest.n)
+    done = 0
+    while done < n_samples:
+        size = min(chunk, n_samples - done)
+        draws = sample_lineage(forest, posterior, size, rng, in_order=True)
+        subtree_max = draws.copy()
+        forest.combine_children_into_parents(subtree_max, np.maximum)
+        excess += (subtree_max - draws).sum(axis=1, dtype=np.float64)
+        done += size
+    out = np.empty(forest.n)
+    out[forest.order] = excess / n_samples
+    return posterior.mean + out
+
+
+def ancestor_covariance_gain(forest: Forest, posterior: LineagePosterior) -> np.ndarray:
+    """log of the product of per-step gains from the root down to each node; the covariance of an
+    ancestor v and a descendant d is exp(L[d] − L[v]) · Var(θ_v)."""
+    step_gain = np.where(forest.parent >= 0, posterior.gain, 1.0)
+    return forest.path_sum(np.log(step_gain))
+
+
+def best_descendant(
+    forest: Forest,
+    posterior: LineagePosterior,
+    *,
+    confidence: float = BEST_DESCENDANT_CONFIDENCE,
+    log_gain_path: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each node, the descendant with the highest display score if P(θ_d > θ_v) ≥
+    ``confidence`` (else -1), and that probability (0 where there is no descendant)."""
+    display = posterior.mean - LOWER_BOUND_Z * posterior.sd
+    # Argmax by unique ranks, so ties (identical unrated siblings) resolve inside the subtree.
+    by_display = np.argsort(display, kind="stable")
+    rank_of = np.empty(forest.n)
+    rank_of[by_display] = np.arange(forest.n)
+    subtree_best = forest.reduce_up(rank_of, "max")
+    below_best = forest.reduce_children(subtree_best, "max", -1.0)
+    has = below_best >= 0
+    candidate = np.where(has, by_display[np.maximum(below_best, 0).astype(np.int64)], -1)
+    if log_gain_path is None:
+        log_gain_path = ancestor_covariance_gain(forest, posterior)
+    safe = np.maximum(candidate, 0)
+    covariance = np.exp(log_gain_path[safe] - log_gain_path) * posterior.var
+    diff_var = np.maximum(posterior.var[safe] + posterior.var - 2.0 * covariance, 1e-300)
+    prob = ndtr((posterior.mean[safe] - posterior.mean) / np.sqrt(diff_var))
+    prob = np.where(has, prob, 0.0)
+    return np.where(has & (prob >= confidence), candidate, -1), prob
+
+
+def fork_gain(
+    forest: Forest,
+    posterior_mean: np.ndarray,
+    drift_mean: float,
+    *,
+    pseudo_children: float = FORK_GAIN_PSEUDO_CHILDREN,
+) -> np.ndarray:
+    """(Σ_children E[θ_c − θ_v] + κ δ̄) / (children + κ) (module docstring, 4)."""
+    is_fork = forest.parent >= 0
+    step = np.where(is_fork, posterior_mean - posterior_mean[np.maximum(forest.parent, 0)], 0.0)
+    total = forest.reduce_children(step, "sum", 0.0)
+    return (total + pseudo_children * drift_mean) / (forest.n_children + pseudo_children)
+
+
+def rising_score(forest: Forest, posterior: LineagePosterior, recent: np.ndarray) -> np.ndarray:
+    """E[θ_v − θ_parent] / sd(θ_v − θ_parent) for recent forks, −inf elsewhere."""
+    is_fork = forest.parent >= 0
+    parent = np.maximum(forest.parent, 0)
+    covariance = posterior.gain * posterior.var[parent]
+    diff_var = np.maximum(posterior.var + posterior.var[parent] - 2.0 * covariance, 1e-300)
+    z = (posterior.mean - posterior.mean[parent]) / np.sqrt(diff_var)
+    return np.where(is_fork & recent, z, -np.inf)
+
+
+# --------------------------------------------------------------------------- 5. usage
+@dataclass(frozen=True)
+class Usage:
+    active_users: np.ndarray  # Σ distinct users 2^(−days since last use / half-life)
+    retention: np.ndarray  # shrunk share of users back ≥ retention_days after first use
+    score: np.ndarray  # ln(1 + active users × retention)
+    recent_users: np.ndarray  # distinct users, last 7 days
+    weekly_baseline: np.ndarray  # average weekly distinct users over the 28 days before
+    trending: np.ndarray  # ln((recent + k) / (baseline + k))
+
+
+def usage_stats(
+    item_idx: np.ndarray,
+    user_idx: np.ndarray,
+    age_days: np.ndarray,
+    n_items: int,
+    *,
+    half_life: float = HALF_LIFE_DAYS,
+    retention_days: float = 7.0,
+    retention_prior: float = 10.0,
+    trend_prior: float = 5.0,
+) -> Usage:
+    """Usage and trending from raw usage events (one row per use; module docstring, 5). Repeated
+    events of one user count once: everything is per distinct (sub-agent, user)."""
+    item_idx = np.asarray(item_idx, dtype=np.int64)
+    user_idx = np.asarray(user_idx, dtype=np.int64)
+    age_days = np.asarray(age_days, dtype=np.float64)
+    n_user_slots = int(user_idx.max()) + 1 if user_idx.size else 1
+    # One sort serves both questions: events ordered by (sub-agent, user, week bucket), buckets
+    # 0..4 the last five weeks and 5 anything older. Runs of equal (sub-agent, user) give each
+    # user's first and last use; runs of equal (sub-agent, user, bucket) give distinct weekly users.
+    bucket = np.minimum(np.floor(np.maximum(age_days, 0.0) / 7.0), 5).astype(np.int64)
+    key = (item_idx * n_user_slots + user_idx) * 8 + bucket
+    by_key = np.argsort(key)
+    key_sorted, age_sorted = key[by_key], age_days[by_key]
+    pair_sorted = key_sorted >> 3
+    pair_start = np.flatnonzero(np.r_[True, pair_sorted[1:] != pair_sorted[:-1]])
+    pair_item = pair_sorted[pair_start] // n_user_slots
+    since_last = np.minimum.reduceat(age_sorted, pair_start)  # youngest event of the pair
+    since_first = np.maximum.reduceat(age_sorted, pair_start)  # oldest event of the pair
+
+    active = np.bincount(pair_item, 0.5 ** (since_last / half_life), minlength=n_items)
+    in_cohort = since_first >= retention_days
+    came_back = since_last <= since_first - retention_days
+    cohort_weight = np.where(in_cohort, 0.5 ** (since_first / half_life), 0.0)
+    cohort = np.bincount(pair_item, cohort_weight, minlength=n_items)
+    retained = np.bincount(pair_item, cohort_weight * came_back, minlength=n_items)
+    overall = retained.sum() / cohort.sum() if cohort.sum() > 0 else 0.0
+    retention = (retained + retention_prior * overall) / (cohort + retention_prior)
+
+    triple_start = np.flatnonzero(np.r_[True, key_sorted[1:] != key_sorted[:-1]])
+    triple_week = key_sorted[triple_start] & 7
+    triple_item = pair_sorted[triple_start] // n_user_slots
+    recent = np.bincount(triple_item[triple_week == 0], minlength=n_items).astype(np.float64)
+    earlier_weeks = (triple_week >= 1) & (triple_week <= 4)
+    earlier = np.bincount(triple_item[earlier_weeks], minlength=n_items) / 4.0
+    return Usage(
+        active_users=active,
+        retention=retention,
+        score=np.log1p(active * retention),
+        recent_users=recent,
+        weekly_baseline=earlier,
+        trending=np.log((recent + trend_prior) / (earlier + trend_prior)),
+    )
+
+
+# --------------------------------------------------------------------------- reference schemes
+def wilson_lower_bound(positives: np.ndarray, n: np.ndarray, z: float = 1.2816) -> np.ndarray:
+    """(p + z²/2n − z·√(p(1−p)/n + z²/4n²)) / (1 + z²/n); 0 with no votes."""
+    positives = np.asarray(positives, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
+    safe_n = np.maximum(n, 1.0)
+    p = positives / safe_n
+    centre = p + z * z / (2 * safe_n)
+    spread = z * np.sqrt(p * (1 - p) / safe_n + z * z / (4 * safe_n * safe_n))
+    return np.where(n > 0, (centre - spread) / (1 + z * z / safe_n), 0.0)
+
+
+def bayesian_average(
+    rating_sum: np.ndarray, count: np.ndarray, prior_mean: float, prior_count: float
+) -> np.ndarray:
+    """v/(v+m)·R + m/(v+m)·C, R = the item's mean rating, v its count, C and m the prior."""
+    rating_sum = np.asarray(rating_sum, dtype=np.float64)
+    count = np.asarray(count, dtype=np.float64)
+    return (rating_sum + prior_count * prior_mean) / (count + prior_count)
+
+
+# --------------------------------------------------------------------------- everything at once
+@dataclass(frozen=True)
+class Ratings:
+    user_idx: np.ndarray
+    item_idx: np.ndarray
+    value: np.ndarray  # stars 1..5 or thumbs 0/1
+    is_thumb: np.ndarray | None = None
+    age_days: np.ndarray | None = None  # for the evidence half-life; None = all fresh
+
+
+@dataclass(frozen=True)
+class Scores:
+    mean: np.ndarray  # E[θ]
+    sd: np.ndarray  # sd(θ)
+    display: np.ndarray  # E[θ] − 1.64 sd(θ): the "top" order
+    branch_value: np.ndarray  # E[max θ over the subtree]
+    best_descendant: np.ndarray  # node index or -1
+    p_descendant_better: np.ndarray  # P(θ_best_descendant > θ_v)
+    fork_gain: np.ndarray
+    rising: np.ndarray  # −inf for roots and forks that are not recent
+    young: np.ndarray  # own evidence worth < 10 typical ratings: the exploration pool
+    rating_count: np.ndarray  # ratings received (unweighted)
+    usage: Usage | None
+    baseline: Baseline  # kept for warm starts
+    prior: LineagePrior
+    posterior: LineagePosterior
+
+
+def rank(
+    forest: Forest,
+    ratings: Ratings,
+    *,
+    n_users: int,
+    usage: Usage | None = None,
+    item_age_days: np.ndarray | None = None,
+    prior: LineagePrior | None = None,
+    previous: Scores | None = None,
+    roots: np.ndarray | None = None,
+    rng: np.random.Generator | None = None,
+    n_samples: int = BRANCH_SAMPLES,
+    epochs: int | None = None,
+    half_life: float = HALF_LIFE_DAYS,
+) -> Scores:
+    """All scores of the module docstring in one pass.
+
+    Incremental use: pass the ``previous`` Scores to warm-start the rater offsets (3 epochs
+    instead of 10) and, with ``roots``, recompute the lineage-based scores of those trees only
+    (the ones that got new ratings or forks); other trees keep their previous values. The rater
+    fit itself is always global: one user's leniency is learned across all trees."""
+    rng = np.random.default_rng(0) if rng is None else rng
+    weight = None if ratings.age_days is None else 0.5 ** (np.asarray(ratings.age_days) / half_life)
+    warm = previous.baseline.user_offset if previous is not None else None
+    baseline = debias(
+        ratings.user_idx,
+        ratings.item_idx,
+        to_common_scale(ratings.value, ratings.is_thumb),
+        n_users,
+        forest.n,
+        weight=weight,
+        epochs=epochs if epochs is not None else (3 if warm is not None else 10),
+        init_user_offset=warm,
+    )
+    rating_count = np.bincount(np.asarray(ratings.item_idx), minlength=forest.n).astype(float)
+    if prior is None:
+        prior = estimate_lineage_prior(forest, baseline.item_evidence, baseline.item_precision)
+    recent = (
+        np.asarray(item_age_days) < RECENT_AGE_DAYS
+        if item_age_days is not None
+        else rating_count < YOUNG_RATINGS
+    )
+    young = baseline.item_precision < YOUNG_RATINGS / baseline.noise_var
+
+    if roots is None or previous is None:
+        part, nodes = forest, np.arange(forest.n)
+    else:
+        part, nodes = forest.subforest(np.asarray(roots))
+    posterior = lineage_posterior(
+        part,
+        baseline.item_evidence[nodes],
+        baseline.item_precision[nodes],
+        prior_mean=prior.prior_mean,
+        prior_var=prior.prior_var,
+        drift_mean=prior.drift_mean,
+        drift_var=prior.drift_var,
+    )
+    sd = posterior.sd
+    best, prob = best_descendant(part, posterior)
+    fresh = {
+        "mean": posterior.mean,
+        "sd": sd,
+        "display": posterior.mean - LOWER_BOUND_Z * sd,
+        "branch_value": branch_value(part, posterior, rng, n_samples=n_samples),
+        "best_descendant": np.where(best >= 0, nodes[np.maximum(best, 0)], -1),
+        "p_descendant_better": prob,
+        "fork_gain": fork_gain(part, posterior.mean, prior.drift_mean),
+        "rising": rising_score(part, posterior, recent[nodes]),
+    }
+    if part is forest:
+        return Scores(
+            **fresh,
+            young=young,
+            rating_count=rating_count,
+            usage=usage,
+            baseline=baseline,
+            prior=prior,
+            posterior=posterior,
+        )
+    # Nodes added since ``previous`` must belong to the recomputed trees; until then they hold
+    # NaN (or -1), which no ranking list picks up as a top entry.
+    merged = {
+        name: _overwrite(getattr(previous, name), nodes, values, forest.n)
+        for name, values in fresh.items()
+    }
+    merged_posterior = LineagePosterior(
+        **{
+            name: _overwrite(getattr(previous.posterior, name), nodes, values, forest.n)
+            for name, values in vars(posterior).items()
+        }
+    )
+    return replace(
+        previous,
+        **merged,
+        young=young,
+        rating_count=rating_count,
+        usage=usage if usage is not None else previous.usage,
+        baseline=baseline,
+        prior=prior,
+        posterior=merged_posterior,
+    )
+
+
+def _overwrite(old: np.ndarray, nodes: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    fill = -1 if old.dtype.kind in "iu" else np.nan
+    out = np.full(n, fill, dtype=old.dtype)
+    out[: min(n, old.size)] = old[:n]
+    out[nodes] = values
+    return out
+
+
+def top(scores: Scores, k: int) -> np.ndarray:
+    """The k best by display score."""
+    return _best_k(scores.display, k)
+
+
+def rising(scores: Scores, k: int) -> np.ndarray:
+    """The k recent forks most surely better than their parents."""
+    candidates = _best_k(scores.rising, k)
+    return candidates[np.isfinite(scores.rising[candidates])]
+
+
+def trending(scores: Scores, k: int) -> np.ndarray:
+    """The k sub-agents whose recent distinct users most exceed their own past rate."""
+    if scores.usage is None:
+        return np.zeros(0, dtype=np.int64)
+    return _best_k(scores.usage.trending, k)
+
+
+def _best_k(values: np.ndarray, k: int) -> np.ndarray:
+    k = min(k, values.size)
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    head = np.argpartition(-values, k - 1)[:k]
+    return head[np.argsort(-values[head], kind="stable")]

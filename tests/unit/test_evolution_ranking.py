@@ -1,0 +1,406 @@
+"""evolution.ranking: every formula on hand-checked cases, the tree posterior against a dense
+Gaussian computed with numpy.linalg."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from evolution import ranking
+from evolution.ranking import (
+    LineagePrior,
+    Ratings,
+    ancestor_covariance_gain,
+    bayesian_average,
+    best_descendant,
+    branch_value,
+    debias,
+    estimate_lineage_prior,
+    fork_gain,
+    lineage_posterior,
+    rank,
+    rising_score,
+    sample_lineage,
+    to_common_scale,
+    usage_stats,
+    wilson_lower_bound,
+)
+from evolution.tree import Forest
+
+
+def dense_posterior(parent, obs_mean, obs_precision, mu0, var0, drift, tau2):
+    """The same model as one joint Gaussian: prior precision from the tree's factors, plus the
+    observations, inverted with numpy.linalg."""
+    precision = np.diag(np.asarray(obs_precision, dtype=float))
+    info = np.asarray(obs_precision, dtype=float) * np.asarray(obs_mean, dtype=float)
+    for v, p in enumerate(parent):
+        if p < 0:
+            precision[v, v] += 1 / var0
+            info[v] += mu0 / var0
+        else:  # (θ_v − θ_p − δ̄)² / τ²
+            precision[v, v] += 1 / tau2
+            precision[p, p] += 1 / tau2
+            precision[v, p] -= 1 / tau2
+            precision[p, v] -= 1 / tau2
+            info[v] += drift / tau2
+            info[p] -= drift / tau2
+    covariance = np.linalg.inv(precision)
+    return covariance @ info, covariance
+
+
+def forest_of(parent: list[int]) -> Forest:
+    return Forest.from_parents(np.arange(len(parent)), np.array(parent))
+
+
+PRIOR = {"prior_mean": 0.2, "prior_var": 0.8, "drift_mean": -0.1, "drift_var": 0.3}
+
+
+def posterior_of(forest, y, precision, **prior):
+    return lineage_posterior(forest, np.asarray(y, float), np.asarray(precision, float), **prior)
+
+
+# --------------------------------------------------------------------------- scale and bias
+def test_common_scale_z_scores_each_kind():
+    stars = np.array([1, 3, 5, 5.0])
+    thumbs = np.array([0, 1, 1, 1.0])
+    z = to_common_scale(np.r_[stars, thumbs], np.r_[np.zeros(4, bool), np.ones(4, bool)])
+    assert z[:4] == pytest.approx((stars - stars.mean()) / stars.std())
+    assert z[4:] == pytest.approx((thumbs - thumbs.mean()) / thumbs.std())
+    # Too few ratings of a kind: fixed fallbacks.
+    assert to_common_scale(np.array([5.0]), np.array([False]))[0] == pytest.approx(2 / 1.2)
+    assert to_common_scale(np.array([0.0]), np.array([True]))[0] == pytest.approx(-1.0)
+
+
+def test_debias_separates_a_harsh_rater_from_a_bad_sub_agent():
+    # Items 0..3 with true quality 2, 1, 0, -1; user 0 is harsh (−4 everywhere) and keeps rating
+    # the two best items, users 1..3 are fair and rate everything once. Raw means then put
+    # item 0 below item 2; the baseline recovers the order and flags user 0.
+    quality = np.array([2.0, 1.0, 0.0, -1.0])
+    users, items = [], []
+    for u in (1, 2, 3):
+        users += [u] * 4
+        items += [0, 1, 2, 3]
+    for _ in range(6):  # the harsh user keeps coming back to items 0 and 1
+        users += [0, 0]
+        items += [0, 1]
+    users, items = np.array(users), np.array(items)
+    rating = quality[items] + np.where(users == 0, -4.0, 0.0)
+    raw_mean = np.bincount(items, rating) / np.bincount(items)
+    assert raw_mean[0] < raw_mean[2]  # raw means are dragged down by the harsh rater
+    fit = debias(users, items, rating, 4, 4, reg_user=1.0, reg_item=1.0, epochs=200)
+    # Offsets are relative to the global mean, which the harsh rater's many ratings pull down.
+    assert fit.user_offset[1:] == pytest.approx(np.full(3, fit.user_offset[1]))
+    assert fit.user_offset[0] - fit.user_offset[1] < -3.0
+    assert np.argsort(-fit.item_effect).tolist() == [0, 1, 2, 3]
+    assert np.argsort(-fit.item_evidence).tolist() == [0, 1, 2, 3]
+    assert fit.item_count.tolist() == [9, 9, 3, 3]
+
+
+def test_debias_converges_to_the_ridge_solution():
+    """ALS alternates exact coordinate minimizations of Σ(r − μ − b_u − b_i)² + λ_u Σb_u² +
+    λ_i Σb_i², so with enough epochs it reaches that ridge problem's solution."""
+    rng = np.random.default_rng(3)
+    n_users, n_items, n = 6, 5, 25
+    users, items = rng.integers(0, n_users, n), rng.integers(0, n_items, n)
+    rating = rng.normal(size=n)
+    fit = debias(users, items, rating, n_users, n_items, reg_user=15, reg_item=10, epochs=3000)
+    mu = rating.mean()
+    design = np.zeros((n, n_users + n_items))
+    design[np.arange(n), users] = 1
+    design[np.arange(n), n_users + items] = 1
+    penalty = np.diag([15.0] * n_users + [10.0] * n_items)
+    solution = np.linalg.solve(design.T @ design + penalty, design.T @ (rating - mu))
+    assert fit.global_mean == pytest.approx(mu)
+    assert fit.user_offset == pytest.approx(solution[:n_users], abs=1e-6)
+    assert fit.item_effect == pytest.approx(solution[n_users:], abs=1e-6)
+
+
+def test_debias_warm_start_and_weights():
+    rng = np.random.default_rng(4)
+    users, items = rng.integers(0, 20, 400), rng.integers(0, 10, 400)
+    rating = rng.normal(size=400) + 0.5 * (users % 3)
+    cold = debias(users, items, rating, 20, 10, epochs=50)
+    warm = debias(users, items, rating, 20, 10, epochs=2, init_user_offset=cold.user_offset)
+    assert warm.user_offset == pytest.approx(cold.user_offset, abs=1e-6)
+    weighted = debias(users, items, rating, 20, 10, weight=np.full(400, 0.5))
+    assert weighted.item_count == pytest.approx(0.5 * np.bincount(items, minlength=10))
+    # The per-item noise is shrunk toward the pooled one and stays positive.
+    assert np.all(cold.item_noise_var > 0)
+    assert cold.item_precision == pytest.approx(cold.item_count / cold.item_noise_var)
+
+
+# --------------------------------------------------------------------------- lineage posterior
+def test_three_node_chain_against_dense_gaussian():
+    forest = forest_of([-1, 0, 1])
+    y, precision = [1.0, 0.0, 2.5], [2.0, 0.0, 4.0]  # the middle node has no evidence
+    posterior = posterior_of(forest, y, precision, **PRIOR)
+    mean, cov = dense_posterior([-1, 0, 1], y, precision, 0.2, 0.8, -0.1, 0.3)
+    assert posterior.mean == pytest.approx(mean)
+    assert posterior.var == pytest.approx(np.diag(cov))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_random_trees_against_dense_gaussian(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 40))
+    parent = [-1 if i == 0 or rng.random() < 0.2 else int(rng.integers(0, i)) for i in range(n)]
+    rows = rng.permutation(n)  # build from shuffled rows with sparse ids
+    ids = np.arange(n) * 7 + 3
+    parent_ids = np.array([ids[p] if p >= 0 else -1 for p in parent])
+    forest = Forest.from_parents(ids[rows], parent_ids[rows])
+    y = rng.normal(size=n)
+    precision = rng.exponential(size=n) * (rng.random(n) < 0.6)
+    mean, cov = dense_posterior(parent, y, precision, 0.2, 0.8, -0.1, 0.3)
+    posterior = posterior_of(forest, y[rows], precision[rows], **PRIOR)
+    assert posterior.mean == pytest.approx(mean[rows])
+    assert posterior.var == pytest.approx(np.diag(cov)[rows])
+    # Ancestor–descendant covariances from the product of per-step gains.
+    log_gain = ancestor_covariance_gain(forest, posterior)
+    cov_rows = cov[np.ix_(rows, rows)]
+    for d in range(n):
+        v = forest.parent[d]
+        while v >= 0:
+            assert math.exp(log_gain[d] - log_gain[v]) * posterior.var[v] == pytest.approx(
+                cov_rows[d, v]
+            )
+            v = forest.parent[v]
+
+
+def test_new_fork_inherits_its_parents_belief_plus_drift():
+    forest = forest_of([-1, 0, 0])
+    posterior = posterior_of(forest, [1.0, 0.5, 0.0], [3.0, 2.0, 0.0], **PRIOR)
+    parent_alone = posterior_of(forest_of([-1, 0]), [1.0, 0.5], [3.0, 2.0], **PRIOR)
+    # The unrated fork changes nothing above it and starts at parent + δ̄, τ² wider.
+    assert posterior.mean[:2] == pytest.approx(parent_alone.mean)
+    assert posterior.mean[2] == pytest.approx(posterior.mean[0] - 0.1)
+    assert posterior.var[2] == pytest.approx(posterior.var[0] + 0.3)
+
+
+def test_evidence_on_children_informs_the_ancestor():
+    forest = forest_of([-1, 0, 0, 1])
+    quiet = posterior_of(forest, [0, 0, 0, 0], [0, 0, 0, 0], **PRIOR)
+    loud = posterior_of(forest, [0, 0, 0, 3.0], [0, 0, 0, 50.0], **PRIOR)
+    assert quiet.mean[0] == pytest.approx(0.2)
+    assert loud.mean[1] > loud.mean[0] > quiet.mean[0]  # grandchild's evidence reaches the root
+    assert loud.mean[2] > quiet.mean[2]  # and, through it, the sibling line
+    assert loud.var[0] < quiet.var[0]
+
+
+def test_per_node_prior_arrays_and_bad_drift_var():
+    forest = forest_of([-1, -1, 0])
+    posterior = lineage_posterior(
+        forest,
+        np.zeros(3),
+        np.zeros(3),
+        prior_mean=np.array([1.0, -1.0, 0.0]),
+        prior_var=1.0,
+        drift_mean=np.array([0.0, 0.0, 0.5]),
+        drift_var=0.2,
+    )
+    assert posterior.mean.tolist() == pytest.approx([1.0, -1.0, 1.5])
+    with pytest.raises(ValueError):
+        posterior_of(forest, np.zeros(3), np.zeros(3), **{**PRIOR, "drift_var": 0.0})
+
+
+def test_joint_samples_match_the_dense_posterior():
+    parent = [-1, 0, 0, 1, 1, -1]
+    forest = forest_of(parent)
+    y, precision = [0.5, 1.0, 0.0, -0.5, 2.0, 0.0], [1.0, 2.0, 0.0, 1.0, 0.5, 0.0]
+    posterior = posterior_of(forest, y, precision, **PRIOR)
+    mean, cov = dense_posterior(parent, y, precision, 0.2, 0.8, -0.1, 0.3)
+    draws = sample_lineage(forest, posterior, 40_000, np.random.default_rng(0), dtype=np.float64)
+    assert draws.mean(axis=1) == pytest.approx(mean, abs=0.03)
+    assert np.cov(draws) == pytest.approx(cov, abs=0.03)
+
+
+# --------------------------------------------------------------------------- derived scores
+def test_branch_value_is_at_least_the_node_mean_and_sees_a_better_child():
+    forest = forest_of([-1, 0, 0, -1])
+    posterior = posterior_of(forest, [0.0, 2.0, -1.0, 0.0], [20.0, 20.0, 20.0, 20.0], **PRIOR)
+    value = branch_value(forest, posterior, np.random.default_rng(1), n_samples=64)
+    assert np.all(value >= posterior.mean)
+    assert value[[1, 2, 3]] == pytest.approx(posterior.mean[[1, 2, 3]])  # leaves: just the mean
+    assert value[0] == pytest.approx(posterior.mean[1], abs=0.1)  # the root is worth its child
+
+
+def test_best_descendant_only_when_clearly_better():
+    forest = forest_of([-1, 0, 1, -1, 3])
+    y = [0.0, 0.1, 2.0, 0.0, 0.3]
+    posterior = posterior_of(forest, y, [30.0, 30.0, 30.0, 1.0, 1.0], **PRIOR)
+    best, prob = best_descendant(forest, posterior)
+    assert best[0] == 2 and best[1] == 2  # the grandchild is clearly better than both
+    assert prob[0] > 0.99
+    assert best[3] == -1  # a barely-known child that might be better is not "clearly better"
+    assert 0.0 < prob[3] < 0.8
+    assert best[2] == -1 and prob[2] == 0.0  # leaves have no descendant
+    # The probability is the exact Gaussian one for the pair.
+    _, cov = dense_posterior([-1, 0, 1, -1, 3], y, [30, 30, 30, 1, 1], 0.2, 0.8, -0.1, 0.3)
+    diff_sd = math.sqrt(cov[4, 4] + cov[3, 3] - 2 * cov[3, 4])
+    expected = 0.5 * math.erfc(-(posterior.mean[4] - posterior.mean[3]) / diff_sd / math.sqrt(2))
+    assert prob[3] == pytest.approx(expected)
+
+
+def test_fork_gain_sign_and_shrinkage():
+    forest = forest_of([-1, 0, 0, -1, 3, 3, -1])
+    means = np.array([0.0, 1.0, 0.6, 0.0, -1.0, -0.5, 0.4])
+    gain = fork_gain(forest, means, drift_mean=-0.1)
+    assert gain[0] == pytest.approx((1.0 + 0.6 - 0.1) / 3)
+    assert gain[3] == pytest.approx((-1.0 - 0.5 - 0.1) / 3)
+    assert gain[6] == pytest.approx(-0.1)  # no children: the prior step
+    assert gain[0] > 0 > gain[3]
+
+
+def test_rising_marks_young_forks_better_than_their_parent():
+    forest = forest_of([-1, 0, 0])
+    posterior = posterior_of(forest, [0.0, 1.5, -1.0], [10.0, 10.0, 10.0], **PRIOR)
+    score = rising_score(forest, posterior, np.array([True, True, False]))
+    assert score[1] > 2
+    assert score[0] == -np.inf and score[2] == -np.inf
+
+
+def test_estimate_lineage_prior_recovers_a_simulated_tree():
+    rng = np.random.default_rng(5)
+    n_roots, n = 300, 6000
+    parent = np.r_[np.full(n_roots, -1), rng.integers(0, np.arange(n_roots, n))]
+    theta = np.zeros(n)
+    theta[:n_roots] = rng.normal(0.5, 1.0, n_roots)
+    for v in range(n_roots, n):
+        theta[v] = theta[parent[v]] - 0.2 + rng.normal(0, 0.4)
+    precision = rng.uniform(5, 40, n)
+    y = theta + rng.normal(size=n) / np.sqrt(precision)
+    prior = estimate_lineage_prior(forest_of(parent.tolist()), y, precision)
+    assert prior.prior_mean == pytest.approx(0.5, abs=0.2)
+    assert prior.prior_var == pytest.approx(1.0, abs=0.3)
+    assert prior.drift_mean == pytest.approx(-0.2, abs=0.05)
+    assert prior.drift_var == pytest.approx(0.16, abs=0.04)
+
+
+def test_estimate_lineage_prior_falls_back_without_evidence():
+    prior = estimate_lineage_prior(forest_of([-1, 0]), np.zeros(2), np.zeros(2))
+    assert prior == LineagePrior(0.0, 1.0, 0.0, 0.5)
+
+
+# --------------------------------------------------------------------------- usage, references
+def test_usage_counts_distinct_users_with_half_life_and_retention():
+    usage = usage_stats(
+        item_idx=np.array([0, 0, 0, 0, 1, 1, 2]),
+        user_idx=np.array([5, 5, 5, 6, 5, 5, 7]),
+        age_days=np.array([1.0, 20.0, 20.0, 3.0, 0.0, 40.0, 10.0]),
+        n_items=3,
+        retention_prior=0.0,
+    )
+    # Item 0: user 5 last seen 1 day ago (three events, one user), user 6 three days ago.
+    assert usage.active_users[0] == pytest.approx(0.5 ** (1 / 30) + 0.5 ** (3 / 30))
+    assert usage.active_users[2] == pytest.approx(0.5 ** (10 / 30))
+    # Users first seen ≥ 7 days ago: 5 came back to items 0 and 1, 7 never came back to 2.
+    assert usage.retention.tolist() == [1.0, 1.0, 0.0]
+    assert usage.recent_users.tolist() == [2, 1, 0]
+    assert usage.weekly_baseline.tolist() == [0.25, 0.0, 0.25]
+    assert usage.trending[0] == pytest.approx(math.log((2 + 5) / (0.25 + 5)))
+    assert usage.score == pytest.approx(np.log1p(usage.active_users * usage.retention))
+
+
+def test_usage_retention_is_shrunk_toward_the_catalog_rate():
+    usage = usage_stats(np.array([0, 0, 1]), np.array([1, 1, 2]), np.array([0.0, 30.0, 30.0]), 2)
+    overall = 0.5 ** (30 / 30) / (2 * 0.5 ** (30 / 30))  # one of two cohort users came back
+    assert usage.retention[1] == pytest.approx(10 * overall / (0.5 + 10))
+
+
+def test_wilson_lower_bound_textbook_values():
+    # 95% Wilson interval for 5 of 10 is [0.2366, 0.7634]; 0 of 10 starts at 0.
+    assert wilson_lower_bound(5, 10, z=1.96) == pytest.approx(0.2366, abs=1e-4)
+    assert wilson_lower_bound(0, 10, z=1.96) == pytest.approx(0.0, abs=1e-12)
+    assert wilson_lower_bound(0, 0) == 0.0
+    # The default z = 1.2816 (Reddit's "best"): the same share with more votes scores higher.
+    assert wilson_lower_bound(90, 100) > wilson_lower_bound(9, 10)
+    p, n, z = 0.9, 10, 1.2816
+    by_hand = (p + z * z / (2 * n) - z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))) / (
+        1 + z * z / n
+    )
+    assert wilson_lower_bound(9, 10) == pytest.approx(by_hand)
+
+
+def test_bayesian_average_textbook_values():
+    # 10 votes averaging 4 with prior mean 3 weighted as 5 votes: (40 + 15) / 15.
+    assert bayesian_average(40.0, 10.0, 3.0, 5.0) == pytest.approx(55 / 15)
+    assert bayesian_average(0.0, 0.0, 3.0, 5.0) == pytest.approx(3.0)
+
+
+# --------------------------------------------------------------------------- rank end to end
+def small_world(seed: int = 0):
+    """Two trees; item 4 is a strong fork, user 0 a harsh rater of everything."""
+    rng = np.random.default_rng(seed)
+    parent = [-1, 0, 0, 1, 1, -1, 5]
+    quality = np.array([0.0, 0.5, -1.0, 0.3, 1.5, -0.5, -0.4])
+    users = rng.integers(0, 30, 900)
+    items = rng.integers(0, 7, 900)
+    harsh = np.where(users == 0, -2.0, 0.0)
+    stars = np.clip(np.round(3 + quality[items] + harsh + rng.normal(0, 0.7, 900)), 1, 5)
+    ratings = Ratings(user_idx=users, item_idx=items, value=stars)
+    return forest_of(parent), ratings, quality
+
+
+def test_rank_end_to_end():
+    forest, ratings, quality = small_world()
+    scores = rank(forest, ratings, n_users=30)
+    assert np.argmax(scores.mean) == 4
+    assert np.corrcoef(scores.mean, quality)[0, 1] > 0.9
+    assert scores.baseline.user_offset[0] == scores.baseline.user_offset.min()
+    assert scores.display == pytest.approx(scores.mean - 1.64 * scores.sd)
+    assert np.all(scores.branch_value >= scores.mean)
+    assert scores.best_descendant[1] == 4 and scores.best_descendant[0] == 4
+    assert ranking.top(scores, 3)[0] == 4
+    assert ranking.trending(scores, 3).size == 0  # no usage given
+
+
+def test_rank_incremental_roots_matches_a_full_pass():
+    forest, ratings, _ = small_world()
+    first = rank(forest, ratings, n_users=30)
+    # New ratings for tree 5 only; recompute that tree's lineage scores with the same prior.
+    more = Ratings(
+        user_idx=np.r_[ratings.user_idx, np.arange(20)],
+        item_idx=np.r_[ratings.item_idx, np.full(20, 6)],
+        value=np.r_[ratings.value, np.full(20, 5.0)],
+    )
+    partial = rank(forest, more, n_users=30, previous=first, roots=np.array([5]), prior=first.prior)
+    full = rank(forest, more, n_users=30, previous=first, prior=first.prior)
+    tree = forest.nodes_of_roots(np.array([5]))
+    other = forest.nodes_of_roots(np.array([0]))
+    assert partial.mean[tree] == pytest.approx(full.mean[tree])
+    assert partial.sd[tree] == pytest.approx(full.sd[tree])
+    assert partial.mean[other] == pytest.approx(first.mean[other])  # untouched tree kept
+    assert partial.posterior.mean[tree] == pytest.approx(full.posterior.mean[tree])
+
+
+def test_rank_rising_with_ages():
+    forest, ratings, _ = small_world()
+    scores = rank(forest, ratings, n_users=30, item_age_days=np.array([90, 90, 90, 5, 5, 90, 5]))
+    assert np.isfinite(scores.rising[[3, 4, 6]]).all()
+    assert ranking.rising(scores, 1).tolist() == [4]
+
+
+def test_young_counts_evidence_not_ratings():
+    """Six ratings that agree (everyone pans a broken fork) leave the young pool; ten that
+    disagree keep a fork in it: exploration goes where the uncertainty is."""
+    rng = np.random.default_rng(8)
+    forest = forest_of([-1, 0, 0, 0, -1, 4])
+    users = list(rng.integers(0, 40, 600))
+    items = list(rng.integers(0, 4, 600))  # items 0..3 well rated: they set the pooled σ²
+    stars = list(np.clip(np.round(3 + rng.normal(0, 1.0, 600)), 1, 5))
+    users += list(range(40, 46))
+    items += [4] * 6
+    stars += [1.0] * 6  # unanimous
+    users += list(range(40, 50))
+    items += [5] * 10
+    stars += [1.0, 5.0] * 5  # split down the middle
+    scores = rank(
+        forest,
+        Ratings(user_idx=np.array(users), item_idx=np.array(items), value=np.array(stars)),
+        n_users=50,
+    )
+    assert not scores.young[4] and scores.young[5]
+    assert not scores.young[:4].any()
+    expected = scores.baseline.item_precision < 10 / scores.baseline.noise_var
+    assert np.array_equal(scores.young, expected)
