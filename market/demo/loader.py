@@ -16,6 +16,7 @@ from feedback.services import log_install
 from market import bundles, catalog
 from market.auth import issue_token
 from market.db import session_scope
+from market.demo.activity import simulate_activity
 from market.demo.content import DemoCommunity, generate_community
 from market.maintenance import recount_counters
 from market.models import ForkRequest, Install, SubAgent, User, Version, utcnow
@@ -38,11 +39,13 @@ def load_demo(engine: Engine, seed: int = 7) -> dict[str, int]:
         requests = _load_fork_requests(session, community, users, keys, now)
         session.flush()
         recount_counters(session)
+    activity = simulate_activity(engine, seed)
     return {
         "users": len(users),
         "sub-agents": len(keys),
         "installs": installs,
         "open fork requests": requests,
+        **activity,
     }
 
 

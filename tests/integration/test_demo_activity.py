@@ -1,0 +1,239 @@
+"""The demo's simulated months of usage tell a believable story through the real API.
+
+The demo (community plus ~90 days of activity) is loaded once per backend for this module,
+by a module-scoped fixture with its own app, so the per-test wipe of the ``app`` fixture
+cannot remove it halfway; it wipes before loading and after the last test.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from flask import Flask
+from sqlalchemy import Engine, func, select
+from sqlmodel import Session
+
+from feedback.models import Feedback, InstallLog, RollupDirty, UsageEvent
+from market.app import create_app
+from market.demo.activity import FEEDBACK_TAGS, plan_activity, read_community
+from market.demo.loader import demo_tokens, load_demo
+from market.maintenance import recount_counters
+from market.models import Install, SubAgent, User, utcnow
+from tests.conftest import _wipe
+
+SEED = 7
+
+
+@dataclass
+class Demo:
+    app: Flask
+    engine: Engine
+    stats: dict[str, int]
+    seconds: float
+
+
+@pytest.fixture(scope="module")
+def demo(database_url):
+    app = create_app(
+        {
+            "database_url": database_url,
+            "testing": True,
+            "secret_key": "test",
+            "read_cache_seconds": 0,
+        }
+    )
+    engine = app.extensions["sprig.engine"]
+    _wipe(engine)  # whatever an earlier module left behind
+    started = time.perf_counter()
+    stats = load_demo(engine, seed=SEED)
+    yield Demo(app, engine, stats, time.perf_counter() - started)
+    _wipe(engine)
+    engine.dispose()
+    app.extensions["sprig.read_engine"].dispose()
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def test_counts_match_the_rows(demo):
+    stats = demo.stats
+    print(f"\ndemo loaded in {demo.seconds:.1f}s: {stats}")
+    assert 100_000 <= stats["usage events"] <= 250_000
+    assert stats["ratings"] >= 500 and stats["rating changes"] > 0
+    assert stats["uninstalls"] > 0 and stats["days of usage"] == 90
+    with Session(demo.engine) as session:
+        assert session.scalar(select(func.count()).select_from(UsageEvent)) == stats["usage events"]
+        assert session.scalar(select(func.count(Feedback.id))) == stats["ratings"]
+        uninstalls = session.scalar(
+            select(func.count(InstallLog.id)).where(InstallLog.action == "uninstall")
+        )
+        inactive = session.scalar(select(func.count(Install.id)).where(Install.active.is_(False)))
+        assert uninstalls == inactive == stats["uninstalls"]
+        # Rollups are complete and the denormalized counters agree with the rows.
+        assert session.scalar(select(func.count(RollupDirty.id))) == 0
+        assert recount_counters(session)["drifted"] == 0
+        session.rollback()
+        # Feedback uses the fixed vocabulary; some comments are in the raters' languages.
+        tags = {t for (row,) in session.execute(select(Feedback.tags)) for t in row}
+        assert tags <= set(FEEDBACK_TAGS) and {"crashes", "love it"} <= tags
+        locales = {
+            locale[:2]
+            for (locale,) in session.execute(
+                select(User.locale)
+                .join(Feedback, Feedback.user_id == User.id)
+                .where(Feedback.comment.is_not(None))
+            )
+        }
+        assert {"zh", "ja", "es"} <= locales
+
+
+def test_top_creator_stats_tell_a_story(demo):
+    client = demo.app.test_client()
+    (_, handle, token), *_ = demo_tokens(demo.engine)
+    today = utcnow().date()
+    window = f"from={(today - timedelta(days=89)).isoformat()}&to={today.isoformat()}"
+    response = client.get(
+        f"/api/v1/creators/{handle}/stats?{window}", headers={"Authorization": f"Bearer {token}"}
+    )
+    assert response.status_code == 200, response.get_json()
+    stats = response.get_json()
+    totals = stats["totals"]
+    print(f"\n{handle}: totals {totals}\nrating {stats['rating']}\nlineage {stats['lineage']}")
+    assert totals["installs"] > 0 and totals["opens"] > totals["sessions"] * 0.9
+    assert totals["active_users"] >= 200  # several hundred people on the popular roots
+    assert 0 < totals["error_rate"] < 0.2 and totals["uninstalls"] > 0
+    # Someone used something of this creator's nearly every day.
+    assert sum(point["active_users"] > 0 for point in stats["series"]) >= 85
+
+    histogram = totals["ratings"]["histogram"]
+    stars = [histogram[f"stars_{n}"] for n in range(1, 6)]
+    assert totals["ratings"]["count"] >= 50 and sum(map(bool, stars)) >= 4, histogram
+    assert stars[4] > stars[0]  # good apps: more fives than ones, but harsh raters exist
+    assert histogram["thumbs_up"] + histogram["thumbs_down"] > 0
+
+    matured = [c for c in stats["retention"] if c["day30_rate"] is not None]
+    assert len(matured) >= 30
+    size = sum(c["cohort_size"] for c in matured)
+    day1, day7, day30 = (sum(c[f"day{n}"] for c in matured) / size for n in (1, 7, 30))
+    print(f"retention over {size} installs: day1 {day1:.2f} day7 {day7:.2f} day30 {day30:.2f}")
+    assert day1 >= day7 >= day30 > 0
+
+    lineage = stats["lineage"]
+    assert lineage["forks_by_others"] > 0 and lineage["lineage_reach"] > 0
+    busiest = max(stats["subagents"], key=lambda row: sum(row["daily_active_users"]))
+    assert busiest["opens"] > 0 and len(busiest["daily_active_users"]) == 90
+
+
+def test_events_never_precede_installs_or_follow_uninstalls(demo):
+    now = utcnow()
+    with Session(demo.engine) as session:
+        installs = {
+            (user, subagent): (_utc(created), active, _utc(updated))
+            for user, subagent, created, active, updated in session.execute(
+                select(
+                    Install.user_id,
+                    Install.subagent_id,
+                    Install.created_at,
+                    Install.active,
+                    Install.updated_at,
+                )
+            )
+        }
+        spans = session.execute(
+            select(
+                UsageEvent.user_id,
+                UsageEvent.subagent_id,
+                func.min(UsageEvent.occurred_at),
+                func.max(UsageEvent.occurred_at),
+            ).group_by(UsageEvent.user_id, UsageEvent.subagent_id)
+        ).all()
+        late = session.scalar(select(func.max(UsageEvent.occurred_at)))
+        first_use = {
+            (user, version): _utc(first)
+            for user, version, first in session.execute(
+                select(
+                    UsageEvent.user_id, UsageEvent.version_id, func.min(UsageEvent.occurred_at)
+                ).group_by(UsageEvent.user_id, UsageEvent.version_id)
+            )
+        }
+        ratings = session.execute(
+            select(Feedback.user_id, Feedback.version_id, Feedback.created_at)
+        ).all()
+        # The agent sent each day's events at the end of that day, within the week allowed.
+        for sent, happened in session.execute(
+            select(UsageEvent.received_at, UsageEvent.occurred_at).limit(5000)
+        ):
+            assert timedelta(0) <= _utc(sent) - _utc(happened) < timedelta(days=1)
+    assert spans and _utc(late) <= now
+    for user, subagent, first, last in spans:
+        created, active, updated = installs[(user, subagent)]
+        assert _utc(first) >= created, (user, subagent)
+        assert _utc(last) <= now
+        if not active:
+            assert _utc(last) <= updated  # nothing after the uninstall
+    # Nobody rates a version before using it.
+    for user, version, created_at in ratings:
+        assert first_use[(user, version)] <= _utc(created_at)
+
+
+def test_private_subagents_are_used_by_their_authors_only(demo):
+    with Session(demo.engine) as session:
+        assert session.scalar(
+            select(func.count(SubAgent.id)).where(SubAgent.visibility == "private")
+        )
+        by_author = session.scalar(
+            select(func.count())
+            .select_from(UsageEvent)
+            .join(SubAgent, SubAgent.id == UsageEvent.subagent_id)
+            .where(SubAgent.visibility == "private", UsageEvent.user_id == SubAgent.author_id)
+        )
+        by_others = session.scalar(
+            select(func.count())
+            .select_from(UsageEvent)
+            .join(SubAgent, SubAgent.id == UsageEvent.subagent_id)
+            .where(SubAgent.visibility == "private", UsageEvent.user_id != SubAgent.author_id)
+        )
+        rated_by_others = session.scalar(
+            select(func.count(Feedback.id))
+            .join(SubAgent, SubAgent.id == Feedback.subagent_id)
+            .where(SubAgent.visibility == "private", Feedback.user_id != SubAgent.author_id)
+        )
+    assert by_author > 0 and by_others == 0 and rated_by_others == 0
+
+
+def test_the_plan_is_deterministic_and_is_what_was_stored(demo):
+    with Session(demo.engine) as session:
+        community = read_community(session)
+        # The last day's batch was sent "now": the simulation's anchor.
+        anchor = _utc(session.scalar(select(func.max(UsageEvent.received_at))))
+        stored = set(session.scalars(select(UsageEvent.event_id)))
+        feedback_rows = session.scalar(select(func.count(Feedback.id)))
+
+    def digest(plan):
+        events = [event for day in sorted(plan.events) for event in plan.events[day]]
+        ratings = [r for d in sorted(plan.ratings) for r in plan.ratings[d]]
+        uninstalls = [
+            *plan.early_uninstalls,
+            *(u for d in sorted(plan.uninstalls) for u in plan.uninstalls[d]),
+        ]
+        return events, ratings, uninstalls
+
+    first = plan_activity(community, SEED, now=anchor)
+    again = plan_activity(community, SEED, now=anchor)
+    assert digest(first) == digest(again)
+    assert {e[1] for day in first.events.values() for e in day} == stored
+    assert first.event_count() == demo.stats["usage events"]
+    pairs = defaultdict(int)
+    for day in first.ratings.values():
+        for rating in day:
+            pairs[(rating.user_id, rating.version_id)] += 1
+    assert len(pairs) == feedback_rows == demo.stats["ratings"]
+    assert first.uninstall_count() == demo.stats["uninstalls"]
+
+    other = plan_activity(community, SEED + 1, now=anchor, days=3)
+    assert {e[1] for day in other.events.values() for e in day}.isdisjoint(stored)
