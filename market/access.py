@@ -41,3 +41,24 @@ def tree_clause(viewer: Principal):
     if viewer.user_id is None:
         return public
     return or_(public, SubAgent.author_id == viewer.user_id)
+
+
+def hidden_among(session, viewer: Principal, ids) -> set[int]:
+    """Which of these sub-agent ids the viewer may not see (to blank references to them)."""
+    from sqlmodel import select
+
+    wanted = {i for i in ids if i is not None}
+    if not wanted:
+        return set()
+    rows = session.exec(
+        select(SubAgent.id, SubAgent.author_id, SubAgent.visibility, SubAgent.status).where(
+            SubAgent.id.in_(wanted)
+        )
+    )
+    hidden = set()
+    for subagent_id, author_id, visibility, status in rows:
+        if author_id == viewer.user_id:
+            continue
+        if visibility == "private" or (status == "quarantined" and not viewer.is_moderator):
+            hidden.add(subagent_id)
+    return hidden

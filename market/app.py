@@ -73,7 +73,7 @@ def create_app(config: dict | Settings | None = None) -> APIFlask:
         if session is not None:
             try:
                 session.close()
-            except Exception:  # noqa: BLE001 - a connection lost mid-request: already answered
+            except Exception:
                 logging.getLogger("market").warning("closing a broken DB session", exc_info=True)
 
     @app.after_request

@@ -8,7 +8,7 @@ from datetime import datetime
 from sqlalchemy import and_, bindparam, or_, text
 from sqlmodel import Session, func, select
 
-from market.access import can_view, listed_clause, tree_clause
+from market.access import can_view, hidden_among, listed_clause, tree_clause
 from market.auth import Principal
 from market.errors import BadRequest
 from market.models import SubAgent, SubAgentTag, User
@@ -28,8 +28,16 @@ def _with_author(*where):
 _ANCESTORS_QUERY = _with_author(SubAgent.id.in_(bindparam("ids", expanding=True)))
 
 
-def _cards(rows) -> list:
-    return [card_out(subagent, author) for subagent, author in rows]
+def _cards(rows, session: Session | None = None, viewer: Principal | None = None) -> list:
+    cards = [card_out(subagent, author) for subagent, author in rows]
+    if session is not None and viewer is not None:
+        hidden = hidden_among(session, viewer, [c.parent_id for c in cards])
+        for card in cards:
+            # A fork of something the viewer may not see names no parent: the id alone
+            # would reveal that the hidden one exists.
+            if card.parent_id in hidden:
+                card.parent_id = None
+    return cards
 
 
 def search_terms(q: str) -> list[str]:
@@ -102,7 +110,7 @@ def browse(
         )
         more = len(rows) > limit and offset + limit < MAX_SEARCH_OFFSET
         next_cursor = encode_cursor(offset + limit) if more else None
-        return Page(items=_cards(rows[:limit]), next_cursor=next_cursor)
+        return Page(items=_cards(rows[:limit], session, viewer), next_cursor=next_cursor)
 
     if sort == "installs":
         key_column, shape = SubAgent.install_count, (int, int)
@@ -126,7 +134,7 @@ def browse(
         last = rows[limit - 1][0]
         key = last.install_count if sort == "installs" else last.created_at.isoformat()
         next_cursor = encode_cursor(key, last.id)
-    return Page(items=_cards(rows[:limit]), next_cursor=next_cursor)
+    return Page(items=_cards(rows[:limit], session, viewer), next_cursor=next_cursor)
 
 
 def forks_of(
@@ -150,7 +158,7 @@ def forks_of(
     if len(rows) > limit:
         last = rows[limit - 1][0]
         next_cursor = encode_cursor(last.install_count, last.id)
-    return Page(items=_cards(rows[:limit]), next_cursor=next_cursor)
+    return Page(items=_cards(rows[:limit], session, viewer), next_cursor=next_cursor)
 
 
 def lineage(session: Session, viewer: Principal, subagent: SubAgent) -> Lineage:
@@ -158,7 +166,8 @@ def lineage(session: Session, viewer: Principal, subagent: SubAgent) -> Lineage:
     the path still ends at its root without revealing what the hidden one is."""
     ids = [int(i) for i in subagent.ancestry.split("/") if i]
     rows = {sa.id: (sa, author) for sa, author in session.execute(_ANCESTORS_QUERY, {"ids": ids})}
-    cards = {i: card_out(*rows[i]) for i in ids if can_view(viewer, rows[i][0])}
+    visible = [rows[i] for i in ids if can_view(viewer, rows[i][0])]
+    cards = {card.id: card for card in _cards(visible, session, viewer)}
     nodes = [
         LineageNode(depth=depth, subagent=cards[i])
         if i in cards
@@ -193,6 +202,8 @@ def subtree(
     installed children are read (a window function does the cut in the database), so a root
     with thousands of forks costs the same as one with twenty."""
     nodes = [_tree_node(top)]
+    if nodes[0].parent_id in hidden_among(session, viewer, [top.parent_id]):
+        nodes[0].parent_id = None
     by_id = {top.id: nodes[0]}
     frontier = [top.id]
     for _level in range(depth):

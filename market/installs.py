@@ -45,6 +45,8 @@ def install(
     ).first()
     already_has_version = existing is not None and existing.version_id == version.id
     is_author = subagent.author_id == caller.user_id
+    if subagent.status == "quarantined":
+        raise Conflict(f"This sub-agent is quarantined: {subagent.status_reason}")
     if not already_has_version and not is_author:
         if subagent.status == "yanked":
             raise Conflict(f"This sub-agent was yanked: {subagent.status_reason}")
@@ -175,11 +177,11 @@ def fork_request_queue(
         if caller.kind != "person":
             raise Forbidden("The fork-request queue needs the publish:on-behalf scope.")
         statement = statement.where(ForkRequest.requester_id == caller.user_id)
-    else:
-        # Requests against a private sub-agent concern only its author.
-        statement = statement.where(
-            or_(SubAgent.visibility != "private", SubAgent.author_id == caller.user_id)
-        )
+    # Requests for what the caller may no longer see (made private, quarantined) drop out.
+    own = SubAgent.author_id == caller.user_id
+    statement = statement.where(or_(SubAgent.visibility != "private", own))
+    if not caller.is_moderator:
+        statement = statement.where(or_(SubAgent.status != "quarantined", own))
     if cursor:
         (last_id,) = decode_cursor(cursor, (int,))
         statement = statement.where(and_(ForkRequest.id > last_id))

@@ -26,6 +26,7 @@ def decode_cursor(cursor: str, shape: tuple[type, ...]) -> list:
     for value, kind in zip(values, shape, strict=True):
         if not isinstance(value, kind) or isinstance(value, bool):
             raise BadRequest("The cursor is not one this API made.")
-        if isinstance(value, int) and not -(2**62) < value < 2**62:
+        # Keys and counts are 32-bit columns: anything wider was not made here.
+        if isinstance(value, int) and not -(2**31) <= value < 2**31:
             raise BadRequest("The cursor is out of range.")
     return values

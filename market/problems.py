@@ -89,4 +89,8 @@ def install(app: APIFlask) -> None:
 
     @app.errorhandler(HTTPException)
     def _http_error(error: HTTPException):
-        return problem(error.code or 500, error.name, error.description or error.name)
+        # Keep werkzeug's headers (Allow on a 405, …), not its content type.
+        headers = {k: v for k, v in error.get_headers() if k.lower() != "content-type"}
+        return problem(
+            error.code or 500, error.name, error.description or error.name, None, headers
+        )

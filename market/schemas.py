@@ -6,11 +6,21 @@ status, counts or ids: such a field is a 422 naming it, and nothing is stored.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, date, datetime
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 CATEGORIES = (
     "diet",
@@ -72,6 +82,16 @@ Cursor = Annotated[str, StringConstraints(max_length=200)]
 class StrictInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    @field_validator("*", mode="after")
+    @classmethod
+    def _no_nul(cls, value):
+        # PostgreSQL text cannot hold NUL; refuse it here rather than fail at the database.
+        if isinstance(value, str) and "\x00" in value:
+            raise ValueError("must not contain NUL characters")
+        if isinstance(value, list) and any(isinstance(v, str) and "\x00" in v for v in value):
+            raise ValueError("must not contain NUL characters")
+        return value
+
 
 class BundleIn(StrictInput):
     """A bundle sent as JSON. Checked in depth by ``market.bundles``."""
@@ -102,8 +122,8 @@ class ForkIn(ListingFields):
     fork_request: str = Field(
         min_length=1, max_length=2000, description="the words that asked for this change"
     )
-    fork_request_id: int | None = Field(None, ge=1, le=2**31 - 1)
-    parent_version_id: int | None = Field(
+    fork_request_id: StrictInt | None = Field(None, ge=1, le=2**31 - 1)
+    parent_version_id: StrictInt | None = Field(
         None, ge=1, le=2**31 - 1, description="defaults to the parent's latest version"
     )
     bundle: BundleIn | None = None
@@ -126,7 +146,7 @@ class UpdateIn(StrictInput):
 
 
 class InstallIn(StrictInput):
-    version_id: int | None = Field(None, ge=1, le=2**31 - 1)
+    version_id: StrictInt | None = Field(None, ge=1, le=2**31 - 1)
     source: InstallSource = InstallSource.browse
     exposure_id: str | None = Field(None, max_length=64)
 
@@ -137,12 +157,12 @@ class ForkRequestIn(StrictInput):
 
 class YankIn(StrictInput):
     reason: Reason
-    version_id: int | None = Field(None, ge=1, le=2**31 - 1)
+    version_id: StrictInt | None = Field(None, ge=1, le=2**31 - 1)
 
 
 class QuarantineIn(StrictInput):
     reason: Reason
-    lift: bool = False
+    lift: StrictBool = False
 
 
 class ReportIn(StrictInput):
@@ -185,6 +205,16 @@ class BundleQuery(StrictInput):
 # ---- responses -------------------------------------------------------------------------
 
 
+def _assume_utc(value):
+    # SQLite hands back naive datetimes (stored in UTC): say so on the way out.
+    if isinstance(value, datetime) and value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value
+
+
+UtcDatetime = Annotated[datetime, BeforeValidator(_assume_utc)]
+
+
 class AuthorOut(BaseModel):
     handle: str
     display_name: str
@@ -200,7 +230,7 @@ class VersionOut(BaseModel):
     status_reason: str | None
     size_bytes: int
     file_count: int
-    created_at: datetime
+    created_at: UtcDatetime
 
 
 class SubAgentOut(BaseModel):
@@ -216,15 +246,15 @@ class SubAgentOut(BaseModel):
     status_reason: str | None
     parent_id: int | None
     parent_version_id: int | None
-    root_id: int
+    root_id: int | None = Field(description="null when the root is hidden from the caller")
     depth: int
     fork_request: str | None
     fork_request_id: int | None
     latest_version: VersionOut | None
     install_count: int
     fork_count: int
-    created_at: datetime
-    updated_at: datetime
+    created_at: UtcDatetime
+    updated_at: UtcDatetime
 
 
 class SubAgentCard(BaseModel):
@@ -240,7 +270,7 @@ class SubAgentCard(BaseModel):
     depth: int
     install_count: int
     fork_count: int
-    created_at: datetime
+    created_at: UtcDatetime
 
 
 class Page(BaseModel):
@@ -310,7 +340,7 @@ class InstallOut(BaseModel):
         description="scopes this version asks for that the user had not granted before "
         "(for the parent, or an earlier version): the agent must ask the user again",
     )
-    created_at: datetime
+    created_at: UtcDatetime
     subagent: SubAgentCard | None = None
 
 
@@ -326,7 +356,7 @@ class ForkRequestOut(BaseModel):
     text: str
     status: str
     fulfilled_by_id: int | None
-    created_at: datetime
+    created_at: UtcDatetime
 
 
 class ForkRequestList(BaseModel):
@@ -340,7 +370,7 @@ class ReportOut(BaseModel):
     reason: str
     detail: str
     status: str
-    created_at: datetime
+    created_at: UtcDatetime
 
 
 class ReportList(BaseModel):
@@ -383,8 +413,8 @@ class EventBatchOut(BaseModel):
 
 
 class FeedbackIn(StrictInput):
-    version_id: int = Field(ge=1, le=2**31 - 1)
-    user_id: int | None = Field(
+    version_id: StrictInt = Field(ge=1, le=2**31 - 1)
+    user_id: StrictInt | None = Field(
         None, ge=1, le=2**31 - 1, description="services only: the user who rated"
     )
     stars: StrictInt | None = Field(None, ge=1, le=5)
@@ -394,6 +424,12 @@ class FeedbackIn(StrictInput):
     exposure_id: str | None = Field(
         None, pattern=r"^[0-9a-fA-F-]{32,36}$", description="the exposure that showed it"
     )
+
+    @model_validator(mode="after")
+    def _one_rating(self):
+        if (self.stars is None) == (self.thumbs is None):
+            raise ValueError("give exactly one of `stars` or `thumbs`")
+        return self
 
 
 class FeedbackOut(BaseModel):
@@ -405,13 +441,13 @@ class FeedbackOut(BaseModel):
     rating: int
     comment: str | None
     tags: list[str]
-    created_at: datetime
-    updated_at: datetime
+    created_at: UtcDatetime
+    updated_at: UtcDatetime
 
 
 class StatsQuery(StrictInput):
-    from_: str | None = Field(None, alias="from", pattern=r"^\d{4}-\d{2}-\d{2}$")
-    to: str | None = Field(None, pattern=r"^\d{4}-\d{2}-\d{2}$")
+    from_: date | None = Field(None, alias="from", description="first UTC day (YYYY-MM-DD)")
+    to: date | None = Field(None, description="last UTC day (YYYY-MM-DD)")
     granularity: str = Field("day", pattern="^(day|week)$")
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)

@@ -16,6 +16,26 @@ def register_api(app: APIFlask, prefix: str) -> None:
     app.spec_processor(lambda spec: complete_spec(spec, prefix))
 
 
+NO_NUL = "^[^\\u0000]*$"
+
+
+def _forbid_nul(schema: dict) -> None:
+    """Say in the document what every text input enforces: no NUL characters."""
+    if not isinstance(schema, dict):
+        return
+    free_text = schema.get("type") == "string" and not {"pattern", "format", "enum"} & set(schema)
+    if free_text:
+        schema["pattern"] = NO_NUL
+    for key in ("properties", "$defs"):
+        for child in schema.get(key, {}).values():
+            _forbid_nul(child)
+    for key in ("items", "additionalProperties"):
+        _forbid_nul(schema.get(key))
+    for key in ("anyOf", "oneOf", "allOf"):
+        for child in schema.get(key, []):
+            _forbid_nul(child)
+
+
 def complete_spec(spec: dict, prefix: str) -> dict:
     """Add what APIFlask leaves out: bodies parsed by hand (JSON or zip), bearer auth, the
     400/401/403/404/409/413 problems every operation may return."""
@@ -53,10 +73,15 @@ def complete_spec(spec: dict, prefix: str) -> dict:
                 },
             },
         }
+    for name, schema in schemas.items():
+        if name.endswith("In"):  # request bodies only: responses may echo what was sent
+            _forbid_nul(schema)
     for path_item in spec["paths"].values():
         for method, operation in path_item.items():
             if method not in {"get", "post", "put", "patch", "delete"}:
                 continue
+            for parameter in operation.get("parameters", []):
+                _forbid_nul(parameter.get("schema", {}))
             body = operation.get("requestBody")
             if body is not None:
                 body["required"] = True
@@ -71,7 +96,22 @@ def complete_spec(spec: dict, prefix: str) -> dict:
                 ("422", "Invalid input"),
                 ("503", "Temporarily unavailable"),
             ):
-                responses.setdefault(status, {"description": description, "content": problem_ref})
-            if "422" in responses:
-                responses["422"]["content"] = problem_ref
+                responses.setdefault(status, {"description": description})
+                # Every error is a problem document, whatever APIFlask assumed.
+                responses[status]["content"] = problem_ref
+            created = responses.get("201")
+            if method == "post" and created is not None and "content" in created:
+                # Idempotent writes answer 200 with the same body when nothing new was made.
+                responses.setdefault(
+                    "200", {"description": "already existed", "content": created["content"]}
+                )
+    bundle_get = (
+        spec["paths"]
+        .get(prefix + "/subagents/{subagent_id}/versions/{version_id}/bundle", {})
+        .get("get")
+    )
+    if bundle_get is not None:
+        bundle_get["responses"]["200"]["content"]["application/zip"] = {
+            "schema": {"type": "string", "format": "binary"}
+        }
     return spec

@@ -9,6 +9,7 @@ from apiflask import APIBlueprint
 from flask import send_file
 
 from market import browse, bundles, catalog, installs
+from market.access import hidden_among
 from market.api.deps import caller, commit, db, read_body_with_bundle
 from market.errors import NotFound
 from market.schemas import (
@@ -54,7 +55,18 @@ BUNDLE_BODIES = {
 def _detail(subagent) -> SubAgentOut:
     session = db()
     latest = session.get(catalog.Version, subagent.latest_version_id)
-    return subagent_out(subagent, catalog.get_author(session, subagent), latest)
+    return _visible_links(subagent_out(subagent, catalog.get_author(session, subagent), latest))
+
+
+def _visible_links(detail: SubAgentOut) -> SubAgentOut:
+    """Blank the links to a parent or root the caller may not see: their ids alone would
+    reveal that they exist."""
+    hidden = hidden_among(db(), caller(), [detail.parent_id, detail.root_id])
+    if detail.parent_id in hidden:
+        detail.parent_id = detail.parent_version_id = detail.fork_request_id = None
+    if detail.root_id in hidden:
+        detail.root_id = None
+    return detail
 
 
 @bp.post("/subagents")
@@ -96,14 +108,14 @@ def list_subagents(query: BrowseQuery):
     )
 
 
-@bp.get("/subagents/<int:subagent_id>")
+@bp.get("/subagents/<int(max=2147483647):subagent_id>")
 @bp.output(SubAgentOut)
 def get_subagent(subagent_id: int):
     """One sub-agent with its latest version."""
-    return subagent_out(*catalog.get_visible_detail(db(), caller(), subagent_id))
+    return _visible_links(subagent_out(*catalog.get_visible_detail(db(), caller(), subagent_id)))
 
 
-@bp.patch("/subagents/<int:subagent_id>")
+@bp.patch("/subagents/<int(max=2147483647):subagent_id>")
 @bp.input(UpdateIn, arg_name="body")
 @bp.output(SubAgentOut)
 def update_subagent(subagent_id: int, body: UpdateIn):
@@ -117,7 +129,7 @@ def update_subagent(subagent_id: int, body: UpdateIn):
     return _detail(subagent)
 
 
-@bp.get("/subagents/<int:subagent_id>/versions")
+@bp.get("/subagents/<int(max=2147483647):subagent_id>/versions")
 @bp.output(VersionList)
 def list_versions(subagent_id: int):
     """Every version, oldest first."""
@@ -126,7 +138,7 @@ def list_versions(subagent_id: int):
     return VersionList(items=[version_out(v) for v in catalog.list_versions(session, subagent)])
 
 
-@bp.post("/subagents/<int:subagent_id>/versions")
+@bp.post("/subagents/<int(max=2147483647):subagent_id>/versions")
 @bp.output(VersionOut, status_code=201, description="created (200 if these bytes exist)")
 def publish_version(subagent_id: int):
     """Publish a new version (author, or a service on the author's behalf)."""
@@ -140,7 +152,9 @@ def publish_version(subagent_id: int):
     return version_out(version), 201 if created else 200
 
 
-@bp.get("/subagents/<int:subagent_id>/versions/<int:version_id>/bundle")
+@bp.get(
+    "/subagents/<int(max=2147483647):subagent_id>/versions/<int(max=2147483647):version_id>/bundle"
+)
 @bp.input(BundleQuery, location="query", arg_name="query")
 @bp.output(BundleOut, description="the bundle as JSON, or a zip with `format=zip`")
 def get_bundle(subagent_id: int, version_id: int, query: BundleQuery):
@@ -175,7 +189,7 @@ def _zip(bundle: bundles.Bundle) -> bytes:
     return buffer.getvalue()
 
 
-@bp.post("/subagents/<int:subagent_id>/forks")
+@bp.post("/subagents/<int(max=2147483647):subagent_id>/forks")
 @bp.output(SubAgentOut, status_code=201, description="created (200 if this fork exists)")
 def fork_subagent(subagent_id: int):
     """Fork: the fork request text plus the new bundle; the server records the parent link."""
@@ -203,7 +217,7 @@ def fork_subagent(subagent_id: int):
     return _detail(child), 201 if created else 200
 
 
-@bp.get("/subagents/<int:subagent_id>/forks")
+@bp.get("/subagents/<int(max=2147483647):subagent_id>/forks")
 @bp.input(PageQuery, location="query", arg_name="query")
 @bp.output(Page)
 def list_forks(subagent_id: int, query: PageQuery):
@@ -214,7 +228,7 @@ def list_forks(subagent_id: int, query: PageQuery):
     return browse.forks_of(session, who, parent, limit=query.limit, cursor=query.cursor)
 
 
-@bp.get("/subagents/<int:subagent_id>/lineage")
+@bp.get("/subagents/<int(max=2147483647):subagent_id>/lineage")
 @bp.output(Lineage)
 def get_lineage(subagent_id: int):
     """Ancestors from the root to the parent."""
@@ -223,7 +237,7 @@ def get_lineage(subagent_id: int):
     return browse.lineage(session, who, catalog.get_visible(session, who, subagent_id))
 
 
-@bp.get("/subagents/<int:subagent_id>/tree")
+@bp.get("/subagents/<int(max=2147483647):subagent_id>/tree")
 @bp.input(TreeQuery, location="query", arg_name="query")
 @bp.output(Tree)
 def get_tree(subagent_id: int, query: TreeQuery):
@@ -244,7 +258,7 @@ def get_tree(subagent_id: int, query: TreeQuery):
     )
 
 
-@bp.get("/subagents/<int:subagent_id>/diff")
+@bp.get("/subagents/<int(max=2147483647):subagent_id>/diff")
 @bp.input(DiffQuery, location="query", arg_name="query")
 @bp.output(DiffOut)
 def get_diff(subagent_id: int, query: DiffQuery):
@@ -275,7 +289,7 @@ def get_diff(subagent_id: int, query: DiffQuery):
     )
 
 
-@bp.post("/subagents/<int:subagent_id>/install")
+@bp.post("/subagents/<int(max=2147483647):subagent_id>/install")
 @bp.input(InstallIn, arg_name="body")
 @bp.output(InstallOut, status_code=201, description="installed (200 if it already was)")
 def install(subagent_id: int, body: InstallIn):
@@ -296,7 +310,7 @@ def install(subagent_id: int, body: InstallIn):
     return result, 201 if created else 200
 
 
-@bp.delete("/subagents/<int:subagent_id>/install")
+@bp.delete("/subagents/<int(max=2147483647):subagent_id>/install")
 @bp.output({}, status_code=204)
 def uninstall(subagent_id: int):
     """Remove it from the caller's agent (idempotent)."""
@@ -309,7 +323,7 @@ def uninstall(subagent_id: int):
     return ""
 
 
-@bp.post("/subagents/<int:subagent_id>/fork-requests")
+@bp.post("/subagents/<int(max=2147483647):subagent_id>/fork-requests")
 @bp.input(ForkRequestIn, arg_name="body")
 @bp.output(ForkRequestOut, status_code=201, description="queued (200 if already queued)")
 def request_fork(subagent_id: int, body: ForkRequestIn):
@@ -324,7 +338,7 @@ def request_fork(subagent_id: int, body: ForkRequestIn):
     return fork_request_out(row, requester), 201 if created else 200
 
 
-@bp.post("/subagents/<int:subagent_id>/yank")
+@bp.post("/subagents/<int(max=2147483647):subagent_id>/yank")
 @bp.input(YankIn, arg_name="body")
 @bp.output(SubAgentOut)
 def yank(subagent_id: int, body: YankIn):
@@ -338,7 +352,7 @@ def yank(subagent_id: int, body: YankIn):
     return _detail(subagent)
 
 
-@bp.post("/subagents/<int:subagent_id>/quarantine")
+@bp.post("/subagents/<int(max=2147483647):subagent_id>/quarantine")
 @bp.input(QuarantineIn, arg_name="body")
 @bp.output(SubAgentOut)
 def quarantine(subagent_id: int, body: QuarantineIn):
@@ -352,7 +366,7 @@ def quarantine(subagent_id: int, body: QuarantineIn):
     return _detail(subagent)
 
 
-@bp.post("/subagents/<int:subagent_id>/report")
+@bp.post("/subagents/<int(max=2147483647):subagent_id>/report")
 @bp.input(ReportIn, arg_name="body")
 @bp.output(ReportOut, status_code=201, description="filed (200 if already reported)")
 def report(subagent_id: int, body: ReportIn):

@@ -316,8 +316,8 @@ def test_thumbs_are_accepted(client, world, thumbs, rating):
         ({"stars": 0}, 422),
         ({"stars": 6}, 422),
         ({"thumbs": "sideways"}, 422),
-        ({"stars": 4, "thumbs": "up"}, 400),
-        ({}, 400),
+        ({"stars": 4, "thumbs": "up"}, 422),
+        ({}, 422),
         ({"stars": 4, "mood": "happy"}, 422),
     ],
 )
@@ -504,7 +504,7 @@ def test_window_validation(client, world, target):
     assert_problem(get(**{"from": "2026-03-02", "to": "2026-03-01"}), 400)
     # 402 days, both ends included (2026-02-06 is 401 days after 2025-01-01)
     assert_problem(get(**{"from": "2025-01-01", "to": "2026-02-06"}), 400)
-    assert_problem(get(**{"from": "2026-02-30"}), 400)
+    assert_problem(get(**{"from": "2026-02-30"}), 422)  # not a date: a validation error
     assert_problem(get(**{"from": "yesterday"}), 422)
     assert_problem(get(granularity="month"), 422)
     widest = get(**{"from": "2025-01-01", "to": "2026-02-04"})  # 400 days, both ends included
