@@ -276,7 +276,7 @@ def main() -> None:
         + [f"/api/v1/subagents/{i}/tree?depth=3" for i in ids[:200]],
     }
     port = free_port()
-    cache_seconds = 0 if args.no_read_cache else 5
+    cache_seconds = 0 if args.no_read_cache else 30
     server = start_gunicorn(url, port, args.workers, args.threads, cache_seconds)
     try:
         for paths in endpoints.values():  # warm every worker's pool and caches

@@ -48,16 +48,16 @@ def _search_filter(session: Session, terms: list[str]):
     """A clause restricting to matches, and an ORDER BY expression for relevance.
 
     Terms are stemmed words ANDed together (no prefix expansion: it multiplies the index work
-    for common words). On PostgreSQL, relevance is ranked among the 1,000 most-installed
-    matches only, so a query as common as "tracker" costs the same at 100k sub-agents as
-    at 1k, and what surfaces first is both relevant and used.
+    for common words). On PostgreSQL, relevance is ranked among the 300 most-installed
+    matches only, so a query as common as "tracker" costs about the same at 100k sub-agents
+    as at 1k, and what surfaces first is both relevant and used.
     """
     if session.get_bind().dialect.name == "postgresql":
         query = " & ".join(terms)
         candidates = text(
             "subagent.id IN (SELECT c.id FROM subagent AS c "
             "WHERE c.search_vector @@ to_tsquery('english', :tsq) "
-            "ORDER BY c.install_count DESC LIMIT 1000)"
+            "ORDER BY c.install_count DESC LIMIT 300)"
         ).bindparams(tsq=query)
         rank = text(
             "ts_rank(subagent.search_vector, to_tsquery('english', :tsq2)) DESC"

@@ -25,8 +25,9 @@ class Settings:
     # Largest request body accepted at all; bundle caps are checked again while reading.
     max_request_bytes: int = 4 * 1024 * 1024
     # Anonymous catalog reads are cached per worker for this long (PostgreSQL only, where
-    # LISTEN/NOTIFY invalidates them on every write); 0 turns the cache off.
-    read_cache_seconds: int = 5
+    # LISTEN/NOTIFY invalidates them on every catalog write, so this only bounds how stale an
+    # install count can be); 0 turns the cache off.
+    read_cache_seconds: int = 30
     # Events a client may send per minute (distinct-user counts make floods harmless to
     # stats; this protects the database).
     events_per_minute: int = 3_000_000
