@@ -190,11 +190,12 @@ WITH incoming AS (
     INSERT INTO rollup_dirty (subagent_id, day)
     SELECT DISTINCT subagent_id, occurred_day FROM valid
 )
--- Two integer arrays (positions in the batch), not a row per event: fetching and decoding
--- 2,000 rows of UUIDs cost more than the insert.
+-- Two arrays, not a row per event: fetching and decoding 2,000 rows of UUIDs cost more
+-- than the insert. (Joining `inserted` back to `valid` for positions is a nested loop: the
+-- planner cannot estimate json_to_recordset.)
 SELECT
     (SELECT coalesce(array_agg(idx), '{}') FROM valid),
-    (SELECT coalesce(array_agg(v.idx), '{}') FROM valid v JOIN inserted i USING (event_id))
+    (SELECT coalesce(array_agg(event_id::text), '{}') FROM inserted)
 """
 
 
@@ -220,14 +221,14 @@ def _store_postgres(session, client_id, accepted, now):
     )
     # Through SQLAlchemy's connection: driver errors become SQLAlchemy errors (a lost
     # database is a 503, and the pool drops the broken connection).
-    valid_idx, stored_idx = (
+    valid_idx, stored_text = (
         session.connection()
         .exec_driver_sql(_INGEST_POSTGRES, {"events": payload, "client": client_id, "now": now})
         .one()
     )
     valid = set(valid_idx)
     by_index = dict(accepted)
-    stored_ids = {by_index[idx].event_id for idx in stored_idx}
+    stored_ids = {uuid.UUID(text) for text in stored_text}
     return [(index, by_index[index]) for index in sorted(valid)], stored_ids
 
 
