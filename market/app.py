@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 
 from apiflask import APIFlask
-from flask import g, request
+from flask import g, redirect, request
 
 from market import problems
 from market.config import Settings, load_settings
@@ -66,6 +66,12 @@ def create_app(config: dict | Settings | None = None) -> APIFlask:
 
     register_api(app, API_PREFIX)
     problems.install(app)
+
+    @app.get("/")
+    @app.doc(hide=True)
+    def home():
+        # The web pages come next (see the web issue); until then the front door is the API.
+        return redirect(f"{API_PREFIX}/docs")
 
     @app.teardown_appcontext
     def _close_session(_exc):
