@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import loadgen  # noqa: E402
+from bench.servers import database_url_or_rerun_with_servers  # noqa: E402
 
 CATEGORIES = [
     "diet",
@@ -249,10 +250,7 @@ def main() -> None:
         "--no-read-cache", action="store_true", help="measure every request against the database"
     )
     args = parser.parse_args()
-    url = os.environ.get("SPRIG_BENCH_DATABASE_URL") or os.environ.get("SPRIG_TEST_POSTGRES_URL")
-    if not url:
-        script = ROOT / "scripts" / "test-services.sh"
-        os.execv(str(script), [str(script), sys.executable, *sys.argv])  # noqa: S606
+    url = database_url_or_rerun_with_servers()
     n = args.subagents or (20_000 if args.quick else 100_000)
     seconds = args.seconds or (3.0 if args.quick else 10.0)
 

@@ -44,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.catalog import free_port  # noqa: E402
 from bench.loadgen import Result  # noqa: E402
+from bench.servers import database_url_or_rerun_with_servers  # noqa: E402
 
 PATH = "/api/v1/events"
 BATCH = 1000
@@ -907,10 +908,7 @@ def main() -> None:
         "--profile", action="store_true", help="profile the endpoint even if the target is met"
     )
     args = parser.parse_args()
-    url = os.environ.get("SPRIG_BENCH_DATABASE_URL") or os.environ.get("SPRIG_TEST_POSTGRES_URL")
-    if not url:
-        script = ROOT / "scripts" / "test-services.sh"
-        os.execv(str(script), [str(script), sys.executable, *sys.argv])  # noqa: S606
+    url = database_url_or_rerun_with_servers()
     n = args.events or (100_000 if args.quick else 2_000_000)
     r = args.rollup_events
     if r is None:

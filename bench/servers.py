@@ -1,0 +1,21 @@
+"""Where a benchmark's PostgreSQL comes from: the one configured, or a throwaway one."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def database_url_or_rerun_with_servers() -> str:
+    """The PostgreSQL URL to benchmark against. Without one, run this same command again
+    under scripts/test-services.sh, which starts PostgreSQL and Redis on loopback and stops
+    them afterwards (this call then does not return)."""
+    url = os.environ.get("SPRIG_BENCH_DATABASE_URL") or os.environ.get("SPRIG_TEST_POSTGRES_URL")
+    if url:
+        return url
+    script = ROOT / "scripts" / "test-services.sh"
+    os.execv(str(script), [str(script), sys.executable, *sys.argv])  # noqa: S606
+    raise AssertionError("unreachable")
