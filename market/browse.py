@@ -13,23 +13,61 @@ from market.auth import Principal
 from market.errors import BadRequest
 from market.models import SubAgent, SubAgentTag, User
 from market.pagination import decode_cursor, encode_cursor
-from market.schemas import Lineage, LineageNode, Page, Tree, TreeNode
-from market.serialize import card_out
+from market.schemas import AuthorOut, Lineage, LineageNode, Page, SubAgentCard, Tree, TreeNode
 
 MAX_SEARCH_OFFSET = 1000
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
+# Only what a card shows: loading whole rows (stories of up to 4,000 characters) into ORM
+# objects cost more than the query on every page.
+_CARD_COLUMNS = (
+    SubAgent.id,
+    SubAgent.title,
+    SubAgent.summary,
+    SubAgent.category,
+    SubAgent.tags,
+    SubAgent.visibility,
+    SubAgent.status,
+    SubAgent.parent_id,
+    SubAgent.depth,
+    SubAgent.install_count,
+    SubAgent.fork_count,
+    SubAgent.created_at,
+    SubAgent.author_id,
+    User.handle,
+    User.display_name,
+)
+
+
 def _with_author(*where):
-    """Sub-agents joined to their authors: one round trip for a page of cards."""
-    return select(SubAgent, User).join(User, User.id == SubAgent.author_id).where(*where)
+    """Card columns joined to their authors: one round trip for a page of cards."""
+    return select(*_CARD_COLUMNS).join(User, User.id == SubAgent.author_id).where(*where)
+
+
+def _card(row) -> SubAgentCard:
+    return SubAgentCard(
+        id=row.id,
+        title=row.title,
+        summary=row.summary,
+        category=row.category,
+        tags=row.tags,
+        author=AuthorOut(handle=row.handle, display_name=row.display_name),
+        visibility=row.visibility,
+        status=row.status,
+        parent_id=row.parent_id,
+        depth=row.depth,
+        install_count=row.install_count,
+        fork_count=row.fork_count,
+        created_at=row.created_at,
+    )
 
 
 _ANCESTORS_QUERY = _with_author(SubAgent.id.in_(bindparam("ids", expanding=True)))
 
 
 def _cards(rows, session: Session | None = None, viewer: Principal | None = None) -> list:
-    cards = [card_out(subagent, author) for subagent, author in rows]
+    cards = [_card(row) for row in rows]
     if session is not None and viewer is not None:
         hidden = hidden_among(session, viewer, [c.parent_id for c in cards])
         for card in cards:
@@ -131,7 +169,7 @@ def browse(
     )
     next_cursor = None
     if len(rows) > limit:
-        last = rows[limit - 1][0]
+        last = rows[limit - 1]
         key = last.install_count if sort == "installs" else last.created_at.isoformat()
         next_cursor = encode_cursor(key, last.id)
     return Page(items=_cards(rows[:limit], session, viewer), next_cursor=next_cursor)
@@ -156,7 +194,7 @@ def forks_of(
     )
     next_cursor = None
     if len(rows) > limit:
-        last = rows[limit - 1][0]
+        last = rows[limit - 1]
         next_cursor = encode_cursor(last.install_count, last.id)
     return Page(items=_cards(rows[:limit], session, viewer), next_cursor=next_cursor)
 
@@ -165,8 +203,8 @@ def lineage(session: Session, viewer: Principal, subagent: SubAgent) -> Lineage:
     """Ancestors root first. One an ordinary viewer may not see stays a hidden placeholder so
     the path still ends at its root without revealing what the hidden one is."""
     ids = [int(i) for i in subagent.ancestry.split("/") if i]
-    rows = {sa.id: (sa, author) for sa, author in session.execute(_ANCESTORS_QUERY, {"ids": ids})}
-    visible = [rows[i] for i in ids if can_view(viewer, rows[i][0])]
+    rows = {row.id: row for row in session.execute(_ANCESTORS_QUERY, {"ids": ids})}
+    visible = [rows[i] for i in ids if can_view(viewer, rows[i])]
     cards = {card.id: card for card in _cards(visible, session, viewer)}
     nodes = [
         LineageNode(depth=depth, subagent=cards[i])
