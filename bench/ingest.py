@@ -812,13 +812,12 @@ def profile_ingest(url: str, data: dict, batches: int, seed: int) -> dict:
         store = cum(f"{services}:_insert_events") + cum(f"{services}:mark_dirty")
         references = cum(f"{services}:_references")
     stages = {
-        "HTTP body -> JSON (request.get_json)": cum("werkzeug/wrappers/request.py:get_json"),
+        "HTTP body -> JSON (orjson.loads)": cum("~:<orjson.loads>"),
         "pydantic EventBatchIn (parse_model)": cum("market/api/deps.py:parse_model"),
         "validation: feedback/ingest.parse_batch": parse,
         "store (SQL build + execute + marks)": store,
-        "  of which json.dumps of the payload": sum(
-            under(f"{services}:{name}", "json/__init__.py:dumps", direct=True)
-            for name in ("_store_postgres", "_store_copy", "_store")
+        "  of which orjson.dumps of the payload": under(
+            f"{services}:_store_postgres", "~:<orjson.dumps>", direct=True
         ),
         "  of which SQLAlchemy compile": under(
             f"{services}:ingest_events", "sqlalchemy/sql/elements.py:_compiler"
@@ -833,12 +832,11 @@ def profile_ingest(url: str, data: dict, batches: int, seed: int) -> dict:
         "token lookup (caller)": cum("market/api/deps.py:caller"),
         "rate limiter (Redis)": cum("market/ratelimit.py:spend"),
         "commit": cum("market/api/deps.py:commit"),
-        "EventBatchOut(...) in the view": under(
-            "market/api/usage.py:post_events", "pydantic/main.py:__init__", direct=True
+        "response JSON (orjson.dumps in the view)": under(
+            "market/api/usage.py:post_events", "~:<orjson.dumps>", direct=True
         ),
-        "response JSON (apiflask _jsonify)": cum("apiflask/scaffold.py:_jsonify"),
     }
-    view = cum("market/api/usage.py:post_events") + cum("apiflask/scaffold.py:_jsonify")
+    view = cum("market/api/usage.py:post_events")
     stages["Flask/Werkzeug around the view"] = max(0.0, total - view)
     top = sorted(table.items(), key=lambda kv: -kv[1][2])[:10]
     n = len(profiled)

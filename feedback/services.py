@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
 
+import orjson
 from sqlalchemy import ARRAY, Integer, any_, bindparam, delete, distinct, func, select, text, tuple_
 from sqlalchemy import insert as generic_insert
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -108,42 +109,42 @@ def ingest_events(
     ``{"index", "event_id", "status": "stored"|"duplicate"|"rejected", "reason"?}``."""
     now = now or utcnow()
     accepted, rejected = parse_batch(items, now)
-    results: dict[int, dict] = {
-        r.index: {
+    results: list[dict | None] = [None] * len(items)
+    for r in rejected:
+        results[r.index] = {
             "index": r.index,
             "event_id": r.event_id,
             "status": "rejected",
             "reason": r.reason,
         }
-        for r in rejected
-    }
     if accepted:
         if session.get_bind().dialect.name == "postgresql":
             storable, stored_ids = _store_postgres(session, client_id, accepted, now)
         else:
             storable, stored_ids = _store_checked(session, client_id, accepted, now)
-        valid = {index for index, _ in storable}
-        invalid = [(index, event) for index, event in accepted if index not in valid]
-        if invalid:
+        if len(storable) < len(accepted):
+            valid = {index for index, _ in storable}
+            invalid = [(index, event) for index, event in accepted if index not in valid]
             subagents, versions, users = _references(session, [e for _, e in invalid])
             for index, event in invalid:
                 results[index] = {
                     "index": index,
-                    "event_id": str(event.event_id),
+                    "event_id": event.event_id,
                     "status": "rejected",
                     "reason": _reference_problem(event, subagents, versions, users)
                     or "unknown reference",
                 }
-        first_seen: set[uuid.UUID] = set()
+        # stored_ids holds each id this call inserted; the first position that carries it is
+        # "stored", any other (a copy within the batch, or a retry) is "duplicate".
         for index, event in storable:
-            is_new = event.event_id in stored_ids and event.event_id not in first_seen
-            first_seen.add(event.event_id)
-            results[index] = {
-                "index": index,
-                "event_id": str(event.event_id),
-                "status": "stored" if is_new else "duplicate",
-            }
-    return [results[i] for i in range(len(items))]
+            event_id = event.event_id
+            if event_id in stored_ids:
+                stored_ids.discard(event_id)
+                status = "stored"
+            else:
+                status = "duplicate"
+            results[index] = {"index": index, "event_id": event_id, "status": status}
+    return results
 
 
 def _store_checked(session, client_id, accepted, now):
@@ -167,8 +168,7 @@ _INGEST_POSTGRES = """
 WITH incoming AS (
     SELECT * FROM json_to_recordset(%(events)s::json) AS e(
         idx int, event_id uuid, user_id int, subagent_id int, version_id int, kind varchar,
-        occurred_at timestamptz, occurred_day date, duration_ms int, properties json,
-        exposure_id uuid)
+        occurred_at timestamptz, duration_ms int, properties json, exposure_id uuid)
 ), valid AS (
     SELECT e.* FROM incoming e
     JOIN subagent s ON s.id = e.subagent_id
@@ -179,7 +179,7 @@ WITH incoming AS (
     INSERT INTO usage_event (event_id, client_id, user_id, subagent_id, version_id, kind,
         occurred_at, occurred_day, duration_ms, properties, exposure_id, received_at)
     SELECT event_id, %(client)s, user_id, subagent_id, version_id, kind, occurred_at,
-        occurred_day, duration_ms, properties, exposure_id, %(now)s
+        (occurred_at AT TIME ZONE 'UTC')::date, duration_ms, properties, exposure_id, %(now)s
     FROM valid
     -- Every batch takes row locks in the same (id) order, so two concurrent batches that
     -- share ids wait for each other instead of deadlocking.
@@ -188,7 +188,7 @@ WITH incoming AS (
     RETURNING event_id
 ), marked AS (
     INSERT INTO rollup_dirty (subagent_id, day)
-    SELECT DISTINCT subagent_id, occurred_day FROM valid
+    SELECT DISTINCT subagent_id, (occurred_at AT TIME ZONE 'UTC')::date FROM valid
 )
 -- Two arrays, not a row per event: fetching and decoding 2,000 rows of UUIDs cost more
 -- than the insert. (Joining `inserted` back to `valid` for positions is a nested loop: the
@@ -200,25 +200,23 @@ SELECT
 
 
 def _store_postgres(session, client_id, accepted, now):
-    payload = json.dumps(
+    payload = orjson.dumps(
         [
             {
                 "idx": index,
-                "event_id": str(e.event_id),
+                "event_id": e.event_id,
                 "user_id": e.user_id,
                 "subagent_id": e.subagent_id,
                 "version_id": e.version_id,
                 "kind": e.kind,
-                "occurred_at": e.occurred_at.isoformat(),
-                "occurred_day": e.occurred_at.date().isoformat(),
+                "occurred_at": e.occurred_at,
                 "duration_ms": e.duration_ms,
                 "properties": e.properties,
-                "exposure_id": str(e.exposure_id) if e.exposure_id else None,
+                "exposure_id": e.exposure_id,
             }
             for index, e in accepted
-        ],
-        separators=(",", ":"),
-    )
+        ]
+    ).decode()
     # Through SQLAlchemy's connection: driver errors become SQLAlchemy errors (a lost
     # database is a 503, and the pool drops the broken connection).
     valid_idx, stored_text = (
@@ -226,10 +224,12 @@ def _store_postgres(session, client_id, accepted, now):
         .exec_driver_sql(_INGEST_POSTGRES, {"events": payload, "client": client_id, "now": now})
         .one()
     )
-    valid = set(valid_idx)
-    by_index = dict(accepted)
-    stored_ids = {uuid.UUID(text) for text in stored_text}
-    return [(index, by_index[index]) for index in sorted(valid)], stored_ids
+    if len(valid_idx) == len(accepted):
+        storable = accepted
+    else:
+        valid = set(valid_idx)
+        storable = [(index, event) for index, event in accepted if index in valid]
+    return storable, set(stored_text)
 
 
 _EVENT_COLUMNS = (
@@ -270,7 +270,7 @@ def _event_tuples(client_id: int, events: list[EventRow], now: datetime) -> list
 
 def _insert_events(
     session: Session, client_id: int, events: list[EventRow], now: datetime
-) -> set[uuid.UUID]:
+) -> set[str]:
     """Insert, skipping ids already stored; return the ids this call stored (SQLite).
 
     Compiling a 1,000-row INSERT through SQLAlchemy costs ~0.7 s of CPU (11,000 bind
@@ -282,7 +282,7 @@ def _insert_events(
     return _insert_events_sqlite(session.connection(), client_id, events, now)
 
 
-def _insert_events_sqlite(connection, client_id, events, now) -> set[uuid.UUID]:
+def _insert_events_sqlite(connection, client_id, events, now) -> set[str]:
     raw = connection.connection.dbapi_connection
     placeholders = ", ".join("?" for _ in _EVENT_COLUMNS)
     statement = (
@@ -296,13 +296,13 @@ def _insert_events_sqlite(connection, client_id, events, now) -> set[uuid.UUID]:
             # SQLAlchemy stores UUIDs on SQLite as 32 hex digits and datetimes as naive UTC
             # text; write them the same way so ORM reads and these rows agree.
             values = (
-                row[0].hex,
+                row[0].replace("-", ""),
                 *row[1:6],
                 row[6].astimezone(UTC).replace(tzinfo=None).isoformat(sep=" "),
                 row[7].isoformat(),
                 row[8],
                 row[9],
-                row[10].hex if row[10] else None,
+                row[10].replace("-", "") if row[10] else None,
                 row[11].astimezone(UTC).replace(tzinfo=None).isoformat(sep=" "),
             )
             if cursor.execute(statement, values).fetchone() is not None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
+import collections
 import uuid
 from datetime import date, timedelta
 
+import orjson
 from apiflask import APIBlueprint
-from flask import current_app, request
+from flask import Response, current_app, request
 from sqlmodel import select
 
 from feedback import services as usage
@@ -68,8 +69,8 @@ def post_events():
     if len(data) > MAX_BATCH_BYTES:
         raise PayloadTooLarge("A batch is at most 1 MiB.")
     try:
-        raw = json.loads(data)
-    except ValueError:
+        raw = orjson.loads(data)
+    except orjson.JSONDecodeError:
         raise BadRequest("The body is not valid JSON.") from None
     events = raw.get("events") if isinstance(raw, dict) else None
     if isinstance(events, list) and len(events) > 1000:
@@ -84,15 +85,16 @@ def post_events():
     session = db()
     results = usage.ingest_events(session, who.user_id, body.events)
     commit()
-    counts = {"stored": 0, "duplicate": 0, "rejected": 0}
-    for result in results:
-        counts[result["status"]] += 1
-    return EventBatchOut(
-        stored=counts["stored"],
-        duplicates=counts["duplicate"],
-        rejected=counts["rejected"],
-        results=results,
-    )
+    counts = collections.Counter(result["status"] for result in results)
+    # Serialized here rather than through EventBatchOut: validating a thousand result objects
+    # on the way out cost more than storing them. The shape is the documented EventBatchOut.
+    body = {
+        "stored": counts["stored"],
+        "duplicates": counts["duplicate"],
+        "rejected": counts["rejected"],
+        "results": results,
+    }
+    return Response(orjson.dumps(body), status=202, mimetype="application/json")
 
 
 @bp.post("/feedback")
