@@ -62,8 +62,8 @@ counts raw opens or installs, and nothing adds up descendants' popularity.
          (Σ_children E[θ_child − θ_v] + κ δ̄) / (number of children + κ),   κ = 1,
      a mean of the children's improvements shrunk toward the typical fork step δ̄.
    * rising: for recent forks (first seen less than 30 days ago, or under 10 ratings without
-     ages), E[θ_v − θ_parent] / sd(θ_v − θ_parent): how surely the fork beats what it was forked
-     from.
+     ages, or still young as defined next), E[θ_v − θ_parent] / sd(θ_v − θ_parent): how surely
+     the fork beats what it was forked from.
    * young (for exploration): a sub-agent whose own ratings are worth less than 10 typical ones,
      π_v < 10/σ². Counting evidence rather than ratings lets ten ratings that disagree keep a fork
      in the young pool while six that agree (a broken fork panned by everyone) let it out.
@@ -186,10 +186,15 @@ def debias(
         corrected_sum, item_count, out=np.zeros(n_items), where=item_count > 0
     )
     # Residual variance with the fitted effects' degrees of freedom taken out, so a sub-agent
-    # with three ratings is not believed to be known to the third decimal.
+    # with three ratings is not believed to be known to the third decimal. The effects are
+    # ridge estimates, so each counts as n/(n + λ) of a parameter (its effective degrees of
+    # freedom), not as a whole one: with most people rating one or two sub-agents, counting
+    # whole parameters would leave almost no degrees of freedom and inflate σ² several-fold.
     residual = rating - global_mean - user_offset[user_idx] - item_effect[item_idx]
-    fitted = np.count_nonzero(user_count) + np.count_nonzero(item_count)
-    dof = max(rating.size - fitted, 1)
+    fitted = float(
+        np.sum(user_count / (user_count + reg_user)) + np.sum(item_count / (item_count + reg_item))
+    )
+    dof = max(rating.size - fitted, 1.0)
     noise_var = float(weight @ residual**2 / total * rating.size / dof) if total > 0 else 1.0
     noise_var = max(noise_var, 1e-6)
     # Per sub-agent spread of its rater-corrected ratings around their mean, shrunk toward the
@@ -450,10 +455,16 @@ def best_descendant(
     *,
     confidence: float = BEST_DESCENDANT_CONFIDENCE,
     log_gain_path: np.ndarray | None = None,
+    eligible: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """For each node, the descendant with the highest display score if P(θ_d > θ_v) ≥
-    ``confidence`` (else -1), and that probability (0 where there is no descendant)."""
+    ``confidence`` (else -1), and that probability (0 where there is no descendant).
+
+    Only ``eligible`` nodes (all by default) can be named: a private or withdrawn fork is never
+    the branch a public page points to."""
     display = posterior.mean - LOWER_BOUND_Z * posterior.sd
+    if eligible is not None:
+        display = np.where(eligible, display, -np.inf)
     # Argmax by unique ranks, so ties (identical unrated siblings) resolve inside the subtree.
     by_display = np.argsort(display, kind="stable")
     rank_of = np.empty(forest.n)
@@ -462,6 +473,9 @@ def best_descendant(
     below_best = forest.reduce_children(subtree_best, "max", -1.0)
     has = below_best >= 0
     candidate = np.where(has, by_display[np.maximum(below_best, 0).astype(np.int64)], -1)
+    if eligible is not None:
+        has &= eligible[np.maximum(candidate, 0)]
+        candidate = np.where(has, candidate, -1)
     if log_gain_path is None:
         log_gain_path = ancestor_covariance_gain(forest, posterior)
     safe = np.maximum(candidate, 0)
@@ -523,7 +537,11 @@ def usage_stats(
     item_idx = np.asarray(item_idx, dtype=np.int64)
     user_idx = np.asarray(user_idx, dtype=np.int64)
     age_days = np.asarray(age_days, dtype=np.float64)
-    n_user_slots = int(user_idx.max()) + 1 if user_idx.size else 1
+    if item_idx.size == 0:  # nobody has used anything yet
+        zeros = np.zeros(n_items)
+        trend = np.zeros(n_items)  # ln(k / k)
+        return Usage(zeros, np.zeros(n_items), zeros.copy(), zeros.copy(), zeros.copy(), trend)
+    n_user_slots = int(user_idx.max()) + 1
     # One sort serves both questions: events ordered by (sub-agent, user, week bucket), buckets
     # 0..4 the last five weeks and 5 anything older. Runs of equal (sub-agent, user) give each
     # user's first and last use; runs of equal (sub-agent, user, bucket) give distinct weekly users.
@@ -625,16 +643,21 @@ def rank(
     n_samples: int = BRANCH_SAMPLES,
     epochs: int | None = None,
     half_life: float = HALF_LIFE_DAYS,
+    warm_user_offset: np.ndarray | None = None,
+    eligible: np.ndarray | None = None,
 ) -> Scores:
     """All scores of the module docstring in one pass.
 
     Incremental use: pass the ``previous`` Scores to warm-start the rater offsets (3 epochs
     instead of 10) and, with ``roots``, recompute the lineage-based scores of those trees only
     (the ones that got new ratings or forks); other trees keep their previous values. The rater
-    fit itself is always global: one user's leniency is learned across all trees."""
+    fit itself is always global: one user's leniency is learned across all trees.
+    ``warm_user_offset`` (b_u stored by an earlier run, 0 for new raters) warm-starts the rater
+    fit the same way when no ``previous`` Scores are in memory. ``eligible`` limits which nodes
+    can be named a best descendant."""
     rng = np.random.default_rng(0) if rng is None else rng
     weight = None if ratings.age_days is None else 0.5 ** (np.asarray(ratings.age_days) / half_life)
-    warm = previous.baseline.user_offset if previous is not None else None
+    warm = previous.baseline.user_offset if previous is not None else warm_user_offset
     baseline = debias(
         ratings.user_idx,
         ratings.item_idx,
@@ -648,12 +671,14 @@ def rank(
     rating_count = np.bincount(np.asarray(ratings.item_idx), minlength=forest.n).astype(float)
     if prior is None:
         prior = estimate_lineage_prior(forest, baseline.item_evidence, baseline.item_precision)
-    recent = (
+    young = baseline.item_precision < YOUNG_RATINGS / baseline.noise_var
+    # A fork is "recent" while it is new or while its evidence is still young: a branch forked
+    # months ago that only now finds its users is rising too.
+    recent = young | (
         np.asarray(item_age_days) < RECENT_AGE_DAYS
         if item_age_days is not None
         else rating_count < YOUNG_RATINGS
     )
-    young = baseline.item_precision < YOUNG_RATINGS / baseline.noise_var
 
     if roots is None or previous is None:
         part, nodes = forest, np.arange(forest.n)
@@ -669,7 +694,9 @@ def rank(
         drift_var=prior.drift_var,
     )
     sd = posterior.sd
-    best, prob = best_descendant(part, posterior)
+    best, prob = best_descendant(
+        part, posterior, eligible=None if eligible is None else np.asarray(eligible)[nodes]
+    )
     fresh = {
         "mean": posterior.mean,
         "sd": sd,

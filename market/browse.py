@@ -8,6 +8,7 @@ from datetime import datetime
 from sqlalchemy import and_, bindparam, or_, text
 from sqlmodel import Session, func, select
 
+from evolution.models import SubAgentScore
 from market.access import can_view, hidden_among, listed_clause, tree_clause
 from market.auth import Principal
 from market.errors import BadRequest
@@ -150,6 +151,8 @@ def browse(
         next_cursor = encode_cursor(offset + limit) if more else None
         return Page(items=_cards(rows[:limit], session, viewer), next_cursor=next_cursor)
 
+    if sort in SCORE_SORTS:
+        return _by_score(session, viewer, statement, SCORE_SORTS[sort], limit, cursor)
     if sort == "installs":
         key_column, shape = SubAgent.install_count, (int, int)
     else:
@@ -172,6 +175,39 @@ def browse(
         last = rows[limit - 1]
         key = last.install_count if sort == "installs" else last.created_at.isoformat()
         next_cursor = encode_cursor(key, last.id)
+    return Page(items=_cards(rows[:limit], session, viewer), next_cursor=next_cursor)
+
+
+# The ranking's sorts (market/ranking.py writes the scores; /ranking explains them). A
+# sub-agent appears in them once a ranking run has scored it (within minutes of publishing).
+SCORE_SORTS = {
+    "top": SubAgentScore.display,
+    "trending": SubAgentScore.trending,
+    "rising": SubAgentScore.rising,
+}
+
+
+def _by_score(session, viewer, statement, column, limit: int, cursor: str | None) -> Page:
+    statement = statement.join(SubAgentScore, SubAgentScore.subagent_id == SubAgent.id).where(
+        column.is_not(None)
+    )
+    if column is SubAgentScore.rising:
+        # Only forks that more likely than not beat their parent are "rising".
+        statement = statement.where(column > 0)
+    if cursor:
+        key, last_id = decode_cursor(cursor, (float, int))
+        statement = statement.where(or_(column < key, and_(column == key, SubAgent.id < last_id)))
+    rows = list(
+        session.exec(
+            statement.add_columns(column.label("sort_key"))
+            .order_by(column.desc(), SubAgent.id.desc())
+            .limit(limit + 1)
+        )
+    )
+    next_cursor = None
+    if len(rows) > limit:
+        last = rows[limit - 1]
+        next_cursor = encode_cursor(last.sort_key, last.id)
     return Page(items=_cards(rows[:limit], session, viewer), next_cursor=next_cursor)
 
 

@@ -40,6 +40,8 @@ def celery_config(settings: Settings) -> dict:
         "redis_socket_connect_timeout": REDIS_TIMEOUT_S,
         "beat_schedule": {
             "rollup-usage": {"task": "sprig.rollup", "schedule": 60.0},
+            # A run with nothing new returns at once (watermark), so every 5 minutes is cheap.
+            "rank-subagents": {"task": "sprig.rank", "schedule": 300.0},
             "recount-catalog-counters": {
                 "task": "sprig.recount_counters",
                 "schedule": crontab(minute=17, hour=3),

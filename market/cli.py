@@ -80,6 +80,23 @@ def rollup() -> None:
     )
 
 
+@main.command()
+@click.option("--force", is_flag=True, help="Recompute even if nothing changed.")
+def rank(force: bool) -> None:
+    """Recompute ranking scores of every sub-agent (what Celery beat runs every 5 minutes)."""
+    from market.ranking import run_ranking
+
+    with session_scope(_engine()) as session:
+        run = run_ranking(session, force=force)
+    if run.mode == "skipped":
+        click.echo("nothing changed since the last ranking run")
+        return
+    click.echo(
+        f"ranked {run.subagents} sub-agents from {run.ratings} ratings in {run.seconds:.2f}s "
+        f"({run.mode}; {run.parameters['rows_written']} score rows written)"
+    )
+
+
 @main.group()
 def users() -> None:
     """People and service accounts."""

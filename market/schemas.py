@@ -49,6 +49,9 @@ class BrowseSort(StrEnum):
     new = "new"
     installs = "installs"
     relevance = "relevance"
+    top = "top"
+    trending = "trending"
+    rising = "rising"
 
 
 class InstallSource(StrEnum):
@@ -174,7 +177,13 @@ class BrowseQuery(StrictInput):
     q: str | None = Field(None, max_length=200)
     category: Category | None = None
     tag: Tag | None = None
-    sort: BrowseSort | None = Field(None, description="default: relevance with q, else new")
+    sort: BrowseSort | None = Field(
+        None,
+        description="default: relevance with q, else new. `top`: rater-corrected quality's "
+        "lower bound E[θ] − 1.64·sd; `trending`: recent distinct users against the sub-agent's "
+        "own past; `rising`: recent forks most surely better than their parent. Formulas: "
+        "GET /api/v1/ranking",
+    )
     limit: int = Field(20, ge=1, le=100)
     cursor: Cursor | None = None
 
@@ -255,6 +264,53 @@ class SubAgentOut(BaseModel):
     fork_count: int
     created_at: UtcDatetime
     updated_at: UtcDatetime
+    ranking: RankingOut | None = Field(
+        None, description="the last ranking run's figures (null until it has run); see /ranking"
+    )
+    best_descendant: BestDescendantOut | None = Field(
+        None,
+        description="a newer branch of this that is loved more: the descendant with the best "
+        "display score, named only when P(it is better) ≥ 0.8",
+    )
+
+
+class RankingOut(BaseModel):
+    quality: float = Field(description="E[θ]: rater-corrected quality, standard rating units")
+    quality_sd: float = Field(description="sd(θ)")
+    display: float = Field(description="E[θ] − 1.64·sd(θ), the `top` order")
+    branch_value: float = Field(description="E[max θ over this and its descendants]")
+    fork_gain: float = Field(description="how much its forks tend to improve on it")
+    rising: float | None = Field(description="recent forks: E[θ − θ_parent] / sd")
+    trending: float = Field(description="ln((users last 7 days + 5) / (weekly users before + 5))")
+    active_users: float = Field(description="distinct users, each decayed by a 30-day half-life")
+    retention: float = Field(description="shrunk share of users back after 7 days")
+    rating_count: int
+    young: bool = Field(description="own evidence worth under 10 typical ratings")
+    computed_at: UtcDatetime
+
+
+class RankingRunOut(BaseModel):
+    id: int
+    finished_at: UtcDatetime | None
+    subagents: int
+    ratings: int
+    seconds: float
+    prior: dict[str, float] = Field(
+        description="μ0, σ0² (roots), δ̄, τ² (fork step) of the lineage prior, estimated"
+    )
+    noise_var: float | None = Field(description="σ², residual variance of one rating")
+
+
+class RankingMethodOut(BaseModel):
+    formulas: str = Field(description="the ranking's definition, formula by formula")
+    last_run: RankingRunOut | None
+
+
+class BestDescendantOut(BaseModel):
+    id: int
+    title: str
+    depth: int
+    probability_better: float
 
 
 class SubAgentCard(BaseModel):

@@ -9,6 +9,7 @@ from market.celery_app import celery
 from market.config import load_settings
 from market.db import make_engine, session_scope
 from market.maintenance import recount_counters
+from market.ranking import run_ranking
 
 
 def _engine():
@@ -36,3 +37,11 @@ def rollup_task(budget_seconds: float = 50.0) -> dict:
         if not done["marks"]:
             break
     return total
+
+
+@celery.task(name="sprig.rank")
+def rank_task(force: bool = False) -> dict:
+    """Recompute the ranking scores (beat: every 5 minutes; a no-change run returns at once)."""
+    with session_scope(_engine()) as session:
+        run = run_ranking(session, force=force)
+        return {"mode": run.mode, "subagents": run.subagents, "seconds": run.seconds}

@@ -6,12 +6,13 @@ import io
 import zipfile
 
 from apiflask import APIBlueprint
-from flask import send_file
+from flask import current_app, send_file
 
 from market import browse, bundles, catalog, installs
 from market.access import hidden_among
 from market.api.deps import caller, commit, db, read_body_with_bundle
 from market.errors import NotFound
+from market.ranking import EmbeddedSchedule, attach_ranking
 from market.schemas import (
     BrowseQuery,
     BundleOut,
@@ -60,13 +61,21 @@ def _detail(subagent) -> SubAgentOut:
 
 def _visible_links(detail: SubAgentOut) -> SubAgentOut:
     """Blank the links to a parent or root the caller may not see: their ids alone would
-    reveal that they exist."""
+    reveal that they exist. Adds the ranking figures and the best descendant."""
     hidden = hidden_among(db(), caller(), [detail.parent_id, detail.root_id])
     if detail.parent_id in hidden:
         detail.parent_id = detail.parent_version_id = detail.fork_request_id = None
     if detail.root_id in hidden:
         detail.root_id = None
-    return detail
+    return attach_ranking(db(), caller(), detail)
+
+
+def _fresh_ranking() -> None:
+    """Embedded mode has no beat: score sorts run the ranking first when it is due."""
+    settings = current_app.extensions["sprig.settings"]
+    if settings.celery_eager or not settings.redis_url:
+        schedule = current_app.extensions.setdefault("sprig.ranking_schedule", EmbeddedSchedule())
+        schedule.refresh_if_due(current_app.extensions["sprig.engine"])
 
 
 @bp.post("/subagents")
@@ -96,6 +105,8 @@ def publish():
 @bp.output(Page)
 def list_subagents(query: BrowseQuery):
     """Browse and search public sub-agents (full text over title, summary, story, tags)."""
+    if query.sort and query.sort.value in browse.SCORE_SORTS:
+        _fresh_ranking()
     return browse.browse(
         db(),
         caller(),

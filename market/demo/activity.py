@@ -632,7 +632,9 @@ def _maybe_rate(
     elif state.rated and not state.rerates_new_versions:
         return None
     else:
-        chance = 0.04 if state.sessions < 2 else 0.1
+        # The main agent asks now and then after a session, so ratings are commoner than in
+        # app stores, where one user in a hundred rates.
+        chance = 0.08 if state.sessions < 2 else 0.2
         if state.errors:
             chance += 0.25  # angry ratings come quickly
         if rng.random() > min(0.9, chance * person.rates):

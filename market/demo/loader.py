@@ -20,6 +20,7 @@ from market.demo.activity import simulate_activity
 from market.demo.content import DemoCommunity, generate_community
 from market.maintenance import recount_counters
 from market.models import ForkRequest, Install, SubAgent, User, Version, utcnow
+from market.ranking import run_ranking
 
 DEMO_SERVICE_SCOPES = ["events:write", "recommend", "suggest", "publish:on-behalf", "exports"]
 
@@ -40,6 +41,8 @@ def load_demo(engine: Engine, seed: int = 7) -> dict[str, int]:
         session.flush()
         recount_counters(session)
     activity = simulate_activity(engine, seed)
+    with session_scope(engine) as session:
+        run_ranking(session)  # browse sorts and best descendants are there from the start
     return {
         "users": len(users),
         "sub-agents": len(keys),

@@ -404,3 +404,53 @@ def test_young_counts_evidence_not_ratings():
     assert not scores.young[:4].any()
     expected = scores.baseline.item_precision < 10 / scores.baseline.noise_var
     assert np.array_equal(scores.young, expected)
+
+
+def test_best_descendant_skips_nodes_that_may_not_be_named():
+    """A private or yanked fork is never the branch a public page points to: the next best
+    eligible descendant is named instead, or none."""
+    forest = forest_of([-1, 0, 1, 0])
+    y = [0.0, 1.0, 2.0, -1.0]
+    posterior = posterior_of(forest, y, [30.0, 30.0, 30.0, 30.0], **PRIOR)
+    best, _ = best_descendant(forest, posterior)
+    assert best[0] == 2
+    eligible = np.array([True, True, False, True])
+    best, prob = best_descendant(forest, posterior, eligible=eligible)
+    assert best[0] == 1  # the grandchild is out; its parent, also clearly better, is named
+    assert prob[0] > 0.99
+    assert best[1] == -1  # its only descendant is out
+    nobody = np.array([True, False, False, False])
+    assert best_descendant(forest, posterior, eligible=nobody)[0][0] == -1
+
+
+def test_usage_with_no_events_is_all_zero():
+    usage = usage_stats(np.zeros(0), np.zeros(0), np.zeros(0), 3)
+    assert usage.active_users.tolist() == [0.0, 0.0, 0.0]
+    assert usage.trending.tolist() == [0.0, 0.0, 0.0]  # ln((0 + 5) / (0 + 5))
+    assert usage.score.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_noise_variance_holds_when_most_people_rate_once():
+    """2,000 people rate one of 50 sub-agents each (noise sd 0.5 around the sub-agent's
+    quality). Counting each regularized rater offset as a whole parameter would leave no
+    degrees of freedom and blow σ² up; effective degrees of freedom keep it near 0.25."""
+    rng = np.random.default_rng(3)
+    quality = rng.normal(0, 1, 50)
+    items = rng.integers(0, 50, 2000)
+    values = quality[items] + rng.normal(0, 0.5, 2000)
+    baseline = debias(np.arange(2000), items, values, 2000, 50)
+    assert 0.18 < baseline.noise_var < 0.4
+
+
+def test_young_forks_count_as_recent_for_rising_whatever_their_age():
+    """A fork made a year ago that only now gets its first ratings is still rising."""
+    _, ratings, _ = small_world()
+    forest = forest_of([-1, 0, 0, 1, 1, -1, 5, 4])  # node 7: a late fork of the strong 4
+    late = Ratings(
+        user_idx=np.r_[ratings.user_idx, [1, 2]],
+        item_idx=np.r_[ratings.item_idx, [7, 7]],
+        value=np.r_[ratings.value, [5.0, 5.0]],
+    )
+    scores = rank(forest, late, n_users=30, item_age_days=np.full(forest.n, 400.0))
+    assert scores.young.tolist() == [False] * 7 + [True]
+    assert np.isfinite(scores.rising).tolist() == [False] * 7 + [True]
