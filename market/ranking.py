@@ -168,14 +168,9 @@ def _day(value) -> date:
 def compute(inputs: RankingInputs, warm_offsets: dict[int, float], seed: int = 0) -> Scores:
     """The pure part of a run (what bench/evolution_scale.py times)."""
     forest = inputs.forest
-    # Users are re-indexed densely (np.unique) so the offsets array stays small.
-    usage = usage_stats(
-        inputs.usage_item,
-        np.unique(inputs.usage_user, return_inverse=True)[1] if inputs.usage_user.size else
-        inputs.usage_user,
-        inputs.usage_age,
-        forest.n,
-    )  # fmt: skip
+    # User ids go in as they are: usage_stats only needs them bounded (32-bit ids times a
+    # million sub-agents still fit its int64 keys), and re-indexing them cost a sort of its own.
+    usage = usage_stats(inputs.usage_item, inputs.usage_user, inputs.usage_age, forest.n)
     warm = None
     if warm_offsets:
         warm = np.array([warm_offsets.get(int(u), 0.0) for u in inputs.user_ids])
