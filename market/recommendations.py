@@ -1,0 +1,344 @@
+"""What the main agent shows a user: relevant candidates, a Thompson slate, one logged exposure
+per slot (``POST /api/v1/recommendations``).
+
+1. Eligible: public, active sub-agents whose latest version exists and is not yanked. Private,
+   unlisted, yanked and quarantined ones are never shown, whoever asks.
+2. Relevant: the request's ``category`` (exact) and, when ``context`` text has words, the
+   ``TEXT_TOP`` best full-text matches of any of its words (bm25 on SQLite, ts_rank on
+   PostgreSQL, over title, tags, summary and story). Context is loose text about the user's
+   situation, so words are ORed and ranked; ANDing them (as catalog search does) would match
+   almost nothing. Stop words are dropped first (on both databases); context left without
+   any word is ignored.
+3. Not already had: sub-agents the user installed (active) or wrote are left out, unless fewer
+   than k others remain; then they compete like the rest.
+4. Pool, capped so a call costs the same in a catalog of a million: the ``ESTABLISHED_POOL``
+   established (not young) relevant ones with the best display score, plus the
+   ``YOUNG_POOL`` newest young ones (a fork needs exposure most right after it is published).
+   A sub-agent the ranking has not scored yet is young with E[θ] = 0, sd(θ) = 1.
+   Then candidates that almost surely lose every draw are dropped: one whose upper bound
+   E + 4 sd is below the k-th best lower bound E − 4 sd of the candidates that could fill the
+   same slots (the young ones, for a young candidate; everyone, for the rest). At most k − 1
+   are placed before any slot, so one of those k always remains, and a dropped one would win
+   a draw with probability below 10⁻⁴. The logged distributions are over the kept pool.
+5. Policy: ``evolution.explore.choose_slate`` (Thompson sampling with a 15% young share),
+   seeded by the request's ``seed`` or a fresh random one, which is logged, so every decision
+   can be replayed from the same pool and scores.
+6. Log: one ``exposure`` row per slot with its propensity, whether the slot was reserved for
+   young forks, the policy version, the slot's whole distribution (sub-agent id → probability,
+   nonzero entries, summing to one) and the request context; all in the caller's transaction.
+"""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+from sqlalchemy import column, not_, or_, table, text
+from sqlmodel import Session, select
+
+from evolution.explore import POLICY_VERSION, choose_slate
+from evolution.models import Exposure, SubAgentScore
+from market.browse import search_terms
+from market.models import Install, SubAgent, Version, utcnow
+
+ESTABLISHED_POOL = 200
+YOUNG_POOL = 100
+TEXT_TOP = 100
+PRUNE_Z = 4.0
+YOUNG_SHARE = 0.15
+N_DRAWS = 2000
+MAX_SEED = 2**63 - 1
+# An unscored sub-agent (published since the last ranking run): the prior of a root.
+UNSCORED_QUALITY, UNSCORED_SD = 0.0, 1.0
+
+
+# Snowball's English stop words: exactly the ones PostgreSQL's 'english' text search drops, so
+# that "I go to bed too late" matches on go, bed and late on SQLite (which keeps every word)
+# as on PostgreSQL.
+STOP_WORDS = frozenset(
+    """
+    i me my myself we our ours ourselves you your yours yourself yourselves he him his
+    himself she her hers herself it its itself they them their theirs themselves what
+    which who whom this that these those am is are was were be been being have has had
+    having do does did doing a an the and but if or because as until while of at by for
+    with about against between into through during before after above below to from up
+    down in out on off over under again further then once here there when where why how
+    all any both each few more most other some such no nor not only own same so than too
+    very s t can will just don should now
+    """.split()  # noqa: SIM905 - a word list reads better as text
+)
+
+
+def context_terms(context: str | None) -> list[str]:
+    """The words of ``context`` worth matching: search words minus stop words."""
+    if not context:
+        return []
+    return [term for term in search_terms(context) if term not in STOP_WORDS]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    subagent_id: int
+    version_id: int
+    title: str
+    summary: str
+    category: str
+    quality: float
+    quality_sd: float
+    young: bool
+
+
+@dataclass(frozen=True)
+class Shown:
+    exposure_id: uuid.UUID
+    slot: int
+    candidate: Candidate
+    propensity: float
+    young_slot: bool
+
+
+@dataclass(frozen=True)
+class Decision:
+    decision_id: uuid.UUID
+    policy_version: str
+    user_id: int
+    seed: int
+    candidates: int  # size of the pool the policy chose from
+    slots: list[Shown] = field(default_factory=list)
+
+
+_CANDIDATE_COLUMNS = (
+    SubAgent.id,
+    SubAgent.latest_version_id,
+    SubAgent.title,
+    SubAgent.summary,
+    SubAgent.category,
+    SubAgentScore.quality,
+    SubAgentScore.quality_sd,
+    SubAgentScore.young,
+)
+
+
+def _candidate(row) -> Candidate:
+    scored = row.quality is not None
+    return Candidate(
+        subagent_id=row.id,
+        version_id=row.latest_version_id,
+        title=row.title,
+        summary=row.summary,
+        category=row.category,
+        quality=float(row.quality) if scored else UNSCORED_QUALITY,
+        quality_sd=float(row.quality_sd) if scored else UNSCORED_SD,
+        young=bool(row.young) if scored else True,
+    )
+
+
+def _eligible(user_id: int, category: str | None, include_owned: bool) -> list:
+    """Clauses over subagent joined to its latest version (``Version``)."""
+    clauses = [
+        SubAgent.visibility == "public",
+        SubAgent.status == "active",
+        Version.status == "active",
+    ]
+    if category:
+        clauses.append(SubAgent.category == category)
+    if not include_owned:
+        installed = select(Install.subagent_id).where(
+            Install.user_id == user_id, Install.active.is_(True)
+        )
+        clauses.append(not_(or_(SubAgent.author_id == user_id, SubAgent.id.in_(installed))))
+    return clauses
+
+
+def _with_latest_version(statement):
+    return statement.join(Version, Version.id == SubAgent.latest_version_id)
+
+
+# The FTS5 index of titles, summaries, stories and tags (migration 0001).
+_SQLITE_FTS = table("subagent_fts", column("rowid"))
+
+
+def _text_matches(session: Session, terms: list[str], clauses: list) -> list[int]:
+    """Ids of the TEXT_TOP eligible sub-agents that best match any of the terms."""
+    if session.get_bind().dialect.name == "postgresql":
+        # websearch_to_tsquery never raises on odd input (to_tsquery does on e.g. "_ | x").
+        query = " or ".join(terms)
+        match = text(
+            "subagent.search_vector @@ websearch_to_tsquery('english', :context_q)"
+        ).bindparams(context_q=query)
+        rank = text(
+            "ts_rank(subagent.search_vector, websearch_to_tsquery('english', :context_r)) DESC"
+        ).bindparams(context_r=query)
+        statement = _with_latest_version(select(SubAgent.id)).where(match, *clauses)
+    else:
+        query = " OR ".join('"' + t.replace('"', "") + '"' for t in terms)
+        # Same column weights as catalog search: title, summary, story, tags.
+        rank = text("bm25(subagent_fts, 10.0, 4.0, 1.0, 5.0)")
+        statement = (
+            _with_latest_version(select(SubAgent.id))
+            .join(_SQLITE_FTS, _SQLITE_FTS.c.rowid == SubAgent.id)
+            .where(text("subagent_fts MATCH :context_q").bindparams(context_q=query), *clauses)
+        )
+    return list(session.exec(statement.order_by(rank, SubAgent.id).limit(TEXT_TOP)))
+
+
+def candidate_pool(
+    session: Session,
+    user_id: int,
+    *,
+    category: str | None,
+    terms: list[str],
+    include_owned: bool,
+) -> list[Candidate]:
+    """The relevant candidates (see the module docstring, steps 1-4, without the pruning),
+    sorted by sub-agent id so a seeded decision does not depend on the database's row order."""
+    clauses = _eligible(user_id, category, include_owned)
+    if terms:
+        matches = _text_matches(session, terms, clauses)
+        if not matches:
+            return []
+        clauses.append(SubAgent.id.in_(matches))
+    established = (
+        _with_latest_version(select(*_CANDIDATE_COLUMNS))
+        .join(SubAgentScore, SubAgentScore.subagent_id == SubAgent.id)
+        .where(*clauses, SubAgentScore.young.is_(False))
+        .order_by(SubAgentScore.display.desc(), SubAgent.id)
+        .limit(ESTABLISHED_POOL)
+    )
+    young = (
+        _with_latest_version(select(*_CANDIDATE_COLUMNS))
+        .outerjoin(SubAgentScore, SubAgentScore.subagent_id == SubAgent.id)
+        .where(
+            *clauses,
+            or_(SubAgentScore.subagent_id.is_(None), SubAgentScore.young.is_(True)),
+        )
+        .order_by(SubAgent.created_at.desc(), SubAgent.id.desc())
+        .limit(YOUNG_POOL)
+    )
+    rows = [*session.exec(established), *session.exec(young)]
+    return sorted((_candidate(row) for row in rows), key=lambda c: c.subagent_id)
+
+
+def prune_sure_losers(
+    mean: np.ndarray, sd: np.ndarray, young: np.ndarray, k: int, z: float = PRUNE_Z
+) -> np.ndarray:
+    """Mask of the candidates worth drawing for (module docstring, step 4)."""
+    upper, lower = mean + z * sd, mean - z * sd
+
+    def kth_best_lower(members: np.ndarray) -> float:
+        if members.sum() <= k:
+            return -np.inf
+        return float(np.sort(lower[members])[-k])
+
+    floor_all = kth_best_lower(np.ones(mean.size, dtype=bool))
+    floor_young = kth_best_lower(young)
+    return upper >= np.where(young, floor_young, floor_all)
+
+
+def recommend(
+    session: Session,
+    *,
+    user_id: int,
+    k: int,
+    category: str | None = None,
+    context: str | None = None,
+    seed: int | None = None,
+    client_id: int | None = None,
+    now: datetime | None = None,
+) -> Decision:
+    """Choose and log one slate for ``user_id`` (who must exist; the caller checks). Adds the
+    exposure rows to the session; the caller commits once."""
+    terms = context_terms(context)
+    seed = secrets.randbits(63) if seed is None else seed
+    decision_id = uuid.uuid4()
+    include_owned = False
+    pool = candidate_pool(
+        session, user_id, category=category, terms=terms, include_owned=include_owned
+    )
+    if len(pool) < k:
+        include_owned = True
+        pool = candidate_pool(
+            session, user_id, category=category, terms=terms, include_owned=include_owned
+        )
+    mean = np.array([c.quality for c in pool], dtype=np.float64)
+    sd = np.array([c.quality_sd for c in pool], dtype=np.float64)
+    young = np.array([c.young for c in pool], dtype=bool)
+    kept = prune_sure_losers(mean, sd, young, k)
+    pool = [c for c, keep in zip(pool, kept, strict=True) if keep]
+    mean, sd, young = mean[kept], sd[kept], young[kept]
+    decision = Decision(
+        decision_id=decision_id,
+        policy_version=POLICY_VERSION,
+        user_id=user_id,
+        seed=seed,
+        candidates=len(pool),
+    )
+    if not pool:
+        return decision
+    slate = choose_slate(
+        np.arange(len(pool)),
+        mean,
+        sd,
+        k=k,
+        rng=np.random.default_rng(seed),
+        young_mask=young,
+        young_share=YOUNG_SHARE,
+        n_draws=N_DRAWS,
+    )
+    now = now or utcnow()
+    logged_context = {
+        "category": category,
+        "context": context,
+        "k": k,
+        "seed": seed,
+        "young_share": YOUNG_SHARE,
+        "n_draws": N_DRAWS,
+        "candidates": len(pool),
+        "young_candidates": int(young.sum()),
+        "owned_included": include_owned,
+    }
+    ids = [c.subagent_id for c in pool]
+    for slot, item in enumerate(slate.items.tolist()):
+        candidate = pool[item]
+        distribution = slate.slot_distribution[slot]
+        shown = Shown(
+            exposure_id=uuid.uuid4(),
+            slot=slot,
+            candidate=candidate,
+            propensity=float(slate.propensity[slot]),
+            young_slot=bool(slate.young_slot[slot]),
+        )
+        decision.slots.append(shown)
+        session.add(
+            Exposure(
+                id=shown.exposure_id,
+                decision_id=decision_id,
+                slot=slot,
+                user_id=user_id,
+                subagent_id=candidate.subagent_id,
+                version_id=candidate.version_id,
+                propensity=shown.propensity,
+                young_slot=shown.young_slot,
+                policy_version=slate.policy_version,
+                context=logged_context,
+                slot_distribution={
+                    str(ids[i]): float(p) for i, p in enumerate(distribution.tolist()) if p > 0
+                },
+                client_id=client_id,
+                created_at=now,
+            )
+        )
+    return decision
+
+
+def is_exposure_of(
+    session: Session, exposure_id: uuid.UUID, user_id: int, subagent_id: int
+) -> bool:
+    """Whether this exposure showed this sub-agent to this user (feedback must cite its own)."""
+    exposure = session.get(Exposure, exposure_id)
+    return (
+        exposure is not None and exposure.user_id == user_id and exposure.subagent_id == subagent_id
+    )
