@@ -477,8 +477,13 @@ class FeedbackIn(StrictInput):
     thumbs: str | None = Field(None, pattern="^(up|down)$")
     comment: str | None = Field(None, max_length=1000)
     tags: list[Tag] = Field(default_factory=list, max_length=10)
+    # Exactly the forms uuid.UUID reads (the looser [0-9a-f-]{32,36} let "----…" through
+    # to a 500).
     exposure_id: str | None = Field(
-        None, pattern=r"^[0-9a-fA-F-]{32,36}$", description="the exposure that showed it"
+        None,
+        pattern=r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$",
+        description="the exposure (from POST /recommendations) that showed this sub-agent "
+        "to this user",
     )
 
     @model_validator(mode="after")

@@ -12,7 +12,7 @@ from flask import Response, current_app, request
 from sqlmodel import select
 
 from feedback import services as usage
-from market import catalog
+from market import catalog, recommendations
 from market.api.deps import caller, commit, db, parse_model
 from market.db import session_scope
 from market.errors import BadRequest, Forbidden, NotFound, PayloadTooLarge, SprigError
@@ -125,6 +125,13 @@ def post_feedback(body: FeedbackIn):
     if subagent is None or not catalog.can_view(rater, subagent):
         raise NotFound(f"No version {body.version_id}.")
     exposure = uuid.UUID(body.exposure_id) if body.exposure_id else None
+    # One indexed read per rating (events, a thousand per request, store theirs unchecked):
+    # a rating is the reward an off-policy estimate reweights, so it must cite the exposure
+    # that really showed this sub-agent to this user, or none.
+    if exposure is not None and not recommendations.is_exposure_of(
+        session, exposure, user_id, subagent.id
+    ):
+        raise NotFound(f"No exposure {exposure} of sub-agent {subagent.id} to this user.")
     row, created = usage.record_feedback(
         session,
         user_id=user_id,
