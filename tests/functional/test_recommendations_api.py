@@ -489,3 +489,32 @@ def test_pruning_drops_only_candidates_that_almost_surely_lose():
     ]
     # No more candidates than slots: nothing is dropped.
     assert recommendations.prune_sure_losers(mean[:2], sd[:2], nobody_young[:2], 2).all()
+
+
+def test_the_pool_keeps_the_best_established_and_the_newest_young(
+    client, engine, world, monkeypatch
+):
+    # Small caps, so both PostgreSQL's index walk and the exact query are exercised.
+    monkeypatch.setattr(recommendations, "ESTABLISHED_POOL", 3)
+    monkeypatch.setattr(recommendations, "YOUNG_POOL", 2)
+    sleep_best = world.sleep[1]
+    score(engine, sleep_best["id"], 5.0, 0.1, False)  # the best of all, but another category
+    with session_scope(engine) as session:
+        pool = recommendations.candidate_pool(
+            session, world.bob.id, category="hydration", terms=[], include_owned=False
+        )
+        everywhere = recommendations.candidate_pool(
+            session, world.bob.id, category=None, terms=[], include_owned=False
+        )
+        matching = recommendations.candidate_pool(
+            session, world.bob.id, category=None, terms=["bed"], include_owned=False
+        )
+    best_three = {s["id"] for s in world.established[2:]}  # quality 1.2, 1.3, 1.4
+    newest_two = {s["id"] for s in world.young[2:]}
+    assert {c.subagent_id for c in pool} == best_three | newest_two
+    assert [c.subagent_id for c in pool] == sorted(c.subagent_id for c in pool)
+    assert all(c.young == (c.subagent_id in newest_two) for c in pool)
+    # Without a category the sleep sub-agents (1.2) and the best one (5.0) compete too.
+    established = {c.subagent_id for c in everywhere if not c.young}
+    assert established == {sleep_best["id"], world.established[4]["id"], world.established[3]["id"]}
+    assert {c.subagent_id for c in matching} == ids(world.sleep)
