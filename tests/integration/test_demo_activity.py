@@ -17,12 +17,14 @@ from flask import Flask
 from sqlalchemy import Engine, func, select
 from sqlmodel import Session
 
+from evolution.models import Exposure
 from feedback.models import Feedback, InstallLog, RollupDirty, UsageEvent
 from market.app import create_app
 from market.demo.activity import FEEDBACK_TAGS, plan_activity, read_community
 from market.demo.loader import demo_tokens, load_demo
 from market.maintenance import recount_counters
 from market.models import Install, SubAgent, User, utcnow
+from market.schemas import CATEGORIES
 from tests.conftest import _wipe
 
 SEED = 7
@@ -237,3 +239,57 @@ def test_the_plan_is_deterministic_and_is_what_was_stored(demo):
 
     other = plan_activity(community, SEED + 1, now=anchor, days=3)
     assert {e[1] for day in other.events.values() for e in day}.isdisjoint(stored)
+
+
+def test_recommendations_over_the_demo_log_exposures_that_sum_to_one(demo):
+    """The issue's check: on the demo community, every decision's exposures are logged with
+    their propensities, and each slot's distribution sums to one."""
+    client = demo.app.test_client()
+    *_, (_, _, token) = demo_tokens(demo.engine)
+    with Session(demo.engine) as session:
+        people = select(User.id).where(User.kind == "person").order_by(User.id).limit(40)
+        people = list(session.scalars(people))
+    # (A Japanese context matches nothing yet: full-text words are whitespace-separated.)
+    contexts = [None, "I keep forgetting to drink water", "睡眠を記録したい", "groceries budget"]
+    decisions = {}
+    for n, user_id in enumerate(people):
+        body = {"user_id": user_id, "k": 1 + n % 8, "seed": n}
+        if n % 3 == 0:
+            body["category"] = CATEGORIES[n % len(CATEGORIES)]
+        if contexts[n % len(contexts)] is not None:
+            body["context"] = contexts[n % len(contexts)]
+        response = client.post(
+            "/api/v1/recommendations", json=body, headers={"Authorization": f"Bearer {token}"}
+        )
+        assert response.status_code == 200, response.get_json()
+        decisions[response.get_json()["decision_id"]] = (body, response.get_json()["items"])
+    assert sum(len(items) for _, items in decisions.values()) > 100
+    with Session(demo.engine) as session:
+        rows = session.execute(
+            select(Exposure, SubAgent.visibility, SubAgent.status, SubAgent.category).join(
+                SubAgent, SubAgent.id == Exposure.subagent_id
+            )
+        ).all()
+        installed = set(
+            session.execute(select(Install.user_id, Install.subagent_id).where(Install.active))
+        )
+    by_decision = defaultdict(list)
+    for exposure, visibility, status, category in rows:
+        by_decision[str(exposure.decision_id)].append(exposure)
+        assert (visibility, status) == ("public", "active")
+        distribution = {int(key): p for key, p in exposure.slot_distribution.items()}
+        assert sum(distribution.values()) == pytest.approx(1.0, abs=1e-9)
+        assert distribution[exposure.subagent_id] == pytest.approx(exposure.propensity)
+        assert exposure.propensity > 0
+        body, _ = decisions[str(exposure.decision_id)]
+        if "category" in body:
+            assert category == body["category"]
+        if not exposure.context["owned_included"]:
+            assert (exposure.user_id, exposure.subagent_id) not in installed
+    assert {d: len(items) for d, (_, items) in decisions.items() if items} == {
+        d: len(rows) for d, rows in by_decision.items()
+    }
+    for decision_id, exposures in by_decision.items():
+        body, items = decisions[decision_id]
+        assert sorted(e.slot for e in exposures) == list(range(len(items)))
+        assert {e.user_id for e in exposures} == {body["user_id"]}
