@@ -13,7 +13,9 @@ per slot (``POST /api/v1/recommendations``).
 4. Pool, capped so a call costs about the same in a catalog of a million: the
    ``ESTABLISHED_POOL`` established (not young) relevant ones with the best display score,
    plus the ``YOUNG_POOL`` newest young ones (a fork needs exposure most right after it is
-   published). A sub-agent the ranking has not scored yet is young with E[θ] = 0, sd(θ) = 1.
+   published). A sub-agent the ranking has not scored yet is young, with the prior the
+   ranking's lineage model gives it (its nearest scored ancestor plus one fork step per
+   generation; ``_lineage_priors``).
    With context text, only the ``TEXT_TOP`` of those that match it best stay (bm25 on
    SQLite, ts_rank on PostgreSQL), so one common word shared with the context does not
    make a sub-agent a candidate when better matches exist.
@@ -42,7 +44,7 @@ from sqlalchemy import column, not_, or_, table, text, true
 from sqlmodel import Session, select
 
 from evolution.explore import POLICY_VERSION, choose_slate
-from evolution.models import Exposure, SubAgentScore
+from evolution.models import Exposure, RankingRun, SubAgentScore
 from market.browse import search_terms
 from market.models import Install, SubAgent, Version, utcnow
 
@@ -54,7 +56,7 @@ PRUNE_Z = 4.0
 YOUNG_SHARE = 0.15
 N_DRAWS = 2000
 MAX_SEED = 2**63 - 1
-# An unscored sub-agent (published since the last ranking run): the prior of a root.
+# A sub-agent without a score before any ranking run: the ranking's default root prior.
 UNSCORED_QUALITY, UNSCORED_SD = 0.0, 1.0
 
 
@@ -119,24 +121,75 @@ _CANDIDATE_COLUMNS = (
     SubAgent.title,
     SubAgent.summary,
     SubAgent.category,
+    SubAgent.ancestry,
     SubAgentScore.quality,
     SubAgentScore.quality_sd,
     SubAgentScore.young,
 )
 
 
-def _candidate(row) -> Candidate:
+def _candidate(row, prior: tuple[float, float] | None) -> Candidate:
+    """``prior``: E[θ] and sd(θ) for a sub-agent without a score row (see ``_lineage_priors``)."""
     scored = row.quality is not None
+    quality, quality_sd = (row.quality, row.quality_sd) if scored else prior
     return Candidate(
         subagent_id=row.id,
         version_id=row.latest_version_id,
         title=row.title,
         summary=row.summary,
         category=row.category,
-        quality=float(row.quality) if scored else UNSCORED_QUALITY,
-        quality_sd=float(row.quality_sd) if scored else UNSCORED_SD,
+        quality=float(quality),
+        quality_sd=float(quality_sd),
         young=bool(row.young) if scored else True,
     )
+
+
+def _ancestors(ancestry: str) -> list[int]:
+    return [int(i) for i in ancestry.split("/") if i]
+
+
+def _lineage_priors(session: Session, rows: list) -> dict[int, tuple[float, float]]:
+    """E[θ] and sd(θ) of the sub-agents among ``rows`` that the last ranking run did not see
+    (published since): the ranking's lineage model without evidence of their own. From the
+    nearest scored ancestor g generations up, θ ~ N(E[θ_anc] + g·δ̄, sd(θ_anc)² + g·τ²), so a
+    new fork of a loved sub-agent starts near it; with no scored ancestor, from the root prior
+    N(μ0, σ0²). δ̄, τ², μ0, σ0² are the last run's; before any run, N(0, 1)."""
+    unscored = [row for row in rows if row.quality is None]
+    if not unscored:
+        return {}
+    run = session.exec(
+        select(RankingRun.parameters)
+        .where(RankingRun.mode != "skipped")
+        .order_by(RankingRun.id.desc())
+        .limit(1)
+    ).first()
+    prior = (run or {}).get("prior")
+    if not prior:
+        return {row.id: (UNSCORED_QUALITY, UNSCORED_SD) for row in unscored}
+    ancestor_ids = {a for row in unscored for a in _ancestors(row.ancestry)}
+    scores = {}
+    if ancestor_ids:
+        scores = {
+            s.subagent_id: (s.quality, s.quality_sd)
+            for s in session.exec(
+                select(
+                    SubAgentScore.subagent_id, SubAgentScore.quality, SubAgentScore.quality_sd
+                ).where(SubAgentScore.subagent_id.in_(ancestor_ids))
+            )
+        }
+    priors = {}
+    for row in unscored:
+        lineage = _ancestors(row.ancestry)  # root first
+        mean, var, steps = prior["mu0"], prior["sigma0_sq"], len(lineage)
+        for generations, ancestor in enumerate(reversed(lineage), start=1):
+            if ancestor in scores:
+                quality, quality_sd = scores[ancestor]
+                mean, var, steps = quality, quality_sd**2, generations
+                break
+        mean += steps * prior["drift_mean"]
+        var += steps * prior["drift_var"]
+        priors[row.id] = (mean, var**0.5)
+    return priors
 
 
 def _eligible(user_id: int, category: str | None, include_owned: bool) -> list:
@@ -243,6 +296,7 @@ def _established(session: Session, clauses: list) -> list:
                 SubAgent.title,
                 SubAgent.summary,
                 SubAgent.category,
+                SubAgent.ancestry,
             )
         )
         .where(SubAgent.id == top.c.subagent_id, *clauses)
@@ -282,7 +336,9 @@ def candidate_pool(
         .order_by(SubAgent.created_at.desc(), SubAgent.id.desc())
         .limit(YOUNG_POOL)
     )
-    pool = [_candidate(row) for row in [*_established(session, clauses), *session.exec(young)]]
+    rows = [*_established(session, clauses), *session.exec(young)]
+    priors = _lineage_priors(session, rows)
+    pool = [_candidate(row, priors.get(row.id)) for row in rows]
     if terms and len(pool) > TEXT_TOP:
         best = set(_best_matches(session, terms, [c.subagent_id for c in pool]))
         pool = [c for c in pool if c.subagent_id in best]

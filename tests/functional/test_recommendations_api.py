@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pytest
 from sqlalchemy import func, select
 
 from evolution.explore import POLICY_VERSION
-from evolution.models import Exposure, SubAgentScore
+from evolution.models import Exposure, RankingRun, SubAgentScore
 from feedback.models import Feedback, UsageEvent
 from market import recommendations
 from market.db import session_scope
-from tests.factories import Actor, bundle, make_user, publish
+from tests.factories import Actor, bundle, fork, make_user, publish
 
 API = "/api/v1"
 RECOMMEND = f"{API}/recommendations"
@@ -366,12 +368,9 @@ def test_events_and_feedback_cite_exposures_and_join_back_to_them(client, engine
         "subagent_id": first["subagent_id"],
         "version_id": first["version_id"],
         "kind": "open",
-        "occurred_at": "2030-01-01T00:00:00+00:00",
+        "occurred_at": (datetime.now(UTC) - timedelta(minutes=1)).isoformat(),
         "exposure_id": first["exposure_id"],
     }
-    from datetime import UTC, datetime, timedelta
-
-    event["occurred_at"] = (datetime.now(UTC) - timedelta(minutes=1)).isoformat()
     sent = client.post(f"{API}/events", json={"events": [event]}, headers=world.agent.headers)
     assert sent.status_code == 202 and sent.get_json()["stored"] == 1, sent.get_json()
     rated = client.post(
@@ -460,8 +459,6 @@ def test_feedback_must_cite_an_exposure_of_that_subagent_to_that_user(client, en
 
 
 def test_pruning_drops_only_candidates_that_almost_surely_lose():
-    import numpy as np
-
     mean = np.array([0.0, 0.1, -5.0, 3.0])
     sd = np.full(4, 0.1)
     nobody_young = np.zeros(4, bool)
@@ -518,3 +515,32 @@ def test_the_pool_keeps_the_best_established_and_the_newest_young(
     established = {c.subagent_id for c in everywhere if not c.young}
     assert established == {sleep_best["id"], world.established[4]["id"], world.established[3]["id"]}
     assert {c.subagent_id for c in matching} == ids(world.sleep)
+
+
+def test_a_fork_the_ranking_has_not_seen_starts_from_its_lineage(client, engine, world):
+    parent = world.established[4]  # quality 1.4, sd 0.3
+    child = fork(client, world.alice, parent["id"], "new child")
+    grandchild = fork(client, world.alice, child["id"], "new grandchild")
+    root = publish(client, world.alice, title="New Water Root", bundle=bundle("new root"))
+    terms = ["new"]  # titles "Fork new child", "Fork new grandchild", "New Water Root"
+
+    def priors():
+        with session_scope(engine) as session:
+            pool = recommendations.candidate_pool(
+                session, world.bob.id, category=None, terms=terms, include_owned=False
+            )
+        return {c.subagent_id: (c.quality, c.quality_sd, c.young) for c in pool}
+
+    before = priors()  # no ranking run yet: the default root prior for all of them
+    assert {i: before[i] for i in (child["id"], grandchild["id"], root["id"])} == {
+        child["id"]: (0.0, 1.0, True),
+        grandchild["id"]: (0.0, 1.0, True),
+        root["id"]: (0.0, 1.0, True),
+    }
+    prior = {"mu0": 0.5, "sigma0_sq": 0.8, "drift_mean": -0.1, "drift_var": 0.2}
+    with session_scope(engine) as session:
+        session.add(RankingRun(mode="full", parameters={"prior": prior}))
+    after = priors()
+    assert after[child["id"]] == pytest.approx((1.3, (0.09 + 0.2) ** 0.5, True))
+    assert after[grandchild["id"]] == pytest.approx((1.2, (0.09 + 0.4) ** 0.5, True))
+    assert after[root["id"]] == pytest.approx((0.5, 0.8**0.5, True))
