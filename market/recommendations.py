@@ -375,7 +375,8 @@ def recommend(
     """Choose and log one slate for ``user_id`` (who must exist; the caller checks). Adds the
     exposure rows to the session; the caller commits once."""
     terms = context_terms(context)
-    seed = secrets.randbits(63) if seed is None else seed
+    # A fresh seed fits in 53 bits, so JavaScript clients can send it back unchanged.
+    seed = secrets.randbits(53) if seed is None else seed
     decision_id = uuid.uuid4()
     include_owned = False
     pool = candidate_pool(

@@ -70,10 +70,15 @@ class RecommendationOut(BaseModel):
         "person asks for themselves. Candidates: public, active sub-agents of the `category`, "
         "the best full-text matches of any word of `context`, leaving out what the user "
         "installed or wrote unless fewer than `k` others remain. The slate is chosen by "
-        "Thompson sampling on each candidate's quality posterior (see how ranking works), "
-        "with 15% of slots on average reserved for young forks. Each slot is logged as an "
-        "exposure with its propensity, the slot's whole distribution and the policy version; "
-        "send its `exposure_id` with the usage events and feedback it leads to."
+        "Thompson sampling on each candidate's quality posterior (`GET /ranking`: E[θ] and "
+        "sd(θ); one the last run has not scored starts from its nearest scored ancestor), "
+        "with 15% of slots on average reserved for young forks (the last slots). Each slot "
+        "is logged as an exposure with its propensity (the probability the policy had of "
+        "showing that sub-agent there, given the earlier slots), the slot's whole "
+        "distribution and the policy version. Send its `exposure_id` with the usage events "
+        "and feedback it leads to; feedback must cite an exposure of that sub-agent to that "
+        "user (404 otherwise). The same `seed` over the same catalog and scores gives the "
+        "same slate."
     )
 )
 def recommend(body: RecommendationIn):
