@@ -30,6 +30,10 @@ from market.models import (
     utcnow,
 )
 
+# Sub-agents given a version in a session, for the suggestion index to pick up after the
+# commit (market.suggestions); an uncommitted publish must never be suggested.
+INDEX_UPDATES = "suggestion_updates"
+
 # ---- loading -------------------------------------------------------------------------
 
 
@@ -171,6 +175,7 @@ def _new_version(
     subagent.latest_version_id = version.id
     subagent.updated_at = utcnow()
     session.add(subagent)
+    session.info.setdefault(INDEX_UPDATES, set()).add(subagent.id)
     return version
 
 
