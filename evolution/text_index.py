@@ -597,7 +597,11 @@ def explain_match(query: str, fields: Mapping[str, str]) -> dict[str, list[str]]
     A Latin word matches a field that shares at least 60% of its trigrams ("ounce" matches
     "ounces"); a run of CJK characters matches the longest pieces of it the field contains."""
     words = normalized_words(query)
-    latin = [w for w in dict.fromkeys(words) if w not in _STOP_WORDS and not any(map(_is_dense, w))]
+    latin = [
+        w
+        for w in dict.fromkeys(words)
+        if len(w) >= 2 and w not in _STOP_WORDS and not any(map(_is_dense, w))
+    ]
     dense = list(dict.fromkeys(_dense_runs(words)))
     matched: dict[str, list[str]] = {}
     for name in FIELDS:
