@@ -91,6 +91,20 @@ def list_versions(session: Session, subagent: SubAgent) -> list[Version]:
     )
 
 
+def diff_base(
+    session: Session, viewer: Principal, subagent: SubAgent, version: Version, against: str
+) -> Version | None:
+    """What a diff compares ``version`` with: the parent version a fork was made from (when
+    the viewer may see the parent) or the previous version; None compares with nothing."""
+    if against == "parent" and subagent.parent_version_id:
+        parent = session.get(SubAgent, subagent.parent_id)
+        if parent is not None and can_view(viewer, parent):
+            return session.get(Version, subagent.parent_version_id)
+    elif against == "previous" and version.number > 1:
+        return next(v for v in list_versions(session, subagent) if v.number == version.number - 1)
+    return None
+
+
 def load_bundle(session: Session, version: Version) -> bundles.Bundle:
     blob = session.get(BundleBlob, version.sha256)
     payload = json.loads(zlib.decompress(blob.content))
