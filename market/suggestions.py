@@ -6,13 +6,17 @@ latest versions; never private or unlisted ones), then keeps it fresh without re
 
 * a publish, fork or new version made by this process is indexed right after its commit
   (``catalog`` records the sub-agent in ``session.info``; ``note_committed`` hands it over);
-* what other processes changed is caught up from ``subagent.updated_at``, which every
-  catalog write bumps: at most every ``refresh_seconds`` the rows changed since the last
-  watermark (minus a minute, so a transaction that committed late is not missed) are read,
-  and each is added, re-indexed or removed. Where the read cache's LISTEN/NOTIFY listener
-  runs, a check is skipped while no catalog change was announced.
+* what other processes published is caught up at most every ``refresh_seconds``: the versions
+  newer than the last version id seen (a primary-key range read, so it costs the same at 1k
+  or 1M sub-agents) name the sub-agents to re-read. Where the read cache's LISTEN/NOTIFY
+  listener runs, the check is skipped while no catalog change was announced;
+* listing edits, visibility changes, yanks and quarantines by other processes bump
+  ``subagent.updated_at`` without a version: every ``sweep_seconds`` (60) the rows changed
+  since the last sweep's watermark (minus a few seconds, for a transaction that committed
+  late) are re-read. That column has no index, so this is a scan, hence the slower pace;
 * the rows of the sub-agents finally suggested are read again at answer time, so a
-  sub-agent made private or yanked a moment ago is never suggested, whatever the index says.
+  sub-agent made private or yanked a moment ago is never suggested, whatever the index says
+  (and is dropped from the index there and then).
 
 Quality comes from ``subagent_score`` (the ranking's last run); a sub-agent without a row is
 unranked and the ranking's prior stands in (mean 0, sd 1, young). Themes and improving forks
@@ -31,7 +35,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from datetime import timedelta
 
-from sqlalchemy import func, select
+from sqlalchemy import Integer, String, any_, bindparam, func, select
+from sqlalchemy.dialects import postgresql
 from sqlmodel import Session
 
 from evolution.models import SubAgentScore
@@ -68,7 +73,10 @@ from market.suggestion_schemas import (
 log = logging.getLogger(__name__)
 
 CANDIDATES = 100  # relevance candidates handed to the score formula
-CATCH_UP_OVERLAP = timedelta(seconds=60)
+# How late a catalog transaction may commit after stamping updated_at and still be caught:
+# writes are single short transactions. Rows in the window are re-read on every check.
+CATCH_UP_OVERLAP = timedelta(seconds=5)
+VERSION_OVERLAP = 100
 FEEDBACK_PER_SUBAGENT = 200  # newest ratings read for themes
 FORKS_PER_SUGGESTION = 3
 CONTEXT_TTL_SECONDS = 60.0
@@ -118,6 +126,16 @@ _DOCUMENT_COLUMNS = (
 )
 
 
+def _among(session: Session, column, values):
+    """``column IN values``; on PostgreSQL ``= ANY(array)``: one statement text whatever the
+    count, so it is prepared once (compiling and sending an IN list of 100 ids cost ~5 ms)."""
+    values = list(values)
+    if session.get_bind().dialect.name != "postgresql":
+        return column.in_(values)
+    item = Integer() if isinstance(column.type, Integer) else String()
+    return column == any_(bindparam(None, values, type_=postgresql.ARRAY(item)))
+
+
 def _document(row) -> SubAgentDocument:
     manifest = row.manifest or {}
     return SubAgentDocument(
@@ -139,16 +157,20 @@ class SuggestionService:
         engine,
         *,
         refresh_seconds: float = 2.0,
+        sweep_seconds: float = 60.0,
         change_generation: Callable[[], int | None] | None = None,
     ):
         self._engine = engine
         self.refresh_seconds = refresh_seconds
+        self.sweep_seconds = sweep_seconds
         # The read cache's notification counter, or None while nobody is listening.
         self._change_generation = change_generation
         self._index: SuggestionIndex | None = None
         self._indexed_at: dict[int, object] = {}  # sub-agent id → updated_at indexed
-        self._watermark = None
-        self._checked_at = 0.0
+        self._watermark = None  # newest subagent.updated_at seen
+        self._version_mark = 0  # newest version id seen
+        self._versions_seen: set[int] = set()
+        self._checked_at = self._swept_at = 0.0
         self._generation_seen: int | None = None
         self._lock = threading.RLock()
         self._themes = _TtlCache(CONTEXT_TTL_SECONDS, 5000)
@@ -167,16 +189,17 @@ class SuggestionService:
 
     def _build(self, session: Session) -> None:
         started = time.perf_counter()
+        self._version_mark = session.execute(select(func.max(Version.id))).scalar() or 0
+        self._watermark = session.execute(select(func.max(SubAgent.updated_at))).scalar()
         rows = session.execute(
             select(*_DOCUMENT_COLUMNS)
             .join(Version, Version.id == SubAgent.latest_version_id)
             .where(*_LISTED)
             .order_by(SubAgent.id)
         ).all()
-        self._watermark = session.execute(select(func.max(SubAgent.updated_at))).scalar()
         self._index = SuggestionIndex(_document(row) for row in rows)
         self._indexed_at = {row.id: row.updated_at for row in rows}
-        self._checked_at = time.monotonic()
+        self._checked_at = self._swept_at = time.monotonic()
         log.info(
             "suggestion index built: %d sub-agents in %.1fs",
             len(rows),
@@ -193,33 +216,54 @@ class SuggestionService:
         return True
 
     def catch_up(self, session: Session, force: bool = False) -> int:
-        """Index what other processes changed since the watermark; how many rows changed."""
+        """Index what other processes changed; how many sub-agents were re-read."""
         with self._lock:
             if self._index is None:
                 self._build(session)
                 return 0
-            if not force and not self._due():
+            now = time.monotonic()
+            sweep = force or now - self._swept_at >= self.sweep_seconds
+            if not sweep and not self._due():
                 return 0
             self._generation_seen = self._change_generation() if self._change_generation else None
-            self._checked_at = time.monotonic()
-            since = self._watermark
-            statement = select(
-                SubAgent.id, SubAgent.updated_at, SubAgent.visibility, SubAgent.status
-            )
-            if since is not None:
-                statement = statement.where(SubAgent.updated_at >= since - CATCH_UP_OVERLAP)
-            changed = []
-            for row in session.execute(statement):
-                if self._watermark is None or row.updated_at > self._watermark:
-                    self._watermark = row.updated_at
-                listed = row.visibility == "public" and row.status == "active"
-                if not listed:
-                    if self._index.remove(row.id):
-                        self._indexed_at.pop(row.id, None)
-                elif self._indexed_at.get(row.id) != row.updated_at:
-                    changed.append(row.id)
-            self._reindex(session, changed)
+            self._checked_at = now
+            changed = self._new_versions(session)
+            if sweep:
+                self._swept_at = now
+                changed |= self._changed_listings(session)
+            self._reindex(session, sorted(changed))
             return len(changed)
+
+    def _new_versions(self, session: Session) -> set[int]:
+        """Sub-agents with versions newer than the last seen: publishes, forks and new
+        versions, found through the primary key. A few ids back are read again, for a
+        transaction that took its id before another but committed after it."""
+        rows = session.execute(
+            select(Version.id, Version.subagent_id).where(
+                Version.id > self._version_mark - VERSION_OVERLAP
+            )
+        ).all()
+        fresh = {row.id: row.subagent_id for row in rows if row.id not in self._versions_seen}
+        if rows:
+            self._version_mark = max(self._version_mark, max(row.id for row in rows))
+        floor = self._version_mark - VERSION_OVERLAP
+        self._versions_seen = {v for v in self._versions_seen | set(fresh) if v > floor}
+        return set(fresh.values())
+
+    def _changed_listings(self, session: Session) -> set[int]:
+        """Sub-agents whose row changed since the last sweep: listing edits, visibility,
+        yanks, quarantines. A scan of ``updated_at`` (not indexed), so it runs only every
+        ``sweep_seconds``; meanwhile the answer re-reads what it suggests."""
+        statement = select(SubAgent.id, SubAgent.updated_at)
+        if self._watermark is not None:
+            statement = statement.where(SubAgent.updated_at >= self._watermark - CATCH_UP_OVERLAP)
+        changed = set()
+        for row in session.execute(statement):
+            if self._watermark is None or row.updated_at > self._watermark:
+                self._watermark = row.updated_at
+            if self._indexed_at.get(row.id) != row.updated_at:
+                changed.add(row.id)
+        return changed
 
     def note_committed(self, session: Session, subagent_ids: Iterable[int]) -> None:
         """Index sub-agents this process just published, forked or versioned."""
@@ -235,7 +279,7 @@ class SuggestionService:
             rows = session.execute(
                 select(*_DOCUMENT_COLUMNS, SubAgent.visibility, SubAgent.status)
                 .join(Version, Version.id == SubAgent.latest_version_id)
-                .where(SubAgent.id.in_(chunk))
+                .where(_among(session, SubAgent.id, chunk))
             ).all()
             found = set()
             for row in rows:
@@ -278,15 +322,22 @@ class SuggestionService:
                     Version.status.label("version_status"),
                 )
                 .join(Version, Version.id == SubAgent.latest_version_id)
-                .where(SubAgent.id.in_([s.subagent_id for s in ranked]))
+                .where(_among(session, SubAgent.id, [s.subagent_id for s in ranked]))
             )
         }
-        chosen = []
+        chosen, hidden = [], []
         for suggestion in ranked:
             row = rows.get(suggestion.subagent_id)
             listed = row is not None and row.visibility == "public" and row.status == "active"
-            if listed and row.version_status == "active":
+            if not listed:
+                hidden.append(suggestion.subagent_id)
+            elif row.version_status == "active":
                 chosen.append((suggestion, row))
+        if hidden:  # changed since it was indexed, by another process: drop it now
+            with self._lock:
+                for subagent_id in hidden:
+                    self._index.remove(subagent_id)
+                    self._indexed_at.pop(subagent_id, None)
         chosen = chosen[: body.k]
         ids = [row.id for _, row in chosen]
         themes = self._themes_of(session, ids)
@@ -327,7 +378,7 @@ class SuggestionService:
                 SubAgentScore.quality_sd,
                 SubAgentScore.young,
                 SubAgentScore.rating_count,
-            ).where(SubAgentScore.subagent_id.in_(ids))
+            ).where(_among(session, SubAgentScore.subagent_id, ids))
         )
         return {row.subagent_id: _score_quality(row) for row in rows}
 
@@ -349,7 +400,7 @@ class SuggestionService:
                     )
                     .label("position"),
                 )
-                .where(Feedback.subagent_id.in_(missing))
+                .where(_among(session, Feedback.subagent_id, missing))
                 .subquery()
             )
             notes: dict[int, list[FeedbackNote]] = {i: [] for i in missing}
@@ -392,7 +443,11 @@ class SuggestionService:
                 SubAgentScore.rating_count,
             )
             .join(SubAgentScore, SubAgentScore.subagent_id == SubAgent.id)
-            .where(SubAgent.parent_id.in_(missing), *_LISTED, SubAgentScore.rating_count > 0)
+            .where(
+                _among(session, SubAgent.parent_id, missing),
+                *_LISTED,
+                SubAgentScore.rating_count > 0,
+            )
         ).all()
         by_parent: dict[int, list] = {i: [] for i in missing}
         for row in forks:
@@ -444,7 +499,7 @@ class SuggestionService:
         texts: dict[int, list[str]] = {}
         for row in session.execute(
             select(Version.subagent_id, Version.number, Version.changelog)
-            .where(Version.subagent_id.in_(ids), Version.changelog != "")
+            .where(_among(session, Version.subagent_id, ids), Version.changelog != "")
             .order_by(Version.subagent_id, Version.number.desc())
         ):
             texts.setdefault(row.subagent_id, []).append(f"v{row.number}: {row.changelog}")
@@ -457,13 +512,17 @@ class SuggestionService:
         if not wanted:
             return {}
         hashes = dict(
-            session.execute(select(Version.id, Version.sha256).where(Version.id.in_(wanted))).all()
+            session.execute(
+                select(Version.id, Version.sha256).where(_among(session, Version.id, wanted))
+            ).all()
         )
         payloads = {sha: self._bundles.get(sha) for sha in set(hashes.values())}
         missing = [sha for sha, payload in payloads.items() if payload is None]
         if missing:
             for sha, content in session.execute(
-                select(BundleBlob.sha256, BundleBlob.content).where(BundleBlob.sha256.in_(missing))
+                select(BundleBlob.sha256, BundleBlob.content).where(
+                    _among(session, BundleBlob.sha256, missing)
+                )
             ):
                 payload = json.loads(zlib.decompress(content)) if content else None
                 if payload is not None:

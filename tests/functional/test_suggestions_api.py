@@ -288,3 +288,25 @@ def test_yanked_sub_agents_are_not_suggested(client, engine, coding_agent, creat
     assert ask(client, coding_agent, "abacus drill")["items"] == []
     with session_scope(engine) as session:
         assert session.get(SubAgent, yanked["id"]).status == "yanked"
+
+
+def test_listing_changes_by_other_processes_are_swept_in(
+    app, client, engine, coding_agent, creator
+):
+    hidden = publish(
+        client, creator, title="Quince Jam Planner", summary="Jam batches.", visibility="private"
+    )
+    assert ask(client, coding_agent, "quince jam planner")["items"] == []
+    service = service_for(app)
+    # Another process makes it public: no new version, only the row's updated_at moves.
+    with session_scope(engine) as session:
+        row = session.get(SubAgent, hidden["id"])
+        catalog.update_listing(
+            session,
+            catalog.viewer_for(session.get(User, creator.id)),
+            row,
+            {"visibility": "public"},
+        )
+    service.refresh_seconds = service.sweep_seconds = 0.0
+    assert ids(ask(client, coding_agent, "quince jam planner")) == [hidden["id"]]
+    assert hidden["id"] in service.index
