@@ -184,7 +184,12 @@ def in_process(url: str, queries: list[str]) -> dict:
     ids = index._ids.view.copy()
     scripts = index._script.view
 
-    def brute_force(query: str):
+    def exact_relevances(query: str) -> list[float]:
+        relevance = exact(query)
+        top = np.sort(relevance[np.argpartition(-relevance, CANDIDATES)[:CANDIDATES]])[::-1]
+        return [float(r) for r in top if r > 0]
+
+    def exact(query: str):
         counts = count_matrix([query])
         features = counts.indices
         df = index.document_frequency(features).astype(np.float64)
@@ -193,7 +198,10 @@ def in_process(url: str, queries: list[str]) -> dict:
         query_vector = sp.csr_matrix(
             (weights, features, [0, len(features)]), shape=(1, counts.shape[1])
         )
-        relevance = (rows @ query_vector.T).toarray().ravel()
+        return (rows @ query_vector.T).toarray().ravel()
+
+    def brute_force(query: str):
+        relevance = exact(query)
         top = np.argpartition(-relevance, CANDIDATES)[:CANDIDATES]
         matches = [
             Match(int(ids[i]), float(relevance[i]), SCRIPTS[int(scripts[i])])
@@ -205,12 +213,16 @@ def in_process(url: str, queries: list[str]) -> dict:
     for query in queries[:20]:  # warm caches and allocators
         indexed(query)
         brute_force(query)
-    index_ms, index_results = _timed(indexed, queries)
+    index_ms, _ = _timed(indexed, queries)
     brute_ms, brute_results = _timed(brute_force, queries[: max(50, len(queries) // 5)])
-    agree = [
-        len({s.subagent_id for s in a} & {s.subagent_id for s in b}) / max(1, len(b))
-        for a, b in zip(index_results, brute_results, strict=False)
-    ]
+    # How many of the brute force's best relevances the index's candidates reach (ties make
+    # comparing ids meaningless: thousands of synthetic "Water Tracker"s score the same).
+    recall = []
+    for query in queries[: len(brute_results)]:
+        found = sorted((m.relevance for m in index.search(query, limit=CANDIDATES)), reverse=True)
+        best = exact_relevances(query)
+        hits = sum(f >= b - 1e-6 for f, b in zip(found, best, strict=False))
+        recall.append(hits / max(1, len(best)))
     with Session(engine) as session:
         service.suggest(session, SuggestionsIn(request=queries[0]))
         full_ms, _ = _timed(
@@ -225,7 +237,7 @@ def in_process(url: str, queries: list[str]) -> dict:
         "index": index_ms,
         "brute_force": brute_ms,
         "service": full_ms,
-        "top5_agreement": round(statistics.mean(agree), 4),
+        "relevance_recall": round(statistics.mean(recall), 4),
     }
 
 
@@ -350,7 +362,7 @@ def measure(
         "index_build_seconds": local["build_seconds"],
         "index_postings": local["postings"],
         "index_mb": local["index_mb"],
-        "top5_agreement_with_brute_force": local["top5_agreement"],
+        "relevance_recall_at_100": local["relevance_recall"],
         "target_p99_ms": TARGET_P99_MS,
     }
     rows = {
@@ -416,7 +428,8 @@ def print_table(figures: dict) -> None:
             f"{label:<34} {row['p50_ms']:>8.2f} {row['p99_ms']:>8.2f} {row['samples']:>7} {ratio}"
         )
     print(
-        f"\ntop-5 agreement with brute force: {figures['top5_agreement_with_brute_force']:.1%}; "
+        f"\nrecall of the brute force's 100 best relevances: "
+        f"{figures['relevance_recall_at_100']:.1%}; "
         f"in-process p99 target {TARGET_P99_MS:.0f} ms: "
         f"{'met' if figures['in_process_p99_met'] else 'MISSED'}"
     )

@@ -190,6 +190,10 @@ class SuggestionService:
     def _build(self, session: Session) -> None:
         started = time.perf_counter()
         self._version_mark = session.execute(select(func.max(Version.id))).scalar() or 0
+        # The build read these; one that commits late is found by the sweep.
+        self._versions_seen = set(
+            range(max(0, self._version_mark - VERSION_OVERLAP) + 1, self._version_mark + 1)
+        )
         self._watermark = session.execute(select(func.max(SubAgent.updated_at))).scalar()
         rows = session.execute(
             select(*_DOCUMENT_COLUMNS)
