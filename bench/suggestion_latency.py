@@ -16,8 +16,9 @@ stories, tags), adds ranking scores for 60% of it and feedback with comments for
     python bench/suggestion_latency.py [--quick] [--subagents N]
 
 ``measure()`` is what ``bench/evolution_scale.py`` calls. It DROPS and recreates the schema of
-the PostgreSQL it is given (SPRIG_BENCH_DATABASE_URL or SPRIG_TEST_POSTGRES_URL); run as a
-script without one, it re-runs itself under scripts/test-services.sh.
+the PostgreSQL it is given (SPRIG_BENCH_DATABASE_URL or SPRIG_TEST_POSTGRES_URL); without one
+(as a function or as a script) it runs under scripts/test-services.sh, which starts a
+throwaway PostgreSQL.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import multiprocessing as mp
 import os
 import random
 import statistics
+import subprocess
 import sys
 import time
 from datetime import UTC, datetime
@@ -343,9 +345,14 @@ def measure(
         or os.environ.get("SPRIG_TEST_POSTGRES_URL")
     )
     if not url:
-        raise RuntimeError(
-            "measure() needs PostgreSQL: set SPRIG_BENCH_DATABASE_URL, or run under "
-            "scripts/test-services.sh"
+        return _measure_under_test_services(
+            n_subagents,
+            queries,
+            quick,
+            http=http,
+            workers=workers,
+            clients=clients,
+            seconds=seconds,
         )
     queries = queries or (200 if quick else 1000)
     seconds = seconds or (2.0 if quick else 10.0)
@@ -394,6 +401,28 @@ def measure(
     )
     figures["in_process_p99_met"] = figures["in_process"]["p99_ms"] < TARGET_P99_MS
     return figures
+
+
+def _measure_under_test_services(n, queries, quick, *, http, workers, clients, seconds) -> dict:
+    """No PostgreSQL configured: run this script under scripts/test-services.sh (a throwaway
+    server, stopped afterwards) and read its last line."""
+    command = [
+        str(ROOT / "scripts" / "test-services.sh"),
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--subagents",
+        str(n),
+        "--workers",
+        str(workers),
+        "--clients",
+        str(clients),
+    ]
+    command += ["--quick"] if quick else []
+    command += ["--no-http"] if not http else []
+    command += ["--queries", str(queries)] if queries else []
+    command += ["--seconds", str(seconds)] if seconds else []
+    finished = subprocess.run(command, capture_output=True, text=True, check=True, cwd=ROOT)
+    return json.loads(finished.stdout.strip().splitlines()[-1])
 
 
 def print_table(figures: dict) -> None:

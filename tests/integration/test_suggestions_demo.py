@@ -71,8 +71,12 @@ def suggest(app, service, request: str, k: int = 3, **extra):
 def test_a_request_finds_the_sub_agent_written_for_it(demo, service, request_text, written_for):
     app, _tokens = demo
     items = suggest(app, service, request_text)
-    assert items[0].title == written_for, [i.title for i in items]
-    assert items[0].why.terms
+    # The most relevant base is the one written for the request; quality may then move a
+    # nearly as relevant, better-loved sibling above it (the peanut-free and no-shellfish
+    # planners are 0.362 and 0.360 alike), never out of the top three.
+    most_relevant = max(items, key=lambda i: (i.relevance, -i.subagent_id))
+    assert most_relevant.title == written_for, [(i.title, i.relevance) for i in items]
+    assert most_relevant.why.terms
 
 
 def test_private_demo_sub_agents_never_appear(demo, service):
@@ -124,3 +128,21 @@ def test_a_new_sub_agent_is_found_without_a_rebuild(demo):
     assert after["items"][0]["subagent_id"] == published.get_json()["id"]
     assert after["indexed"] == before["indexed"] + 1
     assert app.extensions["sprig.suggestions"].index is index
+
+
+def test_after_a_ranking_run_quality_and_improving_forks_come_along(demo):
+    from market.ranking import run_ranking
+
+    app, _tokens = demo
+    engine = app.extensions["sprig.engine"]
+    with Session(engine) as session:
+        run_ranking(session, force=True)
+        session.commit()
+    service = SuggestionService(engine)
+    items = suggest(app, service, "a water tracker", k=10)
+    assert all(item.quality.ranked for item in items)
+    improving = [f for item in items for f in item.improving_forks]
+    assert improving, "the demo's water tracker line has forks rated above their parents"
+    for fork in improving:
+        assert fork.improvement > 0 and 0.5 <= fork.p_better <= 1
+        assert fork.request and fork.summary.startswith("asked")
