@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import re
+from typing import Literal
 
-from pydantic import BaseModel, Field, StrictInt, StringConstraints, field_validator
+from pydantic import BaseModel, Field, StrictInt, field_validator
 
 from market.bundles import SCOPES
 from market.schemas import Category, StrictInput
 
-# A permission name as manifests write them ("health.injuries.read").
-Scope = Annotated[str, StringConstraints(min_length=1, max_length=80, pattern=r"^[\w][\w.:\-]*$")]
+# A permission a manifest may ask for ("health.injuries.read"): the closed list bundles check.
+ScopeName = Literal[tuple(sorted(SCOPES))]
+# Some letter or digit, and no NUL (the OpenAPI document says so; the validator checks it).
+REQUEST_PATTERN = "^[^\\u0000]*[^\\W_][^\\u0000]*$"
+_LETTER_OR_DIGIT = re.compile(r"[^\W_]")
 
 
 class SuggestionsIn(StrictInput):
@@ -18,9 +22,10 @@ class SuggestionsIn(StrictInput):
         min_length=1,
         max_length=2000,
         description="what the person asked for, in their words (any language)",
+        json_schema_extra={"pattern": REQUEST_PATTERN},
     )
     category: Category | None = Field(None, description="only bases of this category")
-    granted_scopes: list[Scope] | None = Field(
+    granted_scopes: list[ScopeName] | None = Field(
         None,
         max_length=200,
         description="the permissions the person granted: only bases whose manifest scopes "
@@ -37,16 +42,8 @@ class SuggestionsIn(StrictInput):
     @field_validator("request")
     @classmethod
     def _has_words(cls, value: str) -> str:
-        if not any(char.isalnum() for char in value):
+        if not _LETTER_OR_DIGIT.search(value):
             raise ValueError("must contain at least one letter or digit")
-        return value
-
-    @field_validator("granted_scopes")
-    @classmethod
-    def _known_scopes(cls, value: list[str] | None) -> list[str] | None:
-        unknown = sorted(set(value or ()) - SCOPES)
-        if unknown:
-            raise ValueError(f"unknown scopes: {', '.join(unknown[:5])}")
         return value
 
 
