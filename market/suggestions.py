@@ -285,14 +285,15 @@ class SuggestionService:
                 .join(Version, Version.id == SubAgent.latest_version_id)
                 .where(_among(session, SubAgent.id, chunk))
             ).all()
-            found = set()
+            found, listed = set(), []
             for row in rows:
                 found.add(row.id)
                 if row.visibility == "public" and row.status == "active":
-                    self._index.add(_document(row))
+                    listed.append(_document(row))
                     self._indexed_at[row.id] = row.updated_at
                 elif self._index.remove(row.id):
                     self._indexed_at.pop(row.id, None)
+            self._index.add_many(listed)  # one segment rebuild for the lot, not one each
             for missing in set(chunk) - found:
                 self._index.remove(missing)
                 self._indexed_at.pop(missing, None)
