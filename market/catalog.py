@@ -30,6 +30,10 @@ from market.models import (
     utcnow,
 )
 
+# Sub-agents given a version in a session, for the suggestion index to pick up after the
+# commit (market.suggestions); an uncommitted publish must never be suggested.
+INDEX_UPDATES = "suggestion_updates"
+
 # ---- loading -------------------------------------------------------------------------
 
 
@@ -85,6 +89,20 @@ def list_versions(session: Session, subagent: SubAgent) -> list[Version]:
             select(Version).where(Version.subagent_id == subagent.id).order_by(Version.number)
         )
     )
+
+
+def diff_base(
+    session: Session, viewer: Principal, subagent: SubAgent, version: Version, against: str
+) -> Version | None:
+    """What a diff compares ``version`` with: the parent version a fork was made from (when
+    the viewer may see the parent) or the previous version; None compares with nothing."""
+    if against == "parent" and subagent.parent_version_id:
+        parent = session.get(SubAgent, subagent.parent_id)
+        if parent is not None and can_view(viewer, parent):
+            return session.get(Version, subagent.parent_version_id)
+    elif against == "previous" and version.number > 1:
+        return next(v for v in list_versions(session, subagent) if v.number == version.number - 1)
+    return None
 
 
 def load_bundle(session: Session, version: Version) -> bundles.Bundle:
@@ -171,6 +189,7 @@ def _new_version(
     subagent.latest_version_id = version.id
     subagent.updated_at = utcnow()
     session.add(subagent)
+    session.info.setdefault(INDEX_UPDATES, set()).add(subagent.id)
     return version
 
 

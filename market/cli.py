@@ -154,6 +154,21 @@ def tokens_create(handle: str, scopes: tuple[str, ...], name: str) -> None:
 
 
 @main.command()
+@click.option(
+    "--token",
+    envvar="SPRIG_MCP_TOKEN",
+    default=None,
+    help="API token the tools act with (default: $SPRIG_MCP_TOKEN; none: public reads only).",
+)
+def mcp(token: str | None) -> None:
+    """Serve suggest_forks, get_subagent, get_diff and publish_fork as MCP tools on stdio."""
+    from market.mcp_server import build_server
+
+    # stdout is the protocol channel: nothing else may be printed there.
+    build_server(_engine(), token=token).run("stdio")
+
+
+@main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, show_default=True, type=int)
 @click.option("--workers", default=2, show_default=True, type=int)

@@ -278,15 +278,7 @@ def get_diff(subagent_id: int, query: DiffQuery):
     who = caller()
     subagent = catalog.get_visible(session, who, subagent_id)
     version = catalog.get_version(session, subagent, query.version_id)
-    base = None
-    if query.against.value == "parent" and subagent.parent_version_id:
-        parent = session.get(catalog.SubAgent, subagent.parent_id)
-        if parent is not None and catalog.can_view(who, parent):
-            base = session.get(catalog.Version, subagent.parent_version_id)
-    elif query.against.value == "previous" and version.number > 1:
-        base = next(
-            v for v in catalog.list_versions(session, subagent) if v.number == version.number - 1
-        )
+    base = catalog.diff_base(session, who, subagent, version, query.against.value)
     diff = bundles.diff_bundles(
         catalog.load_bundle(session, base) if base else None,
         catalog.load_bundle(session, version),
