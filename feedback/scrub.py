@@ -16,7 +16,8 @@ from collections.abc import Iterable
 
 _EMAIL = re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+")
 _URL = re.compile(r"(?:https?://|www\.)[^\s<>\"']+", re.IGNORECASE)
-_IPV4 = re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}\b")
+# Exactly four dotted groups: "06.12.34.56.78" is a phone number, not an address.
+_IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?!\.?\d)")
 # A phone: optional +, then at least 7 digits with spaces, dots, dashes or brackets between.
 _PHONE = re.compile(r"(?<![\w+])\+?\(?\d(?:[\s().\-]{0,2}\d){6,}(?!\w)")
 _HANDLE = re.compile(r"(?<![\w@])@[A-Za-z0-9_][A-Za-z0-9_.\-]{0,39}")
@@ -45,10 +46,6 @@ class Scrubber:
         self.handles = {h.lower() for h in handles if h and len(h) >= 3}
 
     def scrub(self, text: str, own_values: Iterable[str | None] = ()) -> str:
-        for value in own_values:
-            pattern = _flexible(value) if isinstance(value, str) else None
-            if pattern is not None:
-                text = pattern.sub("[personal]", text)
         # Each pattern needs a character that most text lacks: test for it first (prompts and
         # comments are scrubbed by the hundred thousand).
         lowered = text.lower()
@@ -61,6 +58,12 @@ class Scrubber:
             text = _PHONE.sub("[phone]", text)
         if "@" in text:
             text = _HANDLE.sub("[handle]", text)
+        # The writer's own values last: what the patterns above did not recognize as an email
+        # or a phone (an address, a name, an oddly written number) still goes.
+        for value in own_values:
+            pattern = _flexible(value) if isinstance(value, str) else None
+            if pattern is not None:
+                text = pattern.sub("[personal]", text)
         if self.handles:
             text = _WORD.sub(
                 lambda m: "[handle]" if m.group().lower() in self.handles else m.group(), text
