@@ -66,7 +66,12 @@ class SyntheticTexts:
     def __init__(self, catalog: CatalogArrays, *, file_bytes: int = 600) -> None:
         self.catalog = catalog
         self.index = {int(v): i for i, v in enumerate(catalog.version_id)}
-        self.file_bytes = file_bytes
+        # The bundle's canonical JSON (market.bundles) with the version id as a placeholder:
+        # reading a stored bundle is a decompression, not a serialization.
+        body = ("// version @VID@\n" * (file_bytes // 16 + 1))[:file_bytes]
+        manifest = {"name": "App @VID@", "entry": "index.html", "scopes": [], "hosts": []}
+        files = {"index.html": "<title>App @VID@</title>", "app.js": body}
+        self._template = canonical_bytes(manifest, files).decode()
 
     def versions(self, version_ids: Sequence[int]) -> dict[int, VersionText]:
         out = {}
@@ -74,9 +79,6 @@ class SyntheticTexts:
             i = self.index[int(vid)]
             parent = int(self.catalog.parent_version_id[i])
             category = self.catalog.categories[int(self.catalog.category[i])]
-            body = (f"// version {vid}\n" * (self.file_bytes // 16 + 1))[: self.file_bytes]
-            manifest = {"name": f"App {vid}", "entry": "index.html", "scopes": [], "hosts": []}
-            files = {"index.html": f"<title>App {vid}</title>", "app.js": body}
             out[int(vid)] = VersionText(
                 version_id=int(vid),
                 number=1,
@@ -84,7 +86,7 @@ class SyntheticTexts:
                 title=f"App {vid}",
                 summary=f"A {category} helper, version {vid}.",
                 description="",
-                completion=canonical_bytes(manifest, files).decode(),
+                completion=self._template.replace("@VID@", str(vid)),
                 fork_request=f"make {parent} better" if parent >= 0 else None,
                 parent_title=f"App {parent}" if parent >= 0 else None,
                 parent_summary=f"A {category} helper, version {parent}." if parent >= 0 else None,
@@ -233,24 +235,33 @@ def synthetic_inputs(
         root = np.where(parent[root] >= 0, parent[root], root)
     category = (root % len(CATEGORIES)).astype(np.int32)
 
-    # Distinct (user, version) pairs: draw a little more than needed, drop repeats.
+    # Distinct (user, version) pairs: draw a little more than needed, drop repeats. Drawn in
+    # blocks so that generating ten million ratings does not itself need a gigabyte.
     user_weight = rng.pareto(1.5, users) + 1
-    user_weight /= user_weight.sum()
+    cumulative = np.cumsum(user_weight / user_weight.sum())
     draw = int(n_ratings * 1.08) + 1000
-    user = rng.choice(users, size=draw, p=user_weight)
-    item = rng.integers(0, versions, size=draw)
-    key = np.unique(user.astype(np.int64) * versions + item)
-    key = rng.permutation(key)[:n_ratings]
-    key.sort()  # feedback arrives in no particular order; ids follow it
-    user, item = key // versions, key % versions
-    m = key.size
+    key = np.empty(draw, np.int64)
+    for start in range(0, draw, 1 << 20):
+        size = min(1 << 20, draw - start)
+        block_user = np.minimum(np.searchsorted(cumulative, rng.random(size)), users - 1)
+        key[start : start + size] = block_user * versions + rng.integers(0, versions, size)
+    key = np.unique(key)
+    if key.size > n_ratings:  # keep a random n_ratings of them, in key order
+        key = key[np.sort(rng.choice(key.size, n_ratings, replace=False))]
+    user = (key // versions).astype(np.int64)
+    item = (key % versions).astype(np.int64)
+    del key
+    m = user.size
     leniency = rng.normal(0, 0.8, users)
     utility = quality[item] + leniency[user] + rng.normal(0, 1, m)
     thumb = (user % 3) == 0
-    stars = 1 + np.searchsorted(np.array([-1.5, -0.5, 0.5, 1.5]), utility)
-    rating = np.where(thumb, utility > 0, stars).astype(np.int8)
+    stars = (1 + np.searchsorted(np.array([-1.5, -0.5, 0.5, 1.5]), utility)).astype(np.int8)
+    rating = np.where(thumb, (utility > 0).astype(np.int8), stars)
+    del utility, stars
     exposed = rng.random(m) < 0.2
-    propensity = np.where(exposed, rng.uniform(0.02, 0.9, m), np.nan)
+    propensity = np.full(m, np.nan)
+    propensity[exposed] = rng.uniform(0.02, 0.9, int(exposed.sum()))
+    del exposed
     catalog = CatalogArrays(
         version_id=np.arange(1, versions + 1, dtype=np.int64),
         parent_version_id=np.where(parent >= 0, parent + 1, -1).astype(np.int64),

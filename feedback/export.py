@@ -597,7 +597,9 @@ class RewardExport:
         order = np.argsort(groups, kind="stable")
         rows_all, groups = rows_all[order], groups[order]
         started = time.perf_counter()
-        exported_users = np.unique(self.user_idx[rows_all])
+        exported_users = np.flatnonzero(
+            np.bincount(self.user_idx[rows_all], minlength=self.user_ids.size)
+        )
         names = np.full(self.user_ids.size, "", dtype=object)
         names[exported_users] = pseudonyms(self.user_ids[exported_users], pseudonym_key)
         rater_dictionary = pa.array(names.tolist(), type=pa.string())

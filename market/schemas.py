@@ -564,8 +564,10 @@ class ExportIn(StrictInput):
         le=2**31 - 1,
         description="incremental: only feedback written after this run's watermark",
     )
-    since_last: StrictBool = Field(
-        False, description="incremental from the last run that succeeded (if any)"
+    incremental: StrictBool = Field(
+        False,
+        description="without `since_run`: incremental from the last run that succeeded "
+        "(everything if none did); with it, implied",
     )
     k_anonymity: StrictInt = Field(
         5, ge=5, le=100_000, description="a version needs at least this many distinct raters"
@@ -577,12 +579,6 @@ class ExportIn(StrictInput):
     include_comments: StrictBool = Field(False, description="scrubbed comments and tags")
     conversational: StrictBool = Field(True, description="also the *_conversational configs")
     openai_jsonl: StrictBool = Field(False, description="also OpenAI preference JSONL")
-
-    @model_validator(mode="after")
-    def _one_start(self):
-        if self.since_run is not None and self.since_last:
-            raise ValueError("give `since_run` or `since_last`, not both")
-        return self
 
 
 class ExportFileOut(BaseModel):

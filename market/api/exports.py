@@ -68,7 +68,7 @@ def create_export(body: ExportIn):
     who.require(SCOPE)
     session = db()
     since = body.since_run
-    if body.since_last:
+    if since is None and body.incremental:
         since = export_service.last_succeeded_run(session)
     parameters = ExportParameters(
         k_anonymity=body.k_anonymity,

@@ -176,7 +176,8 @@ def test_exports_need_a_service_token_with_the_exports_scope(client, engine, com
         {"confidence": 1.5},
         {"test_share": 0.9},
         {"include_comments": "yes"},
-        {"since_run": 1, "since_last": True},
+        {"since_run": "last"},
+        {"since_run": 0},
         {"format": "csv"},
     ],
 )
@@ -316,7 +317,7 @@ def test_the_run_loads_with_datasets_by_its_card(app, client, community, tmp_pat
 # --------------------------------------------------------------------------- incremental
 def test_incremental_runs_carry_only_what_changed_after_the_watermark(app, client, community):
     first = _export(client, community)
-    nothing_new = _export(client, community, since_last=True)
+    nothing_new = _export(client, community, incremental=True)
     assert nothing_new["since_run"] == first["id"]
     assert nothing_new["manifest"]["kind"] == "incremental"
     assert nothing_new["manifest"]["counts"]["ratings"]["total"] == 0
