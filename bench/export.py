@@ -46,6 +46,7 @@ sys.path.insert(0, str(ROOT))
 from bench.evolution_sim import RandomPolicy, World, WorldParams, draw_world  # noqa: E402
 from feedback import rewards  # noqa: E402
 from feedback.export import (  # noqa: E402
+    RATINGS_SCHEMA,
     CatalogArrays,
     Comment,
     ExportParameters,
@@ -154,7 +155,7 @@ def accuracy_on_world(seed: int, parameters: ExportParameters | None = None, **o
     parameters = parameters or ExportParameters()
     world = simulated_world(seed, **overrides)
     catalog, feedback, quality = inputs_from_world(world)
-    export = RewardExport(catalog, feedback, parameters)
+    export = RewardExport(catalog, feedback, parameters, pseudonym_key=secrets.token_bytes(32))
     e, pairs, exported = export.estimate, export.pairs, export.eligible
     chosen_better = quality[pairs.chosen] > quality[pairs.rejected]
     raw = e.raw_mean
@@ -289,8 +290,10 @@ def child_ours(n_ratings: int, out: str) -> dict:
     catalog, feedback = synthetic_inputs(n_ratings)
     before = _peak_mib()
     started = time.perf_counter()
-    export = RewardExport(catalog, feedback, ExportParameters())
-    result = export.write(Path(out), SyntheticTexts(catalog), pseudonym_key=secrets.token_bytes(32))
+    export = RewardExport(
+        catalog, feedback, ExportParameters(), pseudonym_key=secrets.token_bytes(32)
+    )
+    result = export.write(Path(out), SyntheticTexts(catalog))
     seconds = time.perf_counter() - started
     return {
         "seconds": seconds,
@@ -311,8 +314,11 @@ def child_pyarrow(n_ratings: int, out: str) -> dict:
     import pyarrow.parquet as pq
 
     catalog, feedback = synthetic_inputs(n_ratings)
-    export = RewardExport(catalog, feedback, ExportParameters())
-    tables = [t for _c, _s, t in export.ratings_batches(secrets.token_bytes(32), None)]
+    export = RewardExport(
+        catalog, feedback, ExportParameters(), pseudonym_key=secrets.token_bytes(32)
+    )
+    # As the trainers read it back: category and scale as plain strings.
+    tables = [t.cast(RATINGS_SCHEMA) for _c, _s, t in export.ratings_batches(None)]
     table = pa.concat_tables(tables)
     del tables
     before = _peak_mib()

@@ -77,10 +77,13 @@ class ShardedConfig:
         max_bytes: int,
         row_group_rows: int = 1_000_000,
         row_group_bytes: int = 32 * 1024 * 1024,
+        store_schema: bool = True,
     ) -> None:
         self.root, self.config, self.schema = root, config, schema
         self.max_rows, self.max_bytes = max_rows, max_bytes
         self.row_group_rows, self.row_group_bytes = row_group_rows, row_group_bytes
+        self.store_schema = store_schema
+        self.writer_options = {"compression": "zstd", "store_schema": store_schema}
         self.shards: list[ShardInfo] = []
         self._open: dict[tuple[str, str], _OpenShard] = {}
         self._pending: dict[tuple[str, str], _Pending] = {}
@@ -129,14 +132,16 @@ class ShardedConfig:
         for index, temporary in enumerate(parts):
             final = temporary.with_name(f"{split}-{index:05d}-of-{len(parts):05d}.parquet")
             temporary.rename(final)
-            rows = pq.ParquetFile(final).metadata.num_rows
+            # Hashed now, on the thread that wrote it, rather than in one pass at the end.
             self.shards.append(
                 ShardInfo(
                     path=final.relative_to(self.root).as_posix(),
                     config=self.config,
                     category=group[0],
                     split=split,
-                    rows=rows,
+                    rows=pq.ParquetFile(final).metadata.num_rows,
+                    bytes=final.stat().st_size,
+                    sha256=sha256_of(final),
                 )
             )
 
@@ -148,7 +153,7 @@ class ShardedConfig:
             # config of the card loads (as zero rows) and the columns are documented.
             path = self.root / self.config / "train-00000-of-00001.parquet"
             path.parent.mkdir(parents=True, exist_ok=True)
-            pq.write_table(self.schema.empty_table(), path)
+            pq.write_table(self.schema.empty_table(), path, store_schema=self.store_schema)
             relative = path.relative_to(self.root).as_posix()
             self.shards.append(ShardInfo(relative, self.config, "", "train", 0))
         return self.shards
@@ -159,7 +164,7 @@ class ShardedConfig:
         path = self.root / self.config / category / f".{split}-{len(parts):05d}.partial"
         path.parent.mkdir(parents=True, exist_ok=True)
         parts.append(path)
-        shard = _OpenShard(pq.ParquetWriter(path, self.schema, compression="zstd"))
+        shard = _OpenShard(pq.ParquetWriter(path, self.schema, **self.writer_options))
         self._open[group] = shard
         return shard
 
@@ -219,8 +224,10 @@ class JsonLines:
 
 
 def finish_files(root: Path, shards: list[ShardInfo]) -> None:
-    """Sizes and SHA-256 of every file, read back from disk once they are closed."""
+    """Sizes and SHA-256 of every file not yet hashed, read back from disk once closed."""
     for shard in shards:
+        if shard.sha256:
+            continue
         path = root / shard.path
         shard.bytes = path.stat().st_size
         shard.sha256 = sha256_of(path)
@@ -232,24 +239,24 @@ def _yaml_string(value: str) -> str:
 
 
 def card_front_matter(shards: list[ShardInfo], configs: list[str], default: str) -> str:
-    """YAML ``configs``: for each config, one ``data_files`` entry per split that has files."""
-    lines = ["---", "configs:"]
+    """YAML ``configs``: for each config with rows, one ``data_files`` entry per split that has
+    rows. A config without rows is left out of the card (``datasets`` cannot read a Parquet file
+    of zero rows); its empty shard still documents its columns."""
+    entries = []
     for config in configs:
-        mine = [s for s in shards if s.config == config]
-        lines.append(f"- config_name: {config}")
+        mine = [s for s in shards if s.config == config and s.rows > 0]
+        if not mine:
+            continue
+        entries.append(f"- config_name: {config}")
         if config == default:
-            lines.append("  default: true")
-        lines.append("  data_files:")
+            entries.append("  default: true")
+        entries.append("  data_files:")
         for split in SPLITS:
             files = [s for s in mine if s.split == split]
-            if not files:
-                continue
-            if all(s.category for s in files):
-                pattern = f"{config}/*/{split}-*.parquet"
-            else:
-                pattern = files[0].path
-            lines.append(f"  - split: {split}")
-            lines.append(f"    path: {_yaml_string(pattern)}")
+            if files:
+                entries.append(f"  - split: {split}")
+                entries.append(f"    path: {_yaml_string(f'{config}/*/{split}-*.parquet')}")
+    lines = ["---", "configs:" if entries else "configs: []", *entries]
     lines += ["tags:", "- trl", "- reward-modeling", "- sprig", "---", ""]
     return "\n".join(lines)
 

@@ -34,7 +34,6 @@ from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from evolution.tree import Forest
 from feedback import rewards
@@ -122,6 +121,14 @@ RATINGS_SCHEMA = pa.schema(
         ("comment", pa.string()),
         ("tags", pa.list_(pa.string())),
     ]
+)
+
+
+# In memory the two label columns stay dictionary-encoded (no string per row); the files do not
+# store the Arrow schema, so every reader gets RATINGS_SCHEMA's plain strings.
+_LABEL = pa.dictionary(pa.int8(), pa.string())
+RATINGS_WRITE_SCHEMA = pa.schema(
+    [pa.field(f.name, _LABEL) if f.name in ("category", "scale") else f for f in RATINGS_SCHEMA]
 )
 
 
@@ -371,8 +378,11 @@ class RewardExport:
         feedback: FeedbackColumns,
         parameters: ExportParameters,
         *,
+        pseudonym_key: bytes,
         progress: Progress | None = None,
     ) -> None:
+        """``pseudonym_key``: the HMAC key of this export only (the caller draws it and keeps
+        it nowhere); the pseudonyms are computed on a second thread while the model is fitted."""
         started = time.perf_counter()
         self.catalog, self.parameters = catalog, parameters
         self.progress = progress or (lambda stage, done, total: None)
@@ -391,9 +401,25 @@ class RewardExport:
             )
             item = item[known]
         self.feedback = feedback
-        self.item = item.astype(np.int32)
+        # int64 indices: every numpy gather and bincount below wants them, and converting
+        # ten million indices each time costs more than the memory they take.
+        self.item = item.astype(np.int64, copy=False)
         self.user_ids, user_idx = dense_index(feedback.user_id)
-        self.user_idx = user_idx.astype(np.int32)
+        self.user_idx = user_idx.astype(np.int64, copy=False)
+        # Which ratings are exported needs only the raters per version (one rating per user
+        # and version): known before the model, so their pseudonyms can be made meanwhile.
+        self.eligible = np.bincount(self.item, minlength=n) >= parameters.k_anonymity
+        if feedback.is_new is None:
+            self.touched = np.ones(n, dtype=bool)
+            self.rating_rows = np.flatnonzero(self.eligible[self.item])
+        else:
+            self.touched = np.bincount(self.item[feedback.is_new], minlength=n) > 0
+            self.rating_rows = np.flatnonzero(self.eligible[self.item] & feedback.is_new)
+        self._raters: list[pa.Array | BaseException] = []
+        self._rater_thread = threading.Thread(
+            target=self._make_pseudonyms, args=(pseudonym_key,), name="export-pseudonyms"
+        )
+        self._rater_thread.start()
         self.progress("model", 0, 1)
         self.estimate = rewards.estimate_rewards(
             self.forest,
@@ -410,7 +436,9 @@ class RewardExport:
         self.seconds["model"] = time.perf_counter() - started
 
         started = time.perf_counter()
-        self.eligible = rewards.eligible_items(self.estimate, parameters.k_anonymity)
+        assert np.array_equal(
+            self.eligible, rewards.eligible_items(self.estimate, parameters.k_anonymity)
+        )
         self.root_id = catalog.subagent_id[self.forest.root]
         self.test = rewards.is_test_root(self.root_id, parameters.test_share)
         self.category = np.asarray(catalog.category, dtype=np.int32)
@@ -431,14 +459,27 @@ class RewardExport:
             category=self.category,
             confidence=parameters.confidence,
         )
-        # Incremental: only what new feedback touched (the model still saw everything).
-        if feedback.is_new is None:
-            self.touched = np.ones(n, dtype=bool)
-            self.rating_rows = np.flatnonzero(self.eligible[self.item])
-        else:
-            self.touched = np.bincount(self.item[feedback.is_new], minlength=n) > 0
-            self.rating_rows = np.flatnonzero(self.eligible[self.item] & feedback.is_new)
         self.seconds["pairs"] = time.perf_counter() - started
+
+    def _make_pseudonyms(self, key: bytes) -> None:
+        started = time.perf_counter()
+        try:
+            exported = np.flatnonzero(
+                np.bincount(self.user_idx[self.rating_rows], minlength=self.user_ids.size)
+            )
+            names = np.full(self.user_ids.size, "", dtype=object)
+            names[exported] = pseudonyms(self.user_ids[exported], key)
+            self._raters.append(pa.array(names.tolist(), type=pa.string()))
+        except BaseException as error:  # re-raised by rater_dictionary, on the caller's thread
+            self._raters.append(error)
+        self.seconds["pseudonyms"] = time.perf_counter() - started
+
+    def rater_dictionary(self) -> pa.Array:
+        """Pseudonym of every user index ("" for users with no exported rating)."""
+        self._rater_thread.join()
+        if isinstance(self._raters[0], BaseException):
+            raise self._raters[0]
+        return self._raters[0]
 
     # ------------------------------------------------------------------ groups
     def _group_of(self, nodes: np.ndarray) -> np.ndarray:
@@ -454,7 +495,7 @@ class RewardExport:
         return self.catalog.categories[code % n_categories], split
 
     # ------------------------------------------------------------------ writing
-    def write(self, directory: Path, texts: TextSource, *, pseudonym_key: bytes) -> ExportResult:
+    def write(self, directory: Path, texts: TextSource) -> ExportResult:
         """Write every config's shards into ``directory``. The ratings (numeric, encoded by
         Arrow's C++ code, which releases the GIL) are written on a second thread while this
         one builds the text rows; the two share the text source under a lock."""
@@ -474,9 +515,10 @@ class RewardExport:
         ratings_config = ShardedConfig(
             directory,
             "ratings",
-            RATINGS_SCHEMA,
+            RATINGS_WRITE_SCHEMA,
             max_rows=p.max_rows_per_shard,
             max_bytes=p.max_bytes_per_shard,
+            store_schema=False,
         )
         openai = JsonLines(directory, "openai") if p.openai_jsonl else None
         counts: dict[str, dict[str, int]] = {name: {} for name in [*configs, "ratings", "openai"]}
@@ -501,7 +543,7 @@ class RewardExport:
         ratings_error: list[BaseException] = []
         ratings_thread = threading.Thread(
             target=self._write_ratings,
-            args=(ratings_config, counts["ratings"], source, pseudonym_key, tick, ratings_error),
+            args=(ratings_config, counts["ratings"], source, tick, ratings_error),
             name="export-ratings",
         )
         ratings_thread.start()
@@ -586,9 +628,7 @@ class RewardExport:
             for config in configs.values():
                 config.close_group(category, split)
 
-    def ratings_batches(
-        self, pseudonym_key: bytes, source: TextSource
-    ) -> Iterator[tuple[str, str, pa.Table]]:
+    def ratings_batches(self, source: TextSource | None) -> Iterator[tuple[str, str, pa.Table]]:
         """(category, split, table) of the ``ratings`` rows, group by group, in batches of
         ``ratings_batch`` rows."""
         p = self.parameters
@@ -596,15 +636,7 @@ class RewardExport:
         groups = self._group_of(self.item[rows_all])
         order = np.argsort(groups, kind="stable")
         rows_all, groups = rows_all[order], groups[order]
-        started = time.perf_counter()
-        exported_users = np.flatnonzero(
-            np.bincount(self.user_idx[rows_all], minlength=self.user_ids.size)
-        )
-        names = np.full(self.user_ids.size, "", dtype=object)
-        names[exported_users] = pseudonyms(self.user_ids[exported_users], pseudonym_key)
-        rater_dictionary = pa.array(names.tolist(), type=pa.string())
-        del names
-        self.seconds["pseudonyms"] = time.perf_counter() - started
+        rater_dictionary = self.rater_dictionary()
         scrubber = source.comment_scrubber() if p.include_comments else None
         for code, a, b in _group_runs(groups):
             category, split = self._group_name(code)
@@ -616,10 +648,10 @@ class RewardExport:
                     self._ratings_table(rows, rater_dictionary, category, source, scrubber),
                 )
 
-    def _write_ratings(self, config, counts, source, pseudonym_key, tick, errors) -> None:
+    def _write_ratings(self, config, counts, source, tick, errors) -> None:
         try:
             current = None
-            for category, split, table in self.ratings_batches(pseudonym_key, source):
+            for category, split, table in self.ratings_batches(source):
                 if current is not None and current != (category, split):
                     config.close_group(*current)
                 current = (category, split)
@@ -719,27 +751,37 @@ class RewardExport:
         chosen = completions.take(pa.array(np.searchsorted(nodes, part.chosen)))
         rejected = completions.take(pa.array(np.searchsorted(nodes, part.rejected)))
         parent = self.forest.parent
-        prompts = []
-        for c, r, relation in zip(
-            vid[part.chosen].tolist(),
-            vid[part.rejected].tolist(),
-            part.relation.tolist(),
-            strict=True,
-        ):
-            prompts.append(cache.pair_prompt(relation, loaded[c], loaded[r]))
-        child_first = parent[part.chosen] == part.rejected
-        for i in np.flatnonzero(part.relation == rewards.PARENT_CHILD):
-            child = part.chosen[i] if child_first[i] else part.rejected[i]
-            prompts[i] = cache.prompt(int(vid[child]))
+        # One prompt per distinct context, then taken per pair: a parent and child pair asks
+        # what the child's own prompt asked; siblings share their parent; co-rated versions
+        # share their category.
+        child = np.where(parent[part.chosen] == part.rejected, part.chosen, part.rejected)
+        context = np.where(
+            part.relation == rewards.PARENT_CHILD,
+            child,
+            np.where(part.relation == rewards.SIBLING, parent[part.chosen], -1),
+        )
+        key = context * 4 + part.relation  # co-rated: (-1, category of the group)
+        unique_keys, first, index = np.unique(key, return_index=True, return_inverse=True)
+        texts = []
+        for i in first.tolist():
+            relation = int(part.relation[i])
+            chosen_text = loaded[int(vid[part.chosen[i]])]
+            if relation == rewards.PARENT_CHILD:
+                texts.append(cache.prompt(int(vid[child[i]])))
+            else:
+                rejected_text = loaded[int(vid[part.rejected[i]])]
+                texts.append(cache.pair_prompt(relation, chosen_text, rejected_text))
+        prompt_column = pa.array(texts, pa.string()).take(pa.array(index.astype(np.int64)))
+        del unique_keys
         lines = []
         if self.parameters.openai_jsonl:
             lines = [
-                rewards.openai_preference_line(prompt, c.as_py(), r.as_py())
-                for prompt, c, r in zip(prompts, chosen, rejected, strict=True)
+                rewards.openai_preference_line(prompt.as_py(), c.as_py(), r.as_py())
+                for prompt, c, r in zip(prompt_column, chosen, rejected, strict=True)
             ]
         e = self.estimate
         columns = [
-            pa.array(prompts, pa.string()),
+            prompt_column,
             chosen,
             rejected,
             pa.array(part.margin),
@@ -791,16 +833,16 @@ class RewardExport:
             tags = pa.array(tags_out, pa.list_(pa.string()))
         return pa.Table.from_arrays(
             [
-                pc.take(rater_dictionary, pa.array(user)),
+                rater_dictionary.take(pa.array(user)),
                 pa.array(self.catalog.version_id[item]),
                 pa.array(self.catalog.subagent_id[item]),
                 pa.array(self.root_id[item]),
                 pa.DictionaryArray.from_arrays(
                     pa.array(np.zeros(rows.size, np.int8)), pa.array([category])
-                ).cast(pa.string()),
+                ),
                 pa.DictionaryArray.from_arrays(
                     pa.array(thumb.astype(np.int8)), pa.array(["stars", "thumbs"])
-                ).cast(pa.string()),
+                ),
                 pa.array(f.rating[rows].astype(np.int8)),
                 pa.array(z.astype(np.float32)),
                 pa.array(leniency.astype(np.float32)),
@@ -810,7 +852,7 @@ class RewardExport:
                 comments,
                 tags,
             ],
-            schema=RATINGS_SCHEMA,
+            schema=RATINGS_WRITE_SCHEMA,
         )
 
     # ------------------------------------------------------------------ summaries

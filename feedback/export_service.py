@@ -146,12 +146,19 @@ def execute_run(
         with Session(engine, expire_on_commit=False) as session:
             catalog = load_catalog(session)
             feedback = load_feedback(session, watermark, since_watermark)
-            export = RewardExport(catalog, feedback, parameters, progress=progress)
+            # The key exists only in this frame and the export object: nothing stores it, so
+            # this run's pseudonyms cannot be recomputed or linked to another run's.
+            export = RewardExport(
+                catalog,
+                feedback,
+                parameters,
+                pseudonym_key=secrets.token_bytes(32),
+                progress=progress,
+            )
+            del feedback  # the export keeps what it needs
             texts = DatabaseTexts(session, catalog)
             directory = start_run(export_root, run_id)
-            # The key exists only in this frame: nothing stores it, so this run's pseudonyms
-            # cannot be recomputed or linked to another run's.
-            result = export.write(directory, texts, pseudonym_key=secrets.token_bytes(32))
+            result = export.write(directory, texts)
         run_info = {
             "run": run_id,
             "since_run": run.since_run_id,

@@ -19,7 +19,8 @@ and the first version of a fork under the exact version it was forked from.
    * ``co_rated``: versions of one category rated by the same users; per user, the rated
      versions are put in a pseudo-random order and consecutive ones paired, so a user with n
      ratings proposes n − 1 pairs, and the rater model (which compares exactly such ratings)
-     speaks to each.
+     speaks to each. Past 12 ratings per exported version, a fixed pseudo-random sample of the
+     ratings proposes them (``co_raters`` counts the users of that sample who rated both).
    A pair is kept only when its debiased margin is confident:
        P(θ_chosen > θ_rejected) = Φ(E[θ_a − θ_b] / sd(θ_a − θ_b)) ≥ confidence,
        Var(θ_a − θ_b) = Var θ_a + Var θ_b − 2 Cov(θ_a, θ_b),
@@ -150,11 +151,12 @@ def estimate_rewards(
         pairs = np.unique(item * max(n_users, 1) + user)
         raters = np.bincount(pairs // max(n_users, 1), minlength=n)
     z_sum = np.bincount(item, z, minlength=n)
-    stars = ~thumb
-    stars_count = np.bincount(item[stars], minlength=n)
-    stars_sum = np.bincount(item[stars], value[stars], minlength=n)
-    thumbs_up = np.bincount(item[thumb & (value > 0.5)], minlength=n)
-    thumbs_down = np.bincount(item[thumb & (value <= 0.5)], minlength=n)
+    # Stars, thumbs down and thumbs up counted in one pass: kind 0, 2, 3 of item·4 + kind.
+    kind = thumb.astype(np.int64) * 2 + (thumb & (value > 0.5))
+    by_kind = np.bincount(item * 4 + kind, minlength=4 * n).reshape(n, 4)
+    stars_count, thumbs_down, thumbs_up = by_kind[:, 0], by_kind[:, 2], by_kind[:, 3]
+    stars_sum = np.bincount(item, np.where(thumb, 0.0, value), minlength=n)
+    del kind, by_kind
 
     if ratings.propensity is None:
         propensity = np.full(item.shape, np.nan)
@@ -336,7 +338,7 @@ def select_pairs(
     sibling_window: int = DEFAULT_SIBLING_WINDOW,
     max_pairs_per_item: int = DEFAULT_MAX_PAIRS_PER_ITEM,
     relations: tuple[str, ...] = RELATIONS,
-    co_rated_sample_per_item: int = 20,
+    co_rated_sample_per_item: int = 12,
 ) -> Pairs:
     """Preference pairs whose debiased margin is confident (module docstring, 2)."""
     eligible = np.asarray(eligible, dtype=bool)

@@ -42,9 +42,11 @@ def world_inputs():
 def export_run(root, world_inputs, run=1, feedback=None, **parameters):
     catalog, all_feedback, _quality = world_inputs
     parameters = ExportParameters(**{"openai_jsonl": True, **parameters})
-    export = RewardExport(catalog, feedback or all_feedback, parameters)
+    export = RewardExport(
+        catalog, feedback or all_feedback, parameters, pseudonym_key=secrets.token_bytes(32)
+    )
     directory = start_run(root, run)
-    result = export.write(directory, SyntheticTexts(catalog), pseudonym_key=secrets.token_bytes(32))
+    result = export.write(directory, SyntheticTexts(catalog))
     info = {"run": run, "since_run": None, "watermark": "2026-01-01T00:00:00+00:00"}
     (directory / "README.md").write_text(dataset_card(result, parameters, info), encoding="utf-8")
     manifest = {
@@ -257,3 +259,26 @@ def test_pseudonyms_are_hmac_sha256_under_the_run_key():
     assert names[1] == hmac.new(key, b"22", hashlib.sha256).hexdigest()[:32]
     assert len(set(names)) == 3
     assert pseudonyms(np.array([22]), b"j" * 32)[0] != names[1]
+
+
+def test_an_export_with_nothing_to_export_documents_every_config(tmp_path):
+    from feedback.export import CatalogArrays
+
+    none = np.zeros(0, np.int64)
+    catalog = CatalogArrays(none, none, none, np.zeros(0, np.int32), ())
+    feedback = FeedbackColumns(
+        none,
+        none,
+        none,
+        np.zeros(0, bool),
+        np.zeros(0, np.int8),
+        np.zeros(0),
+        np.zeros(0, np.int32),
+    )
+    run_dir, result, _export = export_run(tmp_path, (catalog, feedback, None))
+    assert all(counts["total"] == 0 for counts in result.counts.values())
+    front = yaml.safe_load((run_dir / "README.md").read_text(encoding="utf-8").split("---")[1])
+    assert front["configs"] == []  # datasets cannot read zero-row Parquet files
+    for name in card_configs(ExportParameters()):
+        empty = pq.read_table(run_dir / name / "train-00000-of-00001.parquet")
+        assert empty.num_rows == 0 and "category" in empty.column_names
