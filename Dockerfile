@@ -17,7 +17,7 @@ WORKDIR /app
 # -c market/gunicorn_conf.py and `sprig db upgrade` uses migrations/.
 COPY . .
 RUN pip install . \
-    && install -d -o sprig -g sprig /app/var
+    && install -d -o sprig -g sprig /app/var /app/var/exports
 
 USER sprig
 

@@ -163,6 +163,8 @@ def debias(
     user_idx = np.asarray(user_idx, dtype=np.int64)
     item_idx = np.asarray(item_idx, dtype=np.int64)
     rating = np.asarray(rating, dtype=np.float64)
+    # Unweighted fits (the reward export's ten million ratings) skip the multiplications by 1.
+    weighted = weight is not None
     weight = np.ones_like(rating) if weight is None else np.asarray(weight, dtype=np.float64)
     total = float(weight.sum())
     global_mean = float(weight @ rating / total) if total > 0 else 0.0
@@ -175,9 +177,15 @@ def debias(
     item_effect = np.zeros(n_items)
     centred = rating - global_mean
     for _ in range(epochs):
-        residual = weight * (centred - user_offset[user_idx])
+        residual = user_offset[user_idx]
+        np.subtract(centred, residual, out=residual)
+        if weighted:
+            residual *= weight
         item_effect = np.bincount(item_idx, residual, minlength=n_items) / (reg_item + item_count)
-        residual = weight * (centred - item_effect[item_idx])
+        residual = item_effect[item_idx]
+        np.subtract(centred, residual, out=residual)
+        if weighted:
+            residual *= weight
         user_offset = np.bincount(user_idx, residual, minlength=n_users) / (reg_user + user_count)
 
     corrected = weight * (centred - user_offset[user_idx])

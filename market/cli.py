@@ -97,6 +97,96 @@ def rank(force: bool) -> None:
     )
 
 
+@main.command("export-rewards")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Export directory (runs go in run-NNNNN/ inside). Default: SPRIG_EXPORT_DIR.",
+)
+@click.option(
+    "--since",
+    default=None,
+    help="Incremental from this run's watermark (a run number, or 'last').",
+)
+@click.option("--k", "k_anonymity", type=click.IntRange(5), default=5, show_default=True)
+@click.option("--confidence", type=click.FloatRange(0.6, 0.999), default=0.95, show_default=True)
+@click.option("--test-share", type=click.FloatRange(0.0, 0.5), default=0.1, show_default=True)
+@click.option("--comments", is_flag=True, help="Include scrubbed comments and tags.")
+@click.option("--openai", is_flag=True, help="Also write OpenAI preference JSONL.")
+@click.option("--no-conversational", is_flag=True, help="Skip the *_conversational configs.")
+@click.option("--progress/--no-progress", default=True, show_default=True)
+def export_rewards(
+    out_dir,
+    since,
+    k_anonymity,
+    confidence,
+    test_share,
+    comments,
+    openai,
+    no_conversational,
+    progress,
+) -> None:
+    """Export reward datasets (Parquet shards, dataset card, manifest) as a new numbered run."""
+    from tqdm import tqdm
+
+    from feedback import export_service
+    from feedback.export import ExportParameters
+
+    settings = load_settings()
+    engine = _engine()
+    parameters = ExportParameters(
+        k_anonymity=k_anonymity,
+        confidence=confidence,
+        test_share=test_share,
+        include_comments=comments,
+        conversational=not no_conversational,
+        openai_jsonl=openai,
+    )
+    with session_scope(engine) as session:
+        since_run = None
+        if since == "last":
+            since_run = export_service.last_succeeded_run(session)
+            if since_run is None:
+                click.echo("no earlier run succeeded: exporting everything")
+        elif since is not None:
+            if not since.isdigit():
+                raise click.BadParameter("a run number or 'last'", param_hint="--since")
+            since_run = int(since)
+        try:
+            run = export_service.create_run(session, parameters, since_run=since_run)
+        except Exception as error:
+            raise click.ClickException(getattr(error, "detail", str(error))) from None
+        run_id = run.id
+
+    bar = tqdm(total=0, unit="row", disable=not progress, desc=f"run {run_id}")
+
+    def report(stage: str, done: int, total: int) -> None:
+        if stage == "model":
+            bar.set_description(f"run {run_id}: fitting the model")
+            return
+        bar.set_description(f"run {run_id}: writing")
+        bar.total = total
+        bar.n = done
+        bar.refresh()
+
+    run = export_service.execute_run(
+        engine,
+        run_id,
+        out_dir or settings.export_dir,
+        settle_seconds=settings.export_settle_seconds,
+        progress=report,
+    )
+    bar.close()
+    if run.status != "succeeded":
+        raise click.ClickException(f"export run {run_id} failed: {run.error}")
+    counts = run.manifest["counts"]
+    click.echo(f"export run {run_id}: {run.location}")
+    for name, figures in counts.items():
+        click.echo(f"  {name}: {figures['total']:,} rows")
+
+
 @main.group()
 def users() -> None:
     """People and service accounts."""

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import importlib
 
-MODEL_MODULES = ("market.models", "feedback.models", "evolution.models")
+MODEL_MODULES = (
+    "market.models",
+    "feedback.models",
+    "evolution.models",
+    "feedback.export_models",
+)
 
 SEARCH_TABLE_PREFIX = "subagent_fts"
 SEARCH_COLUMN = "search_vector"

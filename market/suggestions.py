@@ -57,7 +57,7 @@ from evolution.text_index import (
 )
 from evolution.themes import FeedbackNote, group_themes
 from feedback.models import Feedback
-from feedback.scrub import scrub_contact_details
+from feedback.contact_scrub import scrub_contact_details
 from market.catalog import INDEX_UPDATES
 from market.models import BundleBlob, SubAgent, Version
 from market.suggestion_schemas import (

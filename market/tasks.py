@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from feedback.export_service import execute_run
 from feedback.services import run_rollup
 from market.celery_app import celery
 from market.config import load_settings
@@ -45,3 +46,13 @@ def rank_task(force: bool = False) -> dict:
     with session_scope(_engine()) as session:
         run = run_ranking(session, force=force)
         return {"mode": run.mode, "subagents": run.subagents, "seconds": run.seconds}
+
+
+@celery.task(name="sprig.export_rewards")
+def export_rewards_task(run_id: int) -> dict:
+    """Build and publish export run ``run_id`` (idempotent: a finished run is left alone)."""
+    settings = load_settings()
+    run = execute_run(
+        _engine(), run_id, settings.export_dir, settle_seconds=settings.export_settle_seconds
+    )
+    return {"run": run.id, "status": run.status, "error": run.error}

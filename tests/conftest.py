@@ -56,14 +56,17 @@ def _wipe(engine) -> None:
 
 
 @pytest.fixture
-def app(database_url):
+def app(database_url, tmp_path):
     # The read cache is off here (its own tests turn it on): counts must be read fresh.
+    # Exports go to the test's own directory and read feedback up to the very moment they start.
     app = create_app(
         {
             "database_url": database_url,
             "testing": True,
             "secret_key": "test",
             "read_cache_seconds": 0,
+            "export_dir": str(tmp_path / "exports"),
+            "export_settle_seconds": 0,
         }
     )
     engine = app.extensions["sprig.engine"]

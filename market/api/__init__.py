@@ -5,7 +5,7 @@ from __future__ import annotations
 from apiflask import APIFlask
 from pydantic import TypeAdapter
 
-from market.api import account, ranking, recommendations, subagents, suggestions, usage
+from market.api import account, exports, ranking, recommendations, subagents, suggestions, usage
 from market.problems import PROBLEM_SCHEMA
 
 
@@ -16,6 +16,7 @@ def register_api(app: APIFlask, prefix: str) -> None:
     app.register_blueprint(ranking.bp, url_prefix=prefix)
     app.register_blueprint(recommendations.bp, url_prefix=prefix)
     app.register_blueprint(suggestions.bp, url_prefix=prefix)
+    app.register_blueprint(exports.bp, url_prefix=prefix)
     app.spec_processor(lambda spec: complete_spec(spec, prefix))
 
 

@@ -23,6 +23,7 @@ EXPECTED_ENV = {
     "SPRIG_DATABASE_URL": "postgresql+psycopg://sprig:sprig@postgres:5432/sprig",
     "SPRIG_REDIS_URL": "redis://redis:6379/0",
     "SPRIG_CELERY_EAGER": "0",
+    "SPRIG_EXPORT_DIR": "/app/var/exports",
 }
 
 TEST_SECRET_KEY = "test-secret"
@@ -79,6 +80,14 @@ def test_resolved_config_shares_image_and_env() -> None:
     for name in APP_SERVICES:
         assert services[name]["image"] == services["web"]["image"], name
         assert services[name]["environment"] == {**EXPECTED_ENV, "SPRIG_SECRET_KEY": "s3cret"}
+
+
+def test_web_and_worker_share_the_exports_volume(compose_yaml: dict) -> None:
+    """The worker writes export runs and web serves their files: one named volume."""
+    services = compose_yaml["services"]
+    for name in ("web", "worker"):
+        assert "exports:/app/var/exports" in services[name]["volumes"], name
+    assert "exports" in compose_yaml["volumes"]
 
 
 def test_services_exist(compose_yaml: dict) -> None:

@@ -19,7 +19,7 @@ from evolution.suggest import (
 )
 from evolution.text_index import Match
 from evolution.themes import OTHER_LABEL, FeedbackNote, group_themes
-from feedback.scrub import scrub_contact_details
+from feedback.contact_scrub import scrub_contact_details
 
 
 def test_score_by_hand():
