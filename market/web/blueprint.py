@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import time
 
-from flask import Blueprint, g, render_template, request
+from apiflask import APIBlueprint
+from flask import g, render_template, request
 from sqlalchemy.exc import InterfaceError, OperationalError
 
 from market.errors import SprigError
 from market.web import signin
 
-bp = Blueprint(
-    "web",
-    __name__,
-    template_folder="templates",
-    static_folder=None,
-)
+# An APIBlueprint only because APIFlask expects every blueprint to say whether it belongs in
+# the OpenAPI document: pages do not.
+bp = APIBlueprint("web", __name__, template_folder="templates", enable_openapi=False)
 
 # Every page: scripts and styles only from our own files (no inline code, no CDN), frames
 # only our own preview path, never framed by anyone else.

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 WIDTH = 640
 HEIGHT = 220
-LEFT, RIGHT, TOP, BOTTOM = 44, 12, 12, 28
+LEFT, RIGHT, TOP, BOTTOM = 44, 26, 12, 28
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,11 @@ def nice_ceiling(value: float) -> float:
     return float(10 * power)
 
 
+def axis_top(highest: float) -> float:
+    """An axis top whose four gridline steps are each a readable number (0, 2, 4, 6, 8)."""
+    return 4 * nice_ceiling(highest / 4) if highest > 0 else 4.0
+
+
 def _format(value: float, percent: bool) -> str:
     if percent:
         return f"{value * 100:.0f}%"
@@ -100,7 +105,7 @@ def line_chart(
     inner = WIDTH - LEFT - RIGHT
     xs = [LEFT + (inner * i / (count - 1) if count > 1 else inner / 2) for i in range(count)]
     highest = max((v for _, _, values in series for v in values if v is not None), default=0)
-    top = top if top is not None else nice_ceiling(highest)
+    top = top if top is not None else axis_top(highest)
     span = HEIGHT - TOP - BOTTOM
     lines = []
     for name, css_class, values in series:
@@ -127,7 +132,7 @@ def bar_chart(labels: list[str], values: list[float], *, most_ticks: int = 8) ->
     inner = WIDTH - LEFT - RIGHT
     slot = inner / count
     width = max(1.0, slot * 0.75)
-    top = nice_ceiling(max(values, default=0))
+    top = axis_top(max(values, default=0))
     span = HEIGHT - TOP - BOTTOM
     bars = []
     centres = []
