@@ -18,9 +18,9 @@ from market.models import SubAgent
 from market.pagination import encode_cursor
 from market.web import figures
 
-FIRST_DEPTH = 8
-FIRST_CHILDREN = 4
-FIRST_NODES = 400
+FIRST_DEPTH = 6
+FIRST_CHILDREN = 3
+FIRST_NODES = 150
 PAGE_CHILDREN = 12
 WHOLE_TREE_MAX = 5000
 

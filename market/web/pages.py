@@ -14,6 +14,7 @@ from sqlmodel import select
 
 from market import browse, bundles, catalog, installs
 from market.api.deps import caller, commit, db
+from market.auth import ANONYMOUS
 from market.errors import BadRequest, NotFound, SprigError
 from market.models import Install, SubAgent, User, Version
 from market.schemas import CATEGORIES, BrowseSort
@@ -68,9 +69,12 @@ def browse_page():
     if cursor and len(cursor) > 200:
         raise BadRequest("The cursor is not one this site made.")
     session = db()
+    # Browse lists the public catalog, the same for everyone (a person's own private and
+    # unlisted things are on their dashboard): the "public and active" listing indexes then
+    # serve every query, where "public or mine" cannot use them.
     page = browse.browse(
         session,
-        caller(),
+        ANONYMOUS,
         q=q,
         category=category,
         tag=None,
