@@ -25,11 +25,13 @@ ID = "int(max=2147483647)"
 PAGE_SIZE = 24
 MAX_QUERY_CHARS = 200
 
-# The sorts the page offers, in order. "top" and "trending" read the ranking's scores; until
-# browse supports them, they fall back to the most installed (and the page says so).
+# The sorts the page offers, in order. "top", "trending" and "rising" read the ranking's
+# scores (market/ranking.py); before any ranking has run, top and trending fall back to the
+# most installed, and the page says so.
 SORTS = {
     "top": "Top",
     "trending": "Trending",
+    "rising": "Rising",
     "new": "New",
     "installs": "Most installed",
 }
@@ -82,6 +84,19 @@ def browse_page():
         limit=PAGE_SIZE,
         cursor=cursor,
     )
+    if not page.items and not cursor and requested_sort in ("top", "trending"):
+        notice = "No ranking has run yet: showing the most installed first."
+        requested_sort = "installs"  # so "show more" continues this list
+        page = browse.browse(
+            session,
+            ANONYMOUS,
+            q=q,
+            category=category,
+            tag=None,
+            sort="installs",
+            limit=PAGE_SIZE,
+            cursor=None,
+        )
     ratings = figures.ratings(session, [card.id for card in page.items])
     next_url = None
     if page.next_cursor:
