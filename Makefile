@@ -22,14 +22,16 @@ run: install
 	test -s var/secret_key || $(BIN)/python -c "import secrets; print(secrets.token_hex(32))" > var/secret_key
 	SPRIG_DATABASE_URL=$(EMBEDDED_DB) $(BIN)/sprig db upgrade
 	SPRIG_DATABASE_URL=$(EMBEDDED_DB) $(BIN)/sprig demo --if-empty
-	@echo "Sprig on http://127.0.0.1:$(PORT)/  (API docs: http://127.0.0.1:$(PORT)/api/v1/docs)"
-	SPRIG_DATABASE_URL=$(EMBEDDED_DB) SPRIG_SECRET_KEY=$$(cat var/secret_key) \
+	@echo "Sprig on http://127.0.0.1:$(PORT)/ (sign in as any demo person; API docs: /api/v1/docs)"
+	SPRIG_DATABASE_URL=$(EMBEDDED_DB) SPRIG_SECRET_KEY=$$(cat var/secret_key) SPRIG_DEMO_SIGNIN=1 \
 		exec $(BIN)/gunicorn -c python:market.gunicorn_conf --bind 127.0.0.1:$(PORT) 'market.app:create_app()'
 
 # The whole suite on a fresh machine: starts PostgreSQL and Redis on loopback (installing them
-# with apt-get when missing), runs lint, migration checks and pytest on SQLite and PostgreSQL.
+# and Debian's chromium for the browser tests with apt-get when missing), runs lint, migration
+# checks and pytest on SQLite and PostgreSQL. Playwright comes from the dev extras and drives
+# /usr/bin/chromium (it never downloads a browser).
 test: install
-	scripts/test-services.sh $(MAKE) --no-print-directory test-inside
+	SPRIG_TEST_BROWSER=1 scripts/test-services.sh $(MAKE) --no-print-directory test-inside
 
 test-inside: lint migrations-check
 	$(BIN)/pytest -q -p no:cacheprovider

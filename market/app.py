@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 
 from apiflask import APIFlask
-from flask import g, redirect, request
+from flask import g, request
 
 from market import problems
 from market.config import Settings, load_settings
@@ -67,11 +67,9 @@ def create_app(config: dict | Settings | None = None) -> APIFlask:
     register_api(app, API_PREFIX)
     problems.install(app)
 
-    @app.get("/")
-    @app.doc(hide=True)
-    def home():
-        # The web pages come next (see the web issue); until then the front door is the API.
-        return redirect(f"{API_PREFIX}/docs")
+    from market.web import register_web
+
+    register_web(app)
 
     @app.teardown_appcontext
     def _close_session(_exc):

@@ -41,6 +41,11 @@ class Settings:
     export_settle_seconds: int = 5
     log_level: str = "INFO"
     testing: bool = False
+    # The web sign-in picker that lets anyone act as any demo person: only for the embedded
+    # demo (`make run` turns it on), never in production.
+    demo_signin: bool = False
+    # Send the web session cookie only over HTTPS (on in production, behind TLS).
+    session_cookie_secure: bool = False
 
     def with_overrides(self, overrides: dict | None) -> Settings:
         if not overrides:

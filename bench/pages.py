@@ -1,0 +1,516 @@
+"""Web pages under gunicorn at 100,000 sub-agents, and the fork tree in headless Chromium.
+
+Loads the catalog bench's synthetic forest into PostgreSQL (COPY), adds a 5,000-node lineage,
+ratings, daily stats and recent usage, starts gunicorn (2 gthread workers, read cache off),
+and drives each page with concurrent keep-alive clients. For every page it reports the
+server's own time (the ``Server-Timing`` header the pages send) at p50 and p99 and the
+latency the client saw; baselines in the same run are ``/api/v1/health`` and the JSON API
+answering the same question (browse, detail), with each page's median server time as a ratio
+of its API twin's median latency. Then Chromium opens the 5,000-node lineage's tree view and
+reports how long until it is drawn and clickable, how long "show more" takes, and how long
+drawing all 5,000 nodes takes. The last line is JSON.
+
+    python bench/pages.py [--quick] [--subagents N] [--clients C] [--seconds S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import multiprocessing as mp
+import random
+import re
+import statistics
+import sys
+import time
+import zlib
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from urllib.parse import urlencode
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.catalog import CATEGORIES, TOPICS, free_port, load_forest, start_gunicorn  # noqa: E402
+from bench.servers import database_url_or_rerun_with_servers  # noqa: E402
+
+LINEAGE_SIZE = 5000
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
+
+
+def _dsn(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def _bundles() -> list[tuple[str, bytes, int, dict]]:
+    """Two small real bundles (so detail pages, previews and diffs read real blobs)."""
+    from market import bundles
+
+    made = []
+    for variant, scopes in (("a", ["hydration.read"]), ("b", ["hydration.read", "calendar.read"])):
+        bundle = bundles.bundle_from_json(
+            {
+                "manifest": {"name": "Tracker", "entry": "index.html", "scopes": scopes},
+                "files": {
+                    "index.html": "<!doctype html><title>t</title><script src=app.js></script>",
+                    "app.js": "".join(f"const v{i} = '{variant}{i}';\n" for i in range(60)),
+                },
+            }
+        )
+        raw = bundle.canonical_bytes()
+        made.append((bundle.sha256, zlib.compress(raw, 6), len(raw), bundle.manifest))
+    return made
+
+
+def enrich(url: str, forest: dict, seed: int) -> dict:
+    """Real bundles, a 5,000-node lineage, ratings, 30 days of daily stats, a week of usage."""
+    import psycopg
+
+    rng = random.Random(seed)
+    n, users = forest["subagents"], forest["users"]
+    now = datetime.now(UTC)
+    today = now.date()
+    blobs = _bundles()
+    with psycopg.connect(_dsn(url)) as conn, conn.cursor() as cur:
+        for sha, content, size, _ in blobs:
+            cur.execute(
+                "INSERT INTO bundle_blob (sha256, content, size_bytes) VALUES (%s, %s, %s)",
+                (sha, content, size),
+            )
+        for index, (sha, _, size, manifest) in enumerate(blobs):
+            cur.execute(
+                "UPDATE subagent_version SET sha256 = %s, manifest = %s, size_bytes = %s, "
+                "file_count = 2 WHERE id %% 2 = %s",
+                (sha, json.dumps(manifest), size, index),
+            )
+
+        # A lineage of 5,000 sub-agents under one new root, grown by preferential attachment.
+        first = n + 1
+        parent, depth, ancestry, installs = {}, {}, {}, {}
+        weights: list[int] = []
+        for i in range(first, first + LINEAGE_SIZE):
+            if i == first:
+                parent[i], depth[i], ancestry[i] = None, 0, ""
+            else:
+                p = weights[rng.randrange(len(weights))]
+                parent[i], depth[i] = p, depth[p] + 1
+                ancestry[i] = f"{ancestry[p]}/{p}" if ancestry[p] else str(p)
+            installs[i] = int(rng.paretovariate(1.2)) - 1
+            weights.extend([i] * (1 + min(installs[i], 30)))
+        forks = {i: 0 for i in parent}
+        for p in parent.values():
+            if p is not None:
+                forks[p] += 1
+        with cur.copy(
+            "COPY subagent (id, title, summary, story, category, tags, author_id, visibility, "
+            "status, parent_id, parent_version_id, root_id, depth, ancestry, fork_request_text, "
+            "latest_version_id, dedupe_key, install_count, fork_count, created_at, updated_at) "
+            "FROM STDIN"
+        ) as copy:
+            for i in parent:
+                copy.write_row(
+                    (
+                        i,
+                        f"Water Tracker branch {i - first}",
+                        "Three litres a day, every way people wanted it.",
+                        "I drink a lot of water.",
+                        "hydration",
+                        json.dumps(["water"]),
+                        rng.randint(1, users),
+                        "public",
+                        "active",
+                        parent[i],
+                        None,  # set below, once the versions exist
+                        first,
+                        depth[i],
+                        ancestry[i],
+                        "make it mine" if parent[i] else None,
+                        i,
+                        f"lineage:{i}",
+                        installs[i],
+                        forks[i],
+                        now - timedelta(minutes=first + LINEAGE_SIZE - i),
+                        now,
+                    )
+                )
+        with cur.copy(
+            "COPY subagent_version (id, subagent_id, number, sha256, manifest, changelog, status, "
+            "size_bytes, file_count, created_at) FROM STDIN"
+        ) as copy:
+            for i in parent:
+                sha, _, size, manifest = blobs[i % 2]
+                copy.write_row((i, i, 1, sha, json.dumps(manifest), "", "active", size, 2, now))
+        # Every fork was made from its parent's only version (same id in this forest).
+        cur.execute("UPDATE subagent SET parent_version_id = parent_id WHERE parent_id IS NOT NULL")
+        total = n + LINEAGE_SIZE
+        for table in ("subagent", "subagent_version"):
+            cur.execute(
+                f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "  # noqa: S608
+                f"(SELECT max(id) FROM {table}))"
+            )
+
+        cur.execute("SELECT id, install_count FROM subagent WHERE install_count > 0")
+        used = cur.fetchall()
+        with cur.copy(
+            "COPY feedback (user_id, subagent_id, version_id, scale, rating, comment, tags, "
+            "created_at, updated_at, updated_day) FROM STDIN"
+        ) as copy:
+            ratings = 0
+            for subagent_id, count in used:
+                for user_id in rng.sample(range(1, users + 1), min(users, 1 + min(count, 12))):
+                    stars = max(1, min(5, round(rng.gauss(3.8, 1.0))))
+                    comment = "Does what I need." if rng.random() < 0.3 else None
+                    copy.write_row(
+                        (
+                            user_id,
+                            subagent_id,
+                            subagent_id,
+                            "stars",
+                            stars,
+                            comment,
+                            "[]",
+                            now,
+                            now,
+                            today,
+                        )
+                    )
+                    ratings += 1
+        with cur.copy(
+            "COPY daily_stats (subagent_id, day, opens, active_users, sessions, time_spent_ms, "
+            "installs, uninstalls, errors, ratings, stars_1, stars_2, stars_3, stars_4, stars_5, "
+            "thumbs_up, thumbs_down) FROM STDIN"
+        ) as copy:
+            daily = 0
+            for subagent_id, count in used:
+                for back in range(30):
+                    active = rng.randint(0, count)
+                    if active:
+                        copy.write_row(
+                            (
+                                subagent_id,
+                                today - timedelta(days=back),
+                                active * 2,
+                                active,
+                                active,
+                                active * 60000,
+                                rng.randint(0, 2),
+                                0,
+                                0,
+                                0,
+                                0,
+                                0,
+                                0,
+                                0,
+                                0,
+                                0,
+                                0,
+                            )
+                        )
+                        daily += 1
+        with cur.copy(
+            "COPY usage_event (event_id, client_id, user_id, subagent_id, version_id, kind, "
+            "occurred_at, occurred_day, properties, received_at) FROM STDIN"
+        ) as copy:
+            events = 0
+            for subagent_id, count in used:
+                for back in range(7):
+                    for _ in range(min(count, 3)):
+                        user_id = rng.randint(1, users)
+                        at = now - timedelta(days=back, minutes=rng.randint(0, 600))
+                        copy.write_row(
+                            (
+                                f"{rng.getrandbits(128):032x}",
+                                1,
+                                user_id,
+                                subagent_id,
+                                subagent_id,
+                                "open",
+                                at,
+                                at.date(),
+                                "{}",
+                                now,
+                            )
+                        )
+                        events += 1
+        conn.commit()
+        conn.autocommit = True
+        cur.execute("VACUUM ANALYZE")
+        # Creators of the dashboard bench: those with the most installs.
+        cur.execute(
+            "SELECT u.id, u.handle FROM user_account u JOIN subagent s ON s.author_id = u.id "
+            "GROUP BY u.id ORDER BY sum(s.install_count) DESC LIMIT 8"
+        )
+        creators = cur.fetchall()
+    return {
+        "lineage_root": first,
+        "lineage_depth": max(depth.values()),
+        "subagents_total": total,
+        "ratings": ratings,
+        "daily_stats": daily,
+        "events": events,
+        "creators": creators,
+    }
+
+
+def session_cookie(port: int, token: str) -> str:
+    """Sign in through the web form (with its CSRF token) and return the session cookie."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    connection.request("GET", "/signin")
+    response = connection.getresponse()
+    body = response.read().decode()
+    cookie = response.getheader("Set-Cookie").split(";")[0]
+    csrf = re.search(r'name="csrf" value="([^"]+)"', body).group(1)
+    connection.request(
+        "POST",
+        "/signin",
+        body=urlencode({"csrf": csrf, "token": token, "next": "/"}),
+        headers={"Content-Type": "application/x-www-form-urlencoded", "Cookie": cookie},
+    )
+    response = connection.getresponse()
+    response.read()
+    assert response.status == 302, response.status
+    return response.getheader("Set-Cookie").split(";")[0]
+
+
+def _client(port, requests, duration, seed, queue) -> None:
+    rng = random.Random(seed)
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    latencies, server, errors = [], [], 0
+    deadline = time.perf_counter() + duration
+    while time.perf_counter() < deadline:
+        path, headers = rng.choice(requests)
+        started = time.perf_counter()
+        try:
+            connection.request("GET", path, headers=headers)
+            response = connection.getresponse()
+            response.read()
+        except (OSError, http.client.HTTPException):
+            errors += 1
+            connection.close()
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            continue
+        latencies.append((time.perf_counter() - started) * 1000)
+        if response.status >= 400:
+            errors += 1
+        timing = response.getheader("Server-Timing")
+        if timing:
+            server.append(float(timing.split("dur=")[1]))
+    connection.close()
+    queue.put((latencies, server, errors))
+
+
+def percentile(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))]
+
+
+def drive(port: int, requests: list, clients: int, seconds: float) -> dict:
+    queue: mp.Queue = mp.Queue()
+    workers = [
+        mp.Process(target=_client, args=(port, requests, seconds, i, queue)) for i in range(clients)
+    ]
+    for worker in workers:
+        worker.start()
+    latencies, server, errors = [], [], 0
+    for _ in workers:
+        a, b, c = queue.get()
+        latencies += a
+        server += b
+        errors += c
+    for worker in workers:
+        worker.join()
+    return {
+        "requests": len(latencies),
+        "rps": round(len(latencies) / seconds, 1),
+        "errors": errors,
+        "p50_ms": round(statistics.median(latencies), 2) if latencies else None,
+        "p99_ms": round(percentile(latencies, 99), 2),
+        "server_p50_ms": round(statistics.median(server), 2) if server else None,
+        "server_p99_ms": round(percentile(server, 99), 2) if server else None,
+    }
+
+
+def tree_in_chromium(port: int, root_id: int, rounds: int) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    ready, more, whole, nodes_first = [], [], [], 0
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS
+        )
+        for _ in range(rounds):
+            page = browser.new_page(viewport={"width": 390, "height": 844})
+            started = time.perf_counter()
+            page.goto(f"http://127.0.0.1:{port}/s/{root_id}/tree")
+            page.wait_for_selector("#tree[data-ready='1'] svg.tree g.node")
+            # Usable: drawn, and a click on a node is handled (navigation starts).
+            ready.append((time.perf_counter() - started) * 1000)
+            nodes_first = page.locator("svg.tree g.node").count()
+            before = nodes_first
+            clicked = time.perf_counter()
+            page.locator("svg.tree g.more").first.click()
+            page.wait_for_function(
+                "n => document.querySelectorAll('svg.tree g.node').length > n", arg=before
+            )
+            more.append((time.perf_counter() - clicked) * 1000)
+            clicked = time.perf_counter()
+            page.locator("#tree-all").click()
+            page.wait_for_selector("#tree[data-whole='1']", timeout=60_000)
+            whole.append((time.perf_counter() - clicked) * 1000)
+            drawn = page.locator("svg.tree g.node").count()
+            with page.expect_navigation():
+                page.locator("svg.tree g.node a").nth(drawn // 2).click()
+            page.close()
+        browser.close()
+    return {
+        "first_view_nodes": nodes_first,
+        "whole_tree_nodes": drawn,
+        "ready_ms_median": round(statistics.median(ready), 1),
+        "ready_ms_max": round(max(ready), 1),
+        "show_more_ms_median": round(statistics.median(more), 1),
+        "whole_tree_ms_median": round(statistics.median(whole), 1),
+        "whole_tree_ms_max": round(max(whole), 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a smaller run, under a minute")
+    parser.add_argument("--subagents", type=int, default=None)
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--seconds", type=float, default=None, help="per page")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--no-browser", action="store_true", help="skip the Chromium part")
+    args = parser.parse_args()
+    url = database_url_or_rerun_with_servers()
+    n = args.subagents or (20_000 if args.quick else 100_000)
+    seconds = args.seconds or (2.0 if args.quick else 8.0)
+
+    started = time.perf_counter()
+    forest = load_forest(url, n, args.seed)
+    extra = enrich(url, forest, args.seed)
+    load_seconds = time.perf_counter() - started
+
+    from market.auth import issue_token
+    from market.db import make_engine, session_scope
+    from market.models import User
+
+    engine = make_engine(url)
+    tokens = []
+    with session_scope(engine) as session:
+        for user_id, handle in extra["creators"]:
+            tokens.append((handle, issue_token(session, session.get(User, user_id), name="bench")))
+    engine.dispose()
+
+    rng = random.Random(args.seed)
+    total = extra["subagents_total"]
+    ids = [rng.randint(1, total) for _ in range(1000)]
+    forks = [i for i in ids if i > forest["roots"]][:300]
+    words = sorted({w for topics in TOPICS.values() for w in topics})
+    lineage_root = extra["lineage_root"]
+    anonymous: dict = {}
+    port = free_port()
+    server = start_gunicorn(url, port, workers=2, threads=8, cache_seconds=0)
+    try:
+        cookies = [(handle, session_cookie(port, token)) for handle, token in tokens]
+        pages = {
+            "trivial (health)": [("/api/v1/health", anonymous)],
+            "api browse": [
+                (f"/api/v1/subagents?category={c}&sort={s}&limit=24", anonymous)
+                for c in CATEGORIES
+                for s in ("new", "installs")
+            ],
+            "api detail": [(f"/api/v1/subagents/{i}", anonymous) for i in ids],
+            "browse page": [
+                (f"/?category={c}&sort={s}", anonymous)
+                for c in CATEGORIES
+                for s in ("new", "installs", "top")
+            ]
+            + [("/", anonymous)],
+            "search page": [(f"/?q={w}", anonymous) for w in words],
+            "sub-agent page": [(f"/s/{i}", anonymous) for i in ids],
+            "tree page": [(f"/s/{i}/tree", anonymous) for i in ids[:200]]
+            + [(f"/s/{r}/tree", anonymous) for r in forest["root_ids"]]
+            + [(f"/s/{lineage_root}/tree", anonymous)] * 20,
+            "tree more (json)": [(f"/s/{r}/tree/children", anonymous) for r in forest["root_ids"]]
+            + [(f"/s/{lineage_root}/tree/children", anonymous)],
+            "diff page": [(f"/s/{i}/diff", anonymous) for i in forks],
+            "dashboard": [
+                (f"/creators/{handle}", {"Cookie": cookie}) for handle, cookie in cookies
+            ],
+            "my installs": [("/me/installs", {"Cookie": cookie}) for _, cookie in cookies],
+        }
+        for requests in pages.values():  # warm every worker's pool
+            drive(port, requests, 2, 0.5)
+        results = {
+            name: drive(port, requests, args.clients, seconds) for name, requests in pages.items()
+        }
+        tree = (
+            None
+            if args.no_browser
+            else tree_in_chromium(port, lineage_root, 3 if args.quick else 5)
+        )
+    finally:
+        server.terminate()
+        server.wait(timeout=15)
+
+    baseline = results["trivial (health)"]["p50_ms"]
+    twins = {
+        "browse page": "api browse",
+        "search page": "api browse",
+        "sub-agent page": "api detail",
+    }
+    print(
+        f"\npages bench: {total:,} sub-agents ({forest['roots']:,} roots + a {LINEAGE_SIZE:,}-node "
+        f"lineage of depth {extra['lineage_depth']}), {extra['ratings']:,} ratings, "
+        f"{extra['daily_stats']:,} daily stats, {extra['events']:,} events; PostgreSQL, gunicorn "
+        f"2x8 gthread, read cache off, {args.clients} clients, {seconds:.0f}s per page; "
+        f"loaded in {load_seconds:.0f}s\n"
+    )
+    header = (
+        f"{'page':<18} {'req/s':>7} {'p50 ms':>7} {'p99 ms':>7} {'srv p50':>8} {'srv p99':>8} "
+        f"{'errors':>6} {'vs twin':>8} {'vs health':>9}"
+    )
+    print(header)
+    print("-" * len(header))
+    nan = float("nan")
+    for name, r in results.items():
+        twin = results.get(twins.get(name, ""), {}).get("p50_ms")
+        own = r["server_p50_ms"] or r["p50_ms"]
+        r["ratio_to_api_twin"] = round(own / twin, 2) if twin else None
+        r["ratio_to_health"] = round(r["p50_ms"] / baseline, 2) if baseline else None
+        print(
+            f"{name:<18} {r['rps']:>7.0f} {r['p50_ms']:>7.1f} {r['p99_ms']:>7.1f} "
+            f"{r['server_p50_ms'] or nan:>8.1f} {r['server_p99_ms'] or nan:>8.1f} "
+            f"{r['errors']:>6} {r['ratio_to_api_twin'] or nan:>8.2f} "
+            f"{r['ratio_to_health']:>9.2f}"
+        )
+    if tree:
+        print(
+            f"\ntree view in headless Chromium, {LINEAGE_SIZE:,}-node lineage: first view "
+            f"({tree['first_view_nodes']} nodes) usable in {tree['ready_ms_median']} ms median "
+            f"(max {tree['ready_ms_max']}); show more {tree['show_more_ms_median']} ms; all "
+            f"{tree['whole_tree_nodes']:,} nodes drawn in {tree['whole_tree_ms_median']} ms median "
+            f"(max {tree['whole_tree_ms_max']})"
+        )
+    print(
+        json.dumps(
+            {
+                "bench": "pages",
+                "subagents": total,
+                "clients": args.clients,
+                "seconds": seconds,
+                "pages": results,
+                "tree_in_chromium": tree,
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

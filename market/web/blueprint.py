@@ -1,0 +1,76 @@
+"""The web blueprint: who is signed in, CSRF checks, security headers, HTML errors.
+
+Pages are server-rendered from the same domain functions the JSON API calls (``market.browse``,
+``market.catalog``, ``market.installs``, ``feedback.services``); nothing here goes over HTTP
+to the API.
+"""
+
+from __future__ import annotations
+
+import time
+
+from apiflask import APIBlueprint
+from flask import g, render_template, request
+from sqlalchemy.exc import InterfaceError, OperationalError
+
+from market.errors import SprigError
+from market.web import signin
+
+# An APIBlueprint only because APIFlask expects every blueprint to say whether it belongs in
+# the OpenAPI document: pages do not.
+bp = APIBlueprint("web", __name__, template_folder="templates", enable_openapi=False)
+
+# Every page: scripts and styles only from our own files (no inline code, no CDN), frames
+# only our own preview path, never framed by anyone else.
+PAGE_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "font-src 'self'; connect-src 'self'; frame-src 'self'; object-src 'none'; "
+    "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+
+
+@bp.before_request
+def _before():
+    g.web_started = time.perf_counter()
+    # Cookie sign-in is honoured on web pages only: the JSON API stays bearer-token only, so
+    # a cross-site form can never spend a browser's session on an API write.
+    g.session_principal = signin.session_principal()
+    if request.method == "POST":
+        signin.check_csrf()
+
+
+@bp.after_request
+def _headers(response):
+    started = g.pop("web_started", None)
+    if started is not None:
+        # The server's own time, shown by browsers' dev tools and read by bench/pages.py.
+        response.headers["Server-Timing"] = f"app;dur={(time.perf_counter() - started) * 1000:.1f}"
+    response.headers.setdefault("Content-Security-Policy", PAGE_CSP)
+    response.headers.setdefault("Cross-Origin-Opener-Policy", "same-origin")
+    response.headers.setdefault("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
+    if g.get("session_principal") is not None or signin.has_session():
+        # What a signed-in person sees is theirs: never stored by shared caches.
+        response.headers["Cache-Control"] = "private, no-store"
+        response.vary.add("Cookie")
+    return response
+
+
+@bp.context_processor
+def _template_context():
+    return {"viewer": g.get("session_principal")}
+
+
+def _error_page(status: int, title: str, detail: str):
+    return render_template("web/error.html", status=status, title=title, detail=detail), status
+
+
+@bp.errorhandler(SprigError)
+def _domain_error(error: SprigError):
+    return _error_page(error.status, error.title, error.detail)
+
+
+@bp.errorhandler(OperationalError)
+@bp.errorhandler(InterfaceError)
+def _database_away(_error):
+    page, status = _error_page(503, "Service unavailable", "The database is away; retry shortly.")
+    return page, status, {"Retry-After": "5"}

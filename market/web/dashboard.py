@@ -1,0 +1,229 @@
+"""The creator dashboard: installs, active users, retention and ratings over a window; a table
+of the creator's sub-agents with sparklines; forks of their work and the lineage's reach; CSV.
+
+The figures come from ``feedback.services`` (the same functions behind
+``/api/v1/creators/<handle>/stats``), so the page and the API always agree.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from datetime import timedelta
+
+from flask import Response, current_app, redirect, render_template, request, url_for
+from sqlmodel import select
+
+from feedback import services as usage
+from feedback.models import DailyStats
+from market.access import tree_clause
+from market.api.deps import caller, db
+from market.db import session_scope
+from market.errors import BadRequest, Forbidden, NotFound
+from market.models import SubAgent, User, utcnow
+from market.web import charts
+from market.web.blueprint import bp
+
+WINDOWS = {7: "7 days", 30: "30 days", 90: "90 days", 365: "a year"}
+DEFAULT_WINDOW = 30
+CSV_FIELDS = (
+    "day",
+    "subagent_id",
+    "title",
+    "active_users",
+    "opens",
+    "sessions",
+    "installs",
+    "uninstalls",
+    "errors",
+    "ratings",
+)
+
+
+def _window_days() -> int:
+    raw = request.args.get("window", str(DEFAULT_WINDOW))
+    if not raw.isdigit() or int(raw) not in WINDOWS:
+        raise BadRequest(f"The window is one of {', '.join(map(str, WINDOWS))} days.")
+    return int(raw)
+
+
+def _creator(handle: str) -> User:
+    """The creator whose figures the caller may read: themselves, or anyone for moderators."""
+    viewer = caller()
+    if len(handle) > 40:
+        raise NotFound(f"No creator {handle!r}.")
+    creator = db().exec(select(User).where(User.handle == handle)).first()
+    if creator is None or creator.kind != "person":
+        raise NotFound(f"No creator {handle!r}.")
+    if viewer.user_id != creator.id and not viewer.is_moderator:
+        raise Forbidden("Only the creator and moderators see a creator's dashboard.")
+    return creator
+
+
+def _fresh_rollups() -> None:
+    """Embedded mode has no beat: bring the rollups up to date before reading them (as the
+    stats API does), in a transaction of its own."""
+    settings = current_app.extensions["sprig.settings"]
+    if settings.celery_eager or not settings.redis_url:
+        with session_scope(current_app.extensions["sprig.engine"]) as session:
+            usage.run_rollup(session)
+
+
+@bp.get("/dashboard")
+def my_dashboard():
+    viewer = caller()
+    if not viewer.is_authenticated:
+        return redirect(url_for("web.signin_page", next="/dashboard"))
+    return redirect(url_for("web.dashboard_page", handle=viewer.handle))
+
+
+def _retention_chart(cohorts: list[dict]) -> charts.Chart | None:
+    """Share of each install cohort active again on day 1, 7 and 30: the size-weighted
+    average as a bold curve, six recent cohorts as thin ones. Unripe points are gaps."""
+    if not cohorts:
+        return None
+    labels = ["install day", "day 1", "day 7", "day 30"]
+    series = []
+    totals = {1: [0, 0], 7: [0, 0], 30: [0, 0]}
+    for cohort in cohorts:
+        for offset in (1, 7, 30):
+            if cohort[f"day{offset}_rate"] is not None:
+                totals[offset][0] += cohort[f"day{offset}"]
+                totals[offset][1] += cohort["cohort_size"]
+    # The latest cohorts old enough to have a day-7 figure say the most; the very latest
+    # would be single dots.
+    ripe = [c for c in cohorts if c["day7_rate"] is not None] or cohorts
+    for cohort in ripe[-6:]:
+        values = [1.0] + [cohort[f"day{k}_rate"] for k in (1, 7, 30)]
+        series.append((f"cohort of {cohort['cohort_start']}", "cohort", values))
+    average = [1.0] + [(a / n if n else None) for a, n in (totals[k] for k in (1, 7, 30))]
+    series.append(("all cohorts (weighted)", "average", average))
+    return charts.line_chart(labels, series, percent=True, top=1.0)
+
+
+@bp.get("/creators/<handle>")
+def dashboard_page(handle: str):
+    days = _window_days()
+    creator = _creator(handle)
+    session = db()
+    end = utcnow().date()
+    start = end - timedelta(days=days - 1)
+    granularity = "week" if days > 90 else "day"
+    _fresh_rollups()
+    own = list(
+        session.exec(select(SubAgent).where(SubAgent.author_id == creator.id).order_by(SubAgent.id))
+    )
+    ids = [s.id for s in own]
+    figures = usage.usage_stats(session, ids, start, end, granularity)
+    labels = [point["period_start"][5:] for point in figures["series"]]
+    installs_chart = charts.bar_chart(labels, [p["installs"] for p in figures["series"]])
+    active_chart = charts.line_chart(
+        labels, [("active users", "active", [p["active_users"] for p in figures["series"]])]
+    )
+    histogram = figures["totals"]["ratings"]["histogram"]
+    stars = [histogram[f"stars_{k}"] for k in range(1, 6)]
+    rating_chart = charts.bar_chart([f"{k}★" for k in range(1, 6)], stars)
+    table = usage.per_subagent_summary(session, own, start, end)
+    for row in table:
+        row["sparkline"] = charts.sparkline(row["daily_active_users"])
+        row["peak"] = max(row["daily_active_users"], default=0)
+    table.sort(key=lambda r: (-r["installs"], -r["install_count"], r["id"]))
+    lineage = usage.lineage_stats(session, ids, creator.id, start, end)
+    forks_by_others = []
+    if ids:
+        forks_by_others = list(
+            session.execute(
+                select(SubAgent.id, SubAgent.title, SubAgent.parent_id, SubAgent.install_count)
+                .add_columns(User.display_name)
+                .join(User, User.id == SubAgent.author_id)
+                .where(
+                    SubAgent.parent_id.in_(ids),
+                    SubAgent.author_id != creator.id,
+                    tree_clause(caller()),
+                )
+                .order_by(SubAgent.install_count.desc(), SubAgent.id)
+                .limit(10)
+            )
+        )
+    titles = {s.id: s.title for s in own}
+    return render_template(
+        "web/dashboard.html",
+        creator=creator,
+        days=days,
+        windows=WINDOWS,
+        start=start,
+        end=end,
+        granularity=granularity,
+        totals=figures["totals"],
+        series=figures["series"],
+        installs_chart=installs_chart,
+        active_chart=active_chart,
+        retention=figures["retention"],
+        retention_chart=_retention_chart(figures["retention"]),
+        stars=stars,
+        thumbs=(histogram["thumbs_up"], histogram["thumbs_down"]),
+        rating_chart=rating_chart,
+        table=table,
+        lineage=lineage,
+        forks_by_others=forks_by_others,
+        titles=titles,
+    )
+
+
+def _csv_cell(value):
+    """Spreadsheets run a cell that starts with = + - @ as a formula: a title like
+    "=HYPERLINK(…)" must stay text."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
+
+@bp.get("/creators/<handle>/stats.csv")
+def dashboard_csv(handle: str):
+    """One row per sub-agent and day of the window with any activity."""
+    days = _window_days()
+    creator = _creator(handle)
+    session = db()
+    end = utcnow().date()
+    start = end - timedelta(days=days - 1)
+    _fresh_rollups()
+    titles = dict(
+        session.execute(
+            select(SubAgent.id, SubAgent.title).where(SubAgent.author_id == creator.id)
+        ).all()
+    )
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(CSV_FIELDS)
+    if titles:
+        for row in session.execute(
+            select(DailyStats)
+            .where(
+                DailyStats.subagent_id.in_(list(titles)),
+                DailyStats.day >= start,
+                DailyStats.day <= end,
+            )
+            .order_by(DailyStats.day, DailyStats.subagent_id)
+        ).scalars():
+            writer.writerow(
+                [
+                    row.day.isoformat(),
+                    row.subagent_id,
+                    _csv_cell(titles[row.subagent_id]),
+                    row.active_users,
+                    row.opens,
+                    row.sessions,
+                    row.installs,
+                    row.uninstalls,
+                    row.errors,
+                    row.ratings,
+                ]
+            )
+    safe_handle = re.sub(r"[^A-Za-z0-9._-]", "_", creator.handle)
+    filename = f"sprig-{safe_handle}-{start.isoformat()}-{end.isoformat()}.csv"
+    return Response(
+        buffer.getvalue(),
+        mimetype="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )

@@ -1,0 +1,96 @@
+"""Previews of a bundle: its files served under ``/preview/<ticket>/`` for a sandboxed iframe.
+
+Bundles are code written by a coding agent for strangers, so a preview runs it where it can
+reach nothing:
+
+- the iframe has ``sandbox="allow-scripts"`` and never ``allow-same-origin``, and every
+  preview response repeats that as a CSP ``sandbox`` directive, so even opened directly the
+  document gets an opaque origin: no cookies, no storage of this site, no access to the page
+  around it, no top-level navigation, no forms, no popups;
+- ``connect-src 'none'`` and ``default-src 'none'``: it cannot call home or load anything but
+  its own files (and our small storage stand-in);
+- it is framed only by our own pages (``frame-ancestors 'self'``).
+
+A sandboxed document sends no cookies with its sub-requests (its origin is opaque), so access
+is carried by the URL: a signed, expiring ticket naming the sub-agent and version, issued by
+the sub-agent page after the viewer's access was checked.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+import re
+
+from flask import Response, current_app, url_for
+from itsdangerous import BadSignature, URLSafeTimedSerializer
+
+from market import catalog
+from market.api.deps import db
+from market.errors import NotFound
+from market.models import SubAgent, Version
+from market.web.blueprint import bp
+
+TICKET_SECONDS = 6 * 3600
+_SALT = "sprig-preview"
+
+PREVIEW_CSP = (
+    "sandbox allow-scripts; default-src 'none'; script-src 'self'; "
+    "style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; "
+    "media-src 'self' data: blob:; connect-src 'none'; form-action 'none'; base-uri 'none'; "
+    "frame-ancestors 'self'"
+)
+_TEXT_TYPES = {".js": "text/javascript", ".mjs": "text/javascript", ".md": "text/markdown"}
+_HEAD = re.compile(r"<head(\s[^>]*)?>", re.IGNORECASE)
+STORAGE_SCRIPT = '<script src="/static/web/preview-storage.js"></script>'
+
+
+def _serializer() -> URLSafeTimedSerializer:
+    return URLSafeTimedSerializer(current_app.config["SECRET_KEY"], salt=_SALT)
+
+
+def url_for_version(subagent_id: int, version: Version) -> str:
+    ticket = _serializer().dumps([subagent_id, version.id])
+    entry = version.manifest.get("entry") or "index.html"
+    return url_for("web.preview_file", ticket=ticket, path=entry)
+
+
+def _with_storage_stand_in(html: str) -> str:
+    """An opaque origin has no localStorage (reading it throws), and the apps keep their logs
+    there: give the preview an in-memory one, loaded before the app's own scripts."""
+    match = _HEAD.search(html)
+    if match is None:
+        return STORAGE_SCRIPT + html
+    return html[: match.end()] + STORAGE_SCRIPT + html[match.end() :]
+
+
+@bp.get("/preview/<ticket>/<path:path>")
+def preview_file(ticket: str, path: str):
+    try:
+        subagent_id, version_id = _serializer().loads(ticket, max_age=TICKET_SECONDS)
+    except (BadSignature, ValueError, TypeError):
+        raise NotFound("This preview link expired; reload the page.") from None
+    session = db()
+    subagent = session.get(SubAgent, subagent_id)
+    version = session.get(Version, version_id)
+    if (
+        subagent is None
+        or version is None
+        or version.subagent_id != subagent.id
+        or subagent.status == "quarantined"
+    ):
+        raise NotFound("Nothing to preview here.")
+    bundle = catalog.load_bundle(session, version)
+    content = bundle.files.get(path)
+    if content is None:
+        raise NotFound(f"The bundle has no file {path!r}.")
+    suffix = "." + path.rsplit(".", 1)[-1].lower() if "." in path else ""
+    mimetype = _TEXT_TYPES.get(suffix) or mimetypes.guess_type(path)[0] or "text/plain"
+    if mimetype == "text/html":
+        content = _with_storage_stand_in(content)
+    response = Response(content, mimetype=mimetype)
+    response.headers["Content-Security-Policy"] = PREVIEW_CSP
+    response.headers["X-Frame-Options"] = "SAMEORIGIN"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    # Versions are immutable; the ticket in the URL changes when it is reissued.
+    response.headers["Cache-Control"] = "private, max-age=3600"
+    return response

@@ -1,0 +1,54 @@
+// Small enhancements for Sprig pages; everything works without them.
+(function () {
+  "use strict";
+
+  // "Show more" on browse: fetch the next page's cards and append them in place; with an
+  // observer, the next page loads as the button scrolls into view (infinite scroll).
+  function loadMore(link) {
+    if (link.dataset.loading) return;
+    link.dataset.loading = "1";
+    link.textContent = "Loading…";
+    var url = new URL(link.href, window.location.href);
+    url.searchParams.set("partial", "1");
+    fetch(url.toString(), { credentials: "same-origin", headers: { Accept: "text/html" } })
+      .then(function (response) {
+        if (!response.ok) throw new Error("HTTP " + response.status);
+        return response.text();
+      })
+      .then(function (html) {
+        // Server-rendered, escaped markup from this site; parsed inert, then moved in.
+        var doc = new DOMParser().parseFromString("<ul>" + html + "</ul>", "text/html");
+        var row = link.closest("li");
+        var list = row.parentNode;
+        var items = Array.from(doc.body.firstChild.children);
+        items.forEach(function (item) { list.insertBefore(document.importNode(item, true), row); });
+        row.remove();
+        var next = list.querySelector("a[data-more]");
+        if (next) watch(next);
+        var firstNew = items.length ? list.querySelector("li.card:nth-last-of-type(" + items.length + ") a") : null;
+        if (firstNew && !observer) firstNew.focus();
+      })
+      .catch(function () {
+        delete link.dataset.loading;
+        link.textContent = "Show more";
+        window.location.href = link.href;
+      });
+  }
+
+  var observer = "IntersectionObserver" in window
+    ? new IntersectionObserver(function (entries) {
+        entries.forEach(function (entry) {
+          if (entry.isIntersecting) { observer.unobserve(entry.target); loadMore(entry.target); }
+        });
+      }, { rootMargin: "400px" })
+    : null;
+
+  function watch(link) {
+    link.addEventListener("click", function (event) { event.preventDefault(); loadMore(link); });
+    if (observer) observer.observe(link);
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll("a[data-more]").forEach(watch);
+  });
+})();

@@ -1,0 +1,246 @@
+// The fork tree view: one row per sub-agent, children indented under their parent and joined
+// by elbow links. Dot size = average daily active users, colour = how loved it is; the path
+// to the lineage's best branch is highlighted. Forks beyond the first few load on demand.
+(function () {
+  "use strict";
+  var SVG = "http://www.w3.org/2000/svg";
+  var ROW = 30, INDENT = 22, LEFT = 18, TOP = 18, LABEL_CHARS = 44;
+
+  var frame, status, nodes, topId, childrenUrl, nodeUrl;
+
+  function el(name, attrs, text) {
+    var node = document.createElementNS(SVG, name);
+    for (var key in attrs) node.setAttribute(key, attrs[key]);
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  function qualityClass(q) {
+    if (q === null || q === undefined) return "q-none";
+    if (q >= 0.75) return "q-loved";
+    if (q >= 0.6) return "q-liked";
+    if (q >= 0.4) return "q-mixed";
+    return "q-disliked";
+  }
+
+  function radius(active) {
+    return Math.min(14, 4 + 2 * Math.log2(1 + (active || 0)));
+  }
+
+  function byRank(a, b) {
+    var x = nodes.get(a), y = nodes.get(b);
+    return (y.installs - x.installs) || (x.id - y.id);
+  }
+
+  function add(data) {
+    var existing = nodes.get(data.id);
+    if (existing) {
+      // Keep what the first answer knew (path flags, loaded children) and take the new figures.
+      ["active", "quality", "word", "installs", "forks"].forEach(function (k) { existing[k] = data[k]; });
+      return existing;
+    }
+    var node = Object.assign({ children: [], expanded: true, loading: false }, data);
+    nodes.set(node.id, node);
+    var parent = nodes.get(node.parent);
+    if (parent && parent.children.indexOf(node.id) < 0) {
+      parent.children.push(node.id);
+      parent.children.sort(byRank);
+    }
+    return node;
+  }
+
+  function build(list) {
+    nodes = new Map();
+    // Parents first, so every child finds its parent.
+    list.slice().sort(function (a, b) { return a.depth - b.depth; }).forEach(add);
+  }
+
+  function rows() {
+    var out = [];
+    (function visit(id, level) {
+      var node = nodes.get(id);
+      out.push({ kind: "node", node: node, level: level });
+      if (node.expanded) {
+        node.children.forEach(function (child) { visit(child, level + 1); });
+        if (node.more !== null && node.more !== undefined) {
+          var left = Math.max(0, node.forks - node.children.length);
+          if (left > 0) out.push({ kind: "more", node: node, level: level + 1, left: left });
+        }
+      }
+    })(topId, 0);
+    return out;
+  }
+
+  function label(node) {
+    var title = node.title.length > LABEL_CHARS ? node.title.slice(0, LABEL_CHARS - 1) + "…" : node.title;
+    return title;
+  }
+
+  function render() {
+    var list = rows();
+    var position = new Map();
+    var width = 0;
+    list.forEach(function (row, i) {
+      var x = LEFT + row.level * INDENT, y = TOP + i * ROW;
+      if (row.kind === "node") position.set(row.node.id, [x, y]);
+      row.x = x; row.y = y;
+      width = Math.max(width, x + 40 + 7.2 * (row.kind === "node" ? label(row.node).length + 8 : 18));
+    });
+    var height = TOP + list.length * ROW;
+    var svg = el("svg", {
+      width: Math.ceil(width), height: height, viewBox: "0 0 " + Math.ceil(width) + " " + height,
+      role: "group", "aria-label": "Fork tree, " + nodes.size + " sub-agents shown", class: "tree"
+    });
+    var links = "", bestLinks = "", moreLinks = "";
+    list.forEach(function (row) {
+      var parentId = row.kind === "node" ? row.node.parent : row.node.id;
+      if (row.kind === "node" && row.node.id === topId) return;
+      var from = position.get(parentId);
+      if (!from) return;
+      var d = "M" + from[0] + " " + from[1] + "V" + row.y + "H" + (row.x - 2);
+      if (row.kind === "more") moreLinks += d;
+      else if (row.node.best) bestLinks += d;
+      else links += d;
+    });
+    svg.appendChild(el("path", { d: links, class: "links" }));
+    svg.appendChild(el("path", { d: moreLinks, class: "links links-more" }));
+    svg.appendChild(el("path", { d: bestLinks, class: "links links-best" }));
+
+    var layer = document.createDocumentFragment();
+    list.forEach(function (row) {
+      var node = row.node;
+      if (row.kind === "more") {
+        var more = el("g", {
+          class: "more", transform: "translate(" + row.x + "," + row.y + ")",
+          role: "button", tabindex: "0", "data-more-for": node.id,
+          "aria-label": "Show " + Math.min(row.left, 12) + " more of " + row.left + " forks of " + node.title
+        });
+        more.appendChild(el("rect", { x: -4, y: -11, width: 168, height: 22, rx: 11 }));
+        more.appendChild(el("text", { x: 8, y: 4 }, node.loading ? "loading…" : "show more (" + row.left + ")"));
+        layer.appendChild(more);
+        return;
+      }
+      var classes = "node " + qualityClass(node.quality) + (node.best ? " best" : "") + (node.focus ? " focus" : "") +
+        (node.status !== "active" ? " status-" + node.status : "");
+      var g = el("g", { class: classes, transform: "translate(" + row.x + "," + row.y + ")", "data-id": node.id });
+      var r = radius(node.active);
+      var link = el("a", {
+        href: nodeUrl.replace("/s/0", "/s/" + node.id),
+        "aria-label": node.title + ": " + node.word + ", " + node.active + " daily users, " + node.installs +
+          " installs, " + node.forks + " forks" + (node.best ? ", on the path to the best branch" : "")
+      });
+      if (node.focus) link.appendChild(el("circle", { r: r + 5, class: "halo" }));
+      link.appendChild(el("circle", { r: r, class: "dot" }));
+      link.appendChild(el("text", { x: r + 7, y: 4 }, label(node)));
+      g.appendChild(link);
+      if (node.children.length) {
+        var toggle = el("g", {
+          class: "toggle", role: "button", tabindex: "0", "data-toggle": node.id,
+          "aria-expanded": String(node.expanded), "aria-label": (node.expanded ? "Hide" : "Show") + " forks of " + node.title,
+          transform: "translate(" + (-INDENT + 4) + ",0)"
+        });
+        toggle.appendChild(el("rect", { x: -7, y: -7, width: 14, height: 14, rx: 3 }));
+        toggle.appendChild(el("text", { x: 0, y: 4, "text-anchor": "middle" }, node.expanded ? "−" : "+"));
+        if (node.id !== topId) g.appendChild(toggle);
+      }
+      layer.appendChild(g);
+    });
+    svg.appendChild(layer);
+    var old = frame.querySelector("svg.tree");
+    if (old) frame.replaceChild(svg, old); else frame.appendChild(svg);
+  }
+
+  function say(text) { if (status) status.textContent = text; }
+
+  function loadMore(id) {
+    var node = nodes.get(id);
+    if (!node || node.loading) return;
+    node.loading = true;
+    render();
+    var url = childrenUrl.replace("/s/0/", "/s/" + id + "/");
+    if (node.more) url += "?cursor=" + encodeURIComponent(node.more);
+    fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
+      .then(function (response) {
+        if (!response.ok) throw new Error("HTTP " + response.status);
+        return response.json();
+      })
+      .then(function (page) {
+        node.loading = false;
+        page.nodes.forEach(add);
+        node.more = page.more;
+        node.expanded = true;
+        if (page.more === null) node.forks = node.children.length;
+        render();
+        say(page.nodes.length + " more forks of " + node.title + " shown.");
+        var next = frame.querySelector('[data-more-for="' + id + '"]');
+        if (next) next.focus();
+      })
+      .catch(function () {
+        node.loading = false;
+        render();
+        say("Could not load more forks; try again.");
+      });
+  }
+
+  function loadAll(button) {
+    button.disabled = true;
+    say("Loading the whole tree…");
+    fetch(button.dataset.url, { credentials: "same-origin", headers: { Accept: "application/json" } })
+      .then(function (response) {
+        if (!response.ok) throw new Error("HTTP " + response.status);
+        return response.json();
+      })
+      .then(function (tree) {
+        if (tree.too_large) { say("This tree is too large to draw whole."); return; }
+        tree.nodes.forEach(add);
+        nodes.forEach(function (node) { node.more = null; node.expanded = true; node.forks = node.children.length; });
+        render();
+        button.remove();
+        say(nodes.size + " sub-agents shown.");
+        frame.dataset.whole = "1";
+      })
+      .catch(function () { button.disabled = false; say("Could not load the tree; try again."); });
+  }
+
+  function activate(target) {
+    var more = target.closest("[data-more-for]");
+    if (more) { loadMore(Number(more.dataset.moreFor)); return true; }
+    var toggle = target.closest("[data-toggle]");
+    if (toggle) {
+      var node = nodes.get(Number(toggle.dataset.toggle));
+      node.expanded = !node.expanded;
+      render();
+      var again = frame.querySelector('[data-toggle="' + node.id + '"]');
+      if (again) again.focus();
+      return true;
+    }
+    return false;
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    frame = document.getElementById("tree");
+    var dataNode = document.getElementById("tree-data");
+    if (!frame || !dataNode) return;
+    status = document.getElementById("tree-status");
+    childrenUrl = frame.dataset.childrenUrl;
+    nodeUrl = frame.dataset.nodeUrl;
+    var data = JSON.parse(dataNode.textContent);
+    topId = data.top;
+    build(data.nodes);
+    render();
+    frame.addEventListener("click", function (event) {
+      if (activate(event.target)) event.preventDefault();
+    });
+    frame.addEventListener("keydown", function (event) {
+      if ((event.key === "Enter" || event.key === " ") && activate(event.target)) event.preventDefault();
+    });
+    var all = document.getElementById("tree-all");
+    if (all) all.addEventListener("click", function () { loadAll(all); });
+    var focus = frame.querySelector("g.node.focus");
+    if (focus && focus.getBoundingClientRect().top > window.innerHeight) {
+      focus.scrollIntoView({ block: "center" });
+    }
+    frame.dataset.ready = "1";
+    window.__treeReadyAt = performance.now();
+  });
+})();

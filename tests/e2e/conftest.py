@@ -1,0 +1,111 @@
+"""A live Sprig with the demo community, served once per test session, and headless Chromium.
+
+The demo takes tens of seconds to load on SQLite, so one server (werkzeug in a thread, on a
+free loopback port) and one browser serve every browser test; each test gets its own browser
+context (cookies, storage). Debian's ``chromium`` is driven by Playwright (never a downloaded
+browser). Screenshots go to ``var/screenshots`` (or ``SPRIG_SCREENSHOT_DIR``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+from werkzeug.serving import make_server
+
+from market.app import create_app
+from market.demo.loader import load_demo
+from market.migrate import upgrade
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def chromium_path() -> str | None:
+    return os.environ.get("SPRIG_TEST_CHROMIUM") or shutil.which("chromium")
+
+
+@pytest.fixture(scope="session")
+def chromium_executable() -> str:
+    path = chromium_path()
+    if path is None:
+        if os.environ.get("CI"):
+            raise RuntimeError("CI runs the browser tests: install Debian's chromium")
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def live_app(tmp_path_factory, chromium_executable):
+    url = f"sqlite:///{tmp_path_factory.mktemp('e2e') / 'sprig.db'}"
+    upgrade(url)
+    app = create_app(
+        {
+            "database_url": url,
+            "secret_key": "e2e-secret",
+            "read_cache_seconds": 0,
+            "demo_signin": True,
+        }
+    )
+    load_demo(app.extensions["sprig.engine"], seed=7)
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, name="sprig-e2e", daemon=True)
+    thread.start()
+    app.config["LIVE_URL"] = f"http://127.0.0.1:{server.server_port}"
+    yield app
+    server.shutdown()
+    thread.join(timeout=10)
+    app.extensions["sprig.engine"].dispose()
+
+
+@pytest.fixture(scope="session")
+def base_url(live_app) -> str:
+    return live_app.config["LIVE_URL"]
+
+
+@pytest.fixture(scope="session")
+def browser(chromium_executable):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=chromium_executable, args=CHROMIUM_ARGS
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser, base_url):
+    """A phone-sized page (most people arrive through a shared link on their phone) that
+    fails the test on any script error or refused script (CSP) on our pages."""
+    context = browser.new_context(
+        base_url=base_url, viewport={"width": 390, "height": 844}, device_scale_factor=1
+    )
+    page = context.new_page()
+    problems: list[str] = []
+    page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+    page.on(
+        "dialog", lambda dialog: (problems.append(f"dialog: {dialog.message}"), dialog.dismiss())
+    )
+    page.problems = problems
+    yield page
+    context.close()
+
+
+@pytest.fixture(scope="session")
+def screenshots() -> Path:
+    directory = Path(os.environ.get("SPRIG_SCREENSHOT_DIR", ROOT / "var" / "screenshots"))
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
