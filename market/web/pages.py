@@ -12,6 +12,8 @@ from flask import (
 )
 from sqlmodel import select
 
+import evolution.ranking
+from evolution.models import RankingRun
 from market import browse, bundles, catalog, installs
 from market.api.deps import caller, commit, db
 from market.auth import ANONYMOUS
@@ -416,3 +418,15 @@ def signin_page():
 def signout():
     signin.sign_out()
     return redirect(url_for("web.browse_page"))
+
+
+@bp.get("/ranking")
+def ranking_page():
+    """How ranking works: the published formulas and the last run's estimated parameters."""
+    session = db()
+    last = session.scalars(
+        select(RankingRun).where(RankingRun.mode != "skipped").order_by(RankingRun.id.desc())
+    ).first()
+    return render_template(
+        "web/ranking.html", formulas=evolution.ranking.__doc__.strip(), last_run=last
+    )

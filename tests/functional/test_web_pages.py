@@ -421,3 +421,13 @@ def test_dashboard_for_its_creator_only_with_charts_and_csv(client, engine, worl
     assert rows[0][:3] == ["day", "subagent_id", "title"]
     assert any(row[1] == str(root["id"]) and row[6] == "1" for row in rows[1:])  # the install
     assert not any(row[2].startswith("=") for row in rows[1:])
+
+
+def test_how_ranking_works_page_publishes_the_formulas(client):
+    response = client.get("/ranking")
+    assert response.status_code == 200
+    page = response.get_data(as_text=True)
+    assert "How ranking works" in page
+    assert "E[θ] − 1.64" in page  # the display score's formula
+    assert "No ranking run yet" in page
+    assert response.headers["X-Content-Type-Options"] == "nosniff"
