@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import sys
 from pathlib import Path
@@ -15,6 +16,13 @@ from tests.factories import bundle, make_user, publish
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def run_async(function):
+    """anyio.run in a thread of its own: the browser tests' session-wide Playwright keeps an
+    event loop running in the main thread, and a second loop may not start there."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(anyio.run, function).result()
+
+
 def call_tools(server, *calls):
     """Run (tool, arguments) calls in one client session; their results, in order."""
 
@@ -22,7 +30,7 @@ def call_tools(server, *calls):
         async with Client(server) as client:
             return [await client.call_tool(name, arguments) for name, arguments in calls]
 
-    return anyio.run(session)
+    return run_async(session)
 
 
 def test_tools_are_listed(engine):
@@ -30,7 +38,7 @@ def test_tools_are_listed(engine):
         async with Client(build_server(engine, token=None)) as client:
             return sorted(tool.name for tool in (await client.list_tools()).tools)
 
-    assert anyio.run(names) == ["get_diff", "get_subagent", "publish_fork", "suggest_forks"]
+    assert run_async(names) == ["get_diff", "get_subagent", "publish_fork", "suggest_forks"]
 
 
 def test_suggest_read_diff_and_publish_a_fork(client, engine):
