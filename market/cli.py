@@ -131,8 +131,8 @@ def export_rewards(
     """Export reward datasets (Parquet shards, dataset card, manifest) as a new numbered run."""
     from tqdm import tqdm
 
-    from feedback import export_service
     from feedback.export import ExportParameters
+    from market import reward_exports as export_service
 
     settings = load_settings()
     engine = _engine()

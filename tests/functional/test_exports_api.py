@@ -371,7 +371,7 @@ def test_cli_exports_a_numbered_run_and_then_an_incremental_one(community, cli_e
 
 def test_the_celery_task_builds_a_queued_run(community, cli_env, engine):
     from feedback.export import ExportParameters
-    from feedback.export_service import create_run
+    from market.reward_exports import create_run
     from market.tasks import export_rewards_task
 
     with Session(engine) as session:
