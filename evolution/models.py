@@ -11,21 +11,12 @@ so events and feedback that cite the exposure can later be reweighted off-policy
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
+from datetime import datetime
 
-from sqlalchemy import JSON, Column, DateTime, Float, Index, Integer
+from sqlalchemy import JSON, Column, Float, Index, Integer
 from sqlmodel import Field, SQLModel
 
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-def _ts(nullable: bool = False):
-    return Field(
-        default_factory=utcnow if not nullable else None,
-        sa_column=Column(DateTime(timezone=True), nullable=nullable),
-    )
+from feedback.models import timestamp_field
 
 
 class SubAgentScore(SQLModel, table=True):
@@ -55,7 +46,7 @@ class SubAgentScore(SQLModel, table=True):
     rating_count: int = 0
     young: bool = True  # own evidence worth under 10 typical ratings: the exploration pool
     run_id: int = 0
-    computed_at: datetime = _ts()
+    computed_at: datetime = timestamp_field()
 
 
 class RaterOffset(SQLModel, table=True):
@@ -71,8 +62,8 @@ class RankingRun(SQLModel, table=True):
     __tablename__ = "ranking_run"
 
     id: int | None = Field(default=None, primary_key=True)
-    started_at: datetime = _ts()
-    finished_at: datetime | None = _ts(nullable=True)
+    started_at: datetime = timestamp_field()
+    finished_at: datetime | None = timestamp_field(nullable=True)
     mode: str = Field(default="full", max_length=16)  # full | incremental
     subagents: int = 0
     ratings: int = 0
@@ -106,4 +97,4 @@ class Exposure(SQLModel, table=True):
     # policy could have shown there (sums to one), for off-policy evaluation of other policies.
     slot_distribution: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     client_id: int | None = Field(default=None)
-    created_at: datetime = _ts()
+    created_at: datetime = timestamp_field()

@@ -8,14 +8,12 @@ what came out (``manifest``, the same document as the run's ``manifest.json``).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import JSON, Column, DateTime, Index
 from sqlmodel import Field, SQLModel
 
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
+from feedback.models import utcnow
 
 
 class ExportRun(SQLModel, table=True):

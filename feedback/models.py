@@ -18,7 +18,7 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def _ts(nullable: bool = False):
+def timestamp_field(nullable: bool = False):
     return Field(
         default_factory=utcnow if not nullable else None,
         sa_column=Column(DateTime(timezone=True), nullable=nullable),
@@ -56,7 +56,7 @@ class UsageEvent(SQLModel, table=True):
     duration_ms: int | None = Field(default=None)
     properties: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     exposure_id: uuid.UUID | None = Field(default=None)
-    received_at: datetime = _ts()
+    received_at: datetime = timestamp_field()
 
 
 class Feedback(SQLModel, table=True):
@@ -78,8 +78,8 @@ class Feedback(SQLModel, table=True):
     comment: str | None = Field(default=None, max_length=1000)
     tags: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     exposure_id: uuid.UUID | None = Field(default=None)
-    created_at: datetime = _ts()
-    updated_at: datetime = _ts()
+    created_at: datetime = timestamp_field()
+    updated_at: datetime = timestamp_field()
     # The UTC day of the last write: a rating counts once, on the day it last changed.
     updated_day: date = Field(sa_column=Column(Date, nullable=False))
 
@@ -142,5 +142,5 @@ class InstallLog(SQLModel, table=True):
     user_id: int = Field(foreign_key="user_account.id")
     subagent_id: int = Field(foreign_key="subagent.id")
     action: str = Field(max_length=16)  # install | uninstall
-    at: datetime = _ts()
+    at: datetime = timestamp_field()
     day: date = Field(sa_column=Column(Date, nullable=False))
