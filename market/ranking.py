@@ -92,7 +92,8 @@ def watermark(session: Session) -> dict:
     }
 
 
-def load_inputs(session: Session, now: datetime) -> RankingInputs:
+def load_inputs(session: Session, now: datetime, mark: dict) -> RankingInputs:
+    """Everything a run reads; ``mark`` is the watermark the caller checked before loading."""
     rows = session.exec(
         select(
             SubAgent.id, SubAgent.parent_id, SubAgent.visibility, SubAgent.status,
@@ -157,7 +158,7 @@ def load_inputs(session: Session, now: datetime) -> RankingInputs:
         usage_item=usage_item,
         usage_user=usage_user,
         usage_age=usage_age,
-        watermark=watermark(session),
+        watermark=mark,
     )
 
 
@@ -246,7 +247,7 @@ def run_ranking(
     if not force and last is not None and last.parameters.get("watermark") == mark:
         return RankingRun(mode="skipped", parameters={"watermark": mark})
 
-    inputs = load_inputs(session, now)
+    inputs = load_inputs(session, now, mark)
     warm = dict(session.exec(select(RaterOffset.user_id, RaterOffset.leniency)).all())
     scores = compute(inputs, warm, seed=seed)
     run = RankingRun(
