@@ -264,6 +264,28 @@ def publish(
     return subagent, version, True
 
 
+def fork_as_requested(session: Session, who: Principal, parent_id: int, body, bundle):
+    """A fork as a ``ForkIn`` body asks for it (the HTTP API and the MCP tool both call this):
+    the parent must be visible to the caller, who may publish on behalf of a person."""
+    parent = get_visible(session, who, parent_id)
+    publisher = resolve_publisher(session, who, body.on_behalf_of)
+    return fork(
+        session,
+        publisher,
+        parent,
+        title=body.title,
+        bundle=bundle,
+        fork_request=body.fork_request,
+        fork_request_id=body.fork_request_id,
+        parent_version_id=body.parent_version_id,
+        category=body.category.value if body.category else None,
+        summary=body.summary,
+        story=body.story,
+        tags=body.tags or None,
+        visibility=body.visibility.value,
+    )
+
+
 def fork(
     session: Session,
     publisher: User,

@@ -25,12 +25,11 @@ from pydantic import BaseModel, ValidationError
 from sqlmodel import Session
 
 from market import bundles, catalog
-from market.access import hidden_among
 from market.auth import ANONYMOUS, Principal, principal_for_token
 from market.bundles import BundleError
 from market.errors import SprigError
 from market.schemas import DiffOut, ForkIn, SubAgentOut
-from market.serialize import subagent_out
+from market.serialize import subagent_out, visible_detail
 from market.suggestion_schemas import SuggestionsIn, SuggestionsOut
 from market.suggestions import SuggestionService, take_updates
 
@@ -57,16 +56,6 @@ def _validated(model: type[BaseModel], data: dict) -> Any:
             for e in error.errors()[:5]
         )
         raise ToolError(f"Invalid input: {problems}") from None
-
-
-def _visible_links(session: Session, viewer: Principal, detail: SubAgentOut) -> SubAgentOut:
-    """As the HTTP API does: no ids of a parent or root the caller may not see."""
-    hidden = hidden_among(session, viewer, [detail.parent_id, detail.root_id])
-    if detail.parent_id in hidden:
-        detail.parent_id = detail.parent_version_id = detail.fork_request_id = None
-    if detail.root_id in hidden:
-        detail.root_id = None
-    return detail
 
 
 def build_server(
@@ -132,7 +121,7 @@ def build_server(
         with call() as (session, who):
             viewer = who()
             detail = subagent_out(*catalog.get_visible_detail(session, viewer, subagent_id))
-            return _visible_links(session, viewer, detail)
+            return visible_detail(session, viewer, detail)
 
     @server.tool()
     def get_diff(
@@ -198,29 +187,15 @@ def build_server(
                 },
             )
             bundle = bundles.bundle_from_json(body.bundle.model_dump())
-            parent = catalog.get_visible(session, principal, parent_id)
-            publisher = catalog.resolve_publisher(session, principal, body.on_behalf_of)
-            child, version, created = catalog.fork(
-                session,
-                publisher,
-                parent,
-                title=body.title,
-                bundle=bundle,
-                fork_request=body.fork_request,
-                fork_request_id=body.fork_request_id,
-                parent_version_id=body.parent_version_id,
-                category=body.category.value if body.category else None,
-                summary=body.summary,
-                story=body.story,
-                tags=body.tags or None,
-                visibility=body.visibility.value,
+            child, version, created = catalog.fork_as_requested(
+                session, principal, parent_id, body, bundle
             )
             session.info.pop("catalog_changed", None)
             published = take_updates(session)
             session.commit()
             suggestions.note_committed(session, published)
             detail = subagent_out(child, catalog.get_author(session, child), version)
-            detail = _visible_links(session, principal, detail)
+            detail = visible_detail(session, principal, detail)
             return PublishedFork(created=created, subagent=detail)
 
     return server

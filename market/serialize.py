@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from market.access import hidden_among
 from market.models import ForkRequest, Install, SubAgent, User, Version
+from market.ranking import attach_ranking
 from market.schemas import (
     AuthorOut,
     ForkRequestOut,
@@ -102,3 +104,15 @@ def fork_request_out(request: ForkRequest, requester: User) -> ForkRequestOut:
         fulfilled_by_id=request.fulfilled_by_id,
         created_at=request.created_at,
     )
+
+
+def visible_detail(session, viewer, detail: SubAgentOut) -> SubAgentOut:
+    """A sub-agent's detail as ``viewer`` may see it, for every caller (API, MCP): links to a
+    parent or root the viewer may not see are blanked (their ids alone would reveal that they
+    exist), and the ranking figures and best descendant are added."""
+    hidden = hidden_among(session, viewer, [detail.parent_id, detail.root_id])
+    if detail.parent_id in hidden:
+        detail.parent_id = detail.parent_version_id = detail.fork_request_id = None
+    if detail.root_id in hidden:
+        detail.root_id = None
+    return attach_ranking(session, viewer, detail)

@@ -9,10 +9,9 @@ from apiflask import APIBlueprint
 from flask import current_app, send_file
 
 from market import browse, bundles, catalog, installs
-from market.access import hidden_among
 from market.api.deps import caller, commit, db, read_body_with_bundle
 from market.errors import NotFound
-from market.ranking import EmbeddedSchedule, attach_ranking
+from market.ranking import EmbeddedSchedule
 from market.schemas import (
     BrowseQuery,
     BundleOut,
@@ -40,7 +39,7 @@ from market.schemas import (
     VersionOut,
     YankIn,
 )
-from market.serialize import fork_request_out, subagent_out, version_out
+from market.serialize import fork_request_out, subagent_out, version_out, visible_detail
 
 bp = APIBlueprint("subagents", __name__, tag="Sub-agents")
 
@@ -60,14 +59,7 @@ def _detail(subagent) -> SubAgentOut:
 
 
 def _visible_links(detail: SubAgentOut) -> SubAgentOut:
-    """Blank the links to a parent or root the caller may not see: their ids alone would
-    reveal that they exist. Adds the ranking figures and the best descendant."""
-    hidden = hidden_among(db(), caller(), [detail.parent_id, detail.root_id])
-    if detail.parent_id in hidden:
-        detail.parent_id = detail.parent_version_id = detail.fork_request_id = None
-    if detail.root_id in hidden:
-        detail.root_id = None
-    return attach_ranking(db(), caller(), detail)
+    return visible_detail(db(), caller(), detail)
 
 
 def _fresh_ranking() -> None:
@@ -205,25 +197,7 @@ def _zip(bundle: bundles.Bundle) -> bytes:
 def fork_subagent(subagent_id: int):
     """Fork: the fork request text plus the new bundle; the server records the parent link."""
     body, bundle = read_body_with_bundle(ForkIn)
-    session = db()
-    who = caller()
-    parent = catalog.get_visible(session, who, subagent_id)
-    publisher = catalog.resolve_publisher(session, who, body.on_behalf_of)
-    child, _version, created = catalog.fork(
-        session,
-        publisher,
-        parent,
-        title=body.title,
-        bundle=bundle,
-        fork_request=body.fork_request,
-        fork_request_id=body.fork_request_id,
-        parent_version_id=body.parent_version_id,
-        category=body.category.value if body.category else None,
-        summary=body.summary,
-        story=body.story,
-        tags=body.tags or None,
-        visibility=body.visibility.value,
-    )
+    child, _version, created = catalog.fork_as_requested(db(), caller(), subagent_id, body, bundle)
     commit()
     return _detail(child), 201 if created else 200
 
