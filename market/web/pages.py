@@ -189,14 +189,17 @@ def subagent_page(subagent_id: int):
     )
 
 
+def _sign_in_first(subagent_id: int):
+    """Importing and customizing need a person: sign in, then come back to the page."""
+    back = url_for("web.subagent_page", subagent_id=subagent_id)
+    return redirect(url_for("web.signin_page", next=back))
+
+
 @bp.post(f"/s/<{ID}:subagent_id>/import")
 def import_subagent(subagent_id: int):
-    session = db()
-    viewer = caller()
+    session, viewer = db(), caller()
     if not viewer.is_authenticated:
-        return redirect(
-            url_for("web.signin_page", next=url_for("web.subagent_page", subagent_id=subagent_id))
-        )
+        return _sign_in_first(subagent_id)
     subagent = catalog.get_visible(session, viewer, subagent_id)
     try:
         result, created = installs.install(
@@ -223,12 +226,9 @@ def import_subagent(subagent_id: int):
 
 @bp.post(f"/s/<{ID}:subagent_id>/customize")
 def customize_subagent(subagent_id: int):
-    session = db()
-    viewer = caller()
+    session, viewer = db(), caller()
     if not viewer.is_authenticated:
-        return redirect(
-            url_for("web.signin_page", next=url_for("web.subagent_page", subagent_id=subagent_id))
-        )
+        return _sign_in_first(subagent_id)
     subagent = catalog.get_visible(session, viewer, subagent_id)
     text = request.form.get("text", "").strip()
     if not 3 <= len(text) <= 2000 or "\x00" in text:
