@@ -7,7 +7,7 @@ what the product really does.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import Engine, func
 from sqlmodel import select
@@ -30,9 +30,11 @@ def is_empty(engine: Engine) -> bool:
         return session.exec(select(func.count(User.id))).one() == 0
 
 
-def load_demo(engine: Engine, seed: int = 7) -> dict[str, int]:
+def load_demo(engine: Engine, seed: int = 7, *, now: datetime | None = None) -> dict[str, int]:
+    """Load the community and its activity, all anchored at one reading of the clock
+    (``now``), so the catalog and the 90 days of usage agree on which day is today."""
     community = generate_community(seed)
-    now = utcnow()
+    now = now or utcnow()
     with session_scope(engine) as session:
         users = _load_users(session, community)
         keys = _load_subagents(session, community, users, now)
@@ -40,7 +42,7 @@ def load_demo(engine: Engine, seed: int = 7) -> dict[str, int]:
         requests = _load_fork_requests(session, community, users, keys, now)
         session.flush()
         recount_counters(session)
-    activity = simulate_activity(engine, seed)
+    activity = simulate_activity(engine, seed, now=now)
     with session_scope(engine) as session:
         run_ranking(session)  # browse sorts and best descendants are there from the start
     return {

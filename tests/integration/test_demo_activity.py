@@ -36,6 +36,7 @@ class Demo:
     engine: Engine
     stats: dict[str, int]
     seconds: float
+    now: datetime  # the clock reading the whole demo is anchored at
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +52,9 @@ def demo(database_url):
     engine = app.extensions["sprig.engine"]
     _wipe(engine)  # whatever an earlier module left behind
     started = time.perf_counter()
-    stats = load_demo(engine, seed=SEED)
-    yield Demo(app, engine, stats, time.perf_counter() - started)
+    now = datetime.now(UTC)
+    stats = load_demo(engine, seed=SEED, now=now)
+    yield Demo(app, engine, stats, time.perf_counter() - started, now)
     _wipe(engine)
     engine.dispose()
     app.extensions["sprig.read_engine"].dispose()
@@ -211,8 +213,9 @@ def test_private_subagents_are_used_by_their_authors_only(demo):
 def test_the_plan_is_deterministic_and_is_what_was_stored(demo):
     with Session(demo.engine) as session:
         community = read_community(session)
-        # The last day's batch was sent "now": the simulation's anchor.
-        anchor = _utc(session.scalar(select(func.max(UsageEvent.received_at))))
+        # The simulation's anchor. (The newest receipt time is not: just after midnight UTC
+        # today has no events yet, and yesterday's batch would shift the plan by a day.)
+        anchor = demo.now
         stored = set(session.scalars(select(UsageEvent.event_id)))
         feedback_rows = session.scalar(select(func.count(Feedback.id)))
 
