@@ -500,17 +500,9 @@ class SuggestionIndex:
     def _accumulate(self, features: np.ndarray, weights: np.ndarray, slots: int) -> np.ndarray:
         rows, values = [], []
         for segment in self._segments:
-            indptr, indices, data = (
-                segment.postings.indptr,
-                segment.postings.indices,
-                segment.postings.data,
-            )
-            for feature, weight in zip(features.tolist(), weights.tolist(), strict=True):
-                start, end = indptr[feature], indptr[feature + 1]
-                if start == end:
-                    continue
-                rows.append(indices[start:end] + segment.offset)
-                values.append(data[start:end] * weight)
+            for posting, data, weight in _postings(segment, features, weights):
+                rows.append(posting + segment.offset)
+                values.append(data * weight)
         if not rows:
             return np.zeros(slots)
         return np.bincount(np.concatenate(rows), np.concatenate(values), minlength=slots)
@@ -526,21 +518,25 @@ class SuggestionIndex:
                 continue
             positions = np.flatnonzero(inside)
             local = (slots[positions] - segment.offset).astype(np.int32)
-            indptr, indices, data = (
-                segment.postings.indptr,
-                segment.postings.indices,
-                segment.postings.data,
-            )
-            for feature, weight in zip(features.tolist(), weights.tolist(), strict=True):
-                start, end = indptr[feature], indptr[feature + 1]
-                if start == end:
-                    continue
-                posting = indices[start:end]  # sorted rows
-                where = np.searchsorted(posting, local)
+            for posting, data, weight in _postings(segment, features, weights):
+                where = np.searchsorted(posting, local)  # posting rows are sorted
                 where[where == len(posting)] = 0
                 found = posting[where] == local
-                extra[positions[found]] += data[start:end][where[found]] * weight
+                extra[positions[found]] += data[where[found]] * weight
         return extra
+
+
+def _postings(segment, features: np.ndarray, weights: np.ndarray):
+    """(rows, values, query weight) of each query feature present in the segment."""
+    indptr, indices, data = (
+        segment.postings.indptr,
+        segment.postings.indices,
+        segment.postings.data,
+    )
+    for feature, weight in zip(features.tolist(), weights.tolist(), strict=True):
+        start, end = indptr[feature], indptr[feature + 1]
+        if start != end:
+            yield indices[start:end], data[start:end], weight
 
 
 # ---------------------------------------------------------------------------- why it matched
