@@ -77,9 +77,42 @@ class DiffAgainst(StrEnum):
 
 
 Tag = Annotated[str, StringConstraints(min_length=1, max_length=40, pattern=r"^[\w][\w .+\-]*$")]
-Title = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=120)]
-Reason = Annotated[str, StringConstraints(strip_whitespace=True, min_length=3, max_length=500)]
+# Titles and reasons are counted after stripping the spaces around them, which minLength
+# cannot say: the document adds a pattern that does (no NUL, and at least 1 or 3 characters
+# from the first non-space one to the last).
+_VISIBLE = r"[^\s\u0000]"
+Title = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=120),
+    Field(json_schema_extra={"pattern": rf"^[^\u0000]*{_VISIBLE}[^\u0000]*$"}),
+]
+Reason = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=3, max_length=500),
+    Field(json_schema_extra={"pattern": rf"^[^\u0000]*{_VISIBLE}[^\u0000]+{_VISIBLE}[^\u0000]*$"}),
+]
 Cursor = Annotated[str, StringConstraints(max_length=200)]
+
+
+INT32_MAX = 2**31 - 1
+
+
+def _whole_number(value: Any) -> Any:
+    """JSON has one number type: 3.0 is the integer 3 (JSON Schema's "integer" says so too);
+    3.5, true and "3" are still refused by the strict check after this."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def whole_number(ge: int, le: int) -> Any:
+    """An integer input between ``ge`` and ``le``: strict (no true, no "3"), 3.0 accepted.
+    The bounds sit inside the annotation so that an optional field still documents them as
+    minimum and maximum."""
+    return Annotated[StrictInt, Field(ge=ge, le=le), BeforeValidator(_whole_number)]
+
+
+Id = whole_number(1, INT32_MAX)
 
 
 class StrictInput(BaseModel):
@@ -125,9 +158,9 @@ class ForkIn(ListingFields):
     fork_request: str = Field(
         min_length=1, max_length=2000, description="the words that asked for this change"
     )
-    fork_request_id: StrictInt | None = Field(None, ge=1, le=2**31 - 1)
-    parent_version_id: StrictInt | None = Field(
-        None, ge=1, le=2**31 - 1, description="defaults to the parent's latest version"
+    fork_request_id: Id | None = None
+    parent_version_id: Id | None = Field(
+        None, description="defaults to the parent's latest version"
     )
     bundle: BundleIn | None = None
     on_behalf_of: str | None = Field(None, max_length=40)
@@ -149,7 +182,7 @@ class UpdateIn(StrictInput):
 
 
 class InstallIn(StrictInput):
-    version_id: StrictInt | None = Field(None, ge=1, le=2**31 - 1)
+    version_id: Id | None = None
     source: InstallSource = InstallSource.browse
     exposure_id: str | None = Field(None, max_length=64)
 
@@ -160,7 +193,7 @@ class ForkRequestIn(StrictInput):
 
 class YankIn(StrictInput):
     reason: Reason
-    version_id: StrictInt | None = Field(None, ge=1, le=2**31 - 1)
+    version_id: Id | None = None
 
 
 class QuarantineIn(StrictInput):
@@ -469,11 +502,20 @@ class EventBatchOut(BaseModel):
 
 
 class FeedbackIn(StrictInput):
-    version_id: StrictInt = Field(ge=1, le=2**31 - 1)
-    user_id: StrictInt | None = Field(
-        None, ge=1, le=2**31 - 1, description="services only: the user who rated"
+    # Exactly one of stars and thumbs, said in the document too (the validator below).
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "oneOf": [
+                {"required": ["stars"], "properties": {"stars": {"type": "integer"}}},
+                {"required": ["thumbs"], "properties": {"thumbs": {"type": "string"}}},
+            ]
+        },
     )
-    stars: StrictInt | None = Field(None, ge=1, le=5)
+
+    version_id: Id
+    user_id: Id | None = Field(None, description="services only: the user who rated")
+    stars: whole_number(1, 5) | None = None
     thumbs: str | None = Field(None, pattern="^(up|down)$")
     comment: str | None = Field(None, max_length=1000)
     tags: list[Tag] = Field(default_factory=list, max_length=10)
@@ -563,19 +605,16 @@ Number = Annotated[float, BeforeValidator(_json_number)]
 class ExportIn(StrictInput):
     """What to export. Every field is optional; the defaults are the documented ones."""
 
-    since_run: StrictInt | None = Field(
-        None,
-        ge=1,
-        le=2**31 - 1,
-        description="incremental: only feedback written after this run's watermark",
+    since_run: Id | None = Field(
+        None, description="incremental: only feedback written after this run's watermark"
     )
     incremental: StrictBool = Field(
         False,
         description="without `since_run`: incremental from the last run that succeeded "
         "(everything if none did); with it, implied",
     )
-    k_anonymity: StrictInt = Field(
-        5, ge=5, le=100_000, description="a version needs at least this many distinct raters"
+    k_anonymity: whole_number(5, 100_000) = Field(
+        5, description="a version needs at least this many distinct raters"
     )
     confidence: Number = Field(
         0.95, ge=0.6, le=0.999, description="P(chosen better) a pair (or a KTO label) needs"

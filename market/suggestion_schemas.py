@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, Field, StrictInt, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from market.bundles import SCOPES
-from market.schemas import Category, StrictInput
+from market.schemas import Category, StrictInput, whole_number
 
 # A permission a manifest may ask for ("health.injuries.read"): the closed list bundles check.
 ScopeName = Literal[tuple(sorted(SCOPES))]
@@ -37,7 +37,7 @@ class SuggestionsIn(StrictInput):
         pattern=r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$",
         description="the person's locale (BCP 47, e.g. ja-JP): bases in its script rank higher",
     )
-    k: StrictInt = Field(5, ge=1, le=20, description="how many bases")
+    k: whole_number(1, 20) = Field(5, description="how many bases")
 
     @field_validator("request")
     @classmethod

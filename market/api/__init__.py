@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 from apiflask import APIFlask
 from pydantic import TypeAdapter
 
@@ -57,7 +59,19 @@ def complete_spec(spec: dict, prefix: str) -> dict:
         json_schema = TypeAdapter(model).json_schema(ref_template="#/components/schemas/{model}")
         for name, definition in json_schema.pop("$defs", {}).items():
             schemas.setdefault(name, definition)
+        # The model lets `bundle` be absent because a zip upload carries it beside the JSON;
+        # the document says what each content type really needs: a JSON body must have the
+        # bundle, multipart metadata must not (read_body_with_bundle).
+        metadata = copy.deepcopy(json_schema)
+        metadata["properties"].pop("bundle")
+        metadata["title"] = f"{model.__name__}Metadata"
+        json_schema["properties"]["bundle"] = {
+            "$ref": "#/components/schemas/BundleIn",
+            "description": "the files (or send them as a zip, multipart)",
+        }
+        json_schema["required"] = [*json_schema.get("required", []), "bundle"]
         schemas[model.__name__] = json_schema
+        schemas[metadata["title"]] = metadata
         operation["requestBody"] = {
             "required": True,
             "content": {
@@ -67,13 +81,11 @@ def complete_spec(spec: dict, prefix: str) -> dict:
                         "type": "object",
                         "required": ["metadata", "bundle"],
                         "properties": {
-                            "metadata": {
-                                "type": "string",
-                                "description": f"JSON of {model.__name__} without `bundle`",
-                            },
+                            "metadata": {"$ref": f"#/components/schemas/{metadata['title']}"},
                             "bundle": {"type": "string", "format": "binary"},
                         },
-                    }
+                    },
+                    "encoding": {"metadata": {"contentType": "application/json"}},
                 },
             },
         }

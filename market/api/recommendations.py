@@ -5,13 +5,13 @@ from __future__ import annotations
 from uuid import UUID
 
 from apiflask import APIBlueprint
-from pydantic import BaseModel, Field, StrictInt
+from pydantic import BaseModel, Field
 
 from market import recommendations
 from market.api.deps import caller, commit, db
 from market.errors import Forbidden, NotFound
 from market.models import User
-from market.schemas import Category, StrictInput
+from market.schemas import Category, Id, StrictInput, whole_number
 
 bp = APIBlueprint("recommendations", __name__, tag="Recommendations")
 
@@ -19,21 +19,16 @@ MAX_CONTEXT_CHARS = 500
 
 
 class RecommendationIn(StrictInput):
-    user_id: StrictInt = Field(
-        ge=1, le=2**31 - 1, description="the person to recommend for (people: themselves)"
-    )
+    user_id: Id = Field(description="the person to recommend for (people: themselves)")
     category: Category | None = Field(None, description="only sub-agents of this category")
     context: str | None = Field(
         None,
         max_length=MAX_CONTEXT_CHARS,
         description="what the user is doing or asking; sub-agents matching any of its words",
     )
-    k: StrictInt = Field(5, ge=1, le=20, description="slate size")
-    seed: StrictInt | None = Field(
-        None,
-        ge=0,
-        le=recommendations.MAX_SEED,
-        description="makes the slate and its propensities reproducible (tests, replays)",
+    k: whole_number(1, 20) = Field(5, description="slate size")
+    seed: whole_number(0, recommendations.MAX_SEED) | None = Field(
+        None, description="makes the slate and its propensities reproducible (tests, replays)"
     )
 
 

@@ -30,6 +30,7 @@ import json
 import re
 import zipfile
 
+import jsonschema
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
@@ -189,37 +190,12 @@ def flatmap_body(context, body):
 # ---- what the fuzz run ignores, and why --------------------------------------------------
 
 
-def _integral_float_refused(case, problem) -> bool:
-    """A 422 'valid integer' for a JSON number like 3.0 (an integer for JSON Schema)."""
-    body = case.body if isinstance(case.body, dict) else {}
-    errors = problem.get("errors", []) if isinstance(problem, dict) else []
-    fields = [
-        e.get("location", "").rsplit(".", 1)[-1]
-        for e in errors
-        if e.get("message", "") == "Input should be a valid integer"
-    ]
-    return bool(fields) and all(
-        isinstance(body.get(f), float) and body[f].is_integer() for f in fields
-    )
-
-
-def _stripped_below_min_length(case, problem) -> bool:
-    """A 422 'too short' for a string the server measured after stripping whitespace."""
-    body = case.body if isinstance(case.body, dict) else {}
-    if isinstance(body.get("metadata"), str):
-        try:
-            body = json.loads(body["metadata"])
-        except ValueError:
-            return False
-    errors = problem.get("errors", []) if isinstance(problem, dict) else []
-    fields = [
-        e.get("location", "").rsplit(".", 1)[-1]
-        for e in errors
-        if e.get("message", "").startswith("String should have at least")
-    ]
-    return bool(fields) and all(
-        isinstance(body, dict) and isinstance(body.get(f), str) and body[f] != body[f].strip()
-        for f in fields
+def _year_zero_date(case) -> bool:
+    """A ``from``/``to`` query date in year 0000 (valid RFC 3339, not a Python date)."""
+    query = case.query if isinstance(case.query, dict) else {}
+    return any(
+        isinstance(query.get(name), str) and query[name].startswith("0000")
+        for name in ("from", "to")
     )
 
 
@@ -260,22 +236,9 @@ def _known(failure, case, response) -> str | None:
             ("A service publishes for a user", "No person with handle", "Fork request ")
         ):
             return "depends on the caller or on stored rows"
-        if status == 422 and (
-            "exactly one of `stars` or `thumbs`" in detail
-            or ("query.from" in detail or "query.to" in detail)
-        ):
-            return "test_documented_valid_inputs_are_accepted"
-        if status == 422 and _integral_float_refused(case, body):
-            return "test_documented_valid_inputs_are_accepted"
-        if status == 422 and _stripped_below_min_length(case, body):
-            return "test_documented_min_lengths_count_what_the_server_counts"
-        # The multipart `metadata` is documented as any string, so nothing inside it is
-        # described: every 400/422 about it is the same documentation bug.
-        multipart = (case.media_type or "").startswith("multipart/")
-        if (status == 422 and detail.startswith("A bundle is required")) or (
-            multipart and status in (400, 422)
-        ):
-            return "test_bundle_bodies_document_what_the_server_requires"
+        # By design: RFC 3339 has a year 0000, Python's dates start at year 1.
+        if status == 422 and _year_zero_date(case):
+            return "year 0000"
     if isinstance(failure, AcceptedNegativeData) and _lax_coercion(case):
         return "test_json_bodies_are_not_coerced"
     if (
@@ -460,12 +423,27 @@ def test_zip_bundle_download_is_documented(client, engine):
     assert "application/zip" in operation["get"]["responses"]["200"]["content"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bundle bodies (PublishIn, ForkIn, VersionIn) are documented with an optional, "
-    "nullable `bundle` for application/json, where the server requires it (422), and with "
-    "multipart `metadata` as any string, where the server requires JSON (400)",
-)
+def _documented(schema: dict, value) -> bool:
+    """Whether ``value`` is valid for ``schema`` by the published document (its $refs read
+    from SPEC's components, formats such as date checked)."""
+    validator = jsonschema.Draft202012Validator(
+        {**schema, "components": SPEC["components"]},
+        format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER,
+    )
+    return validator.is_valid(value)
+
+
+def _body_schema(path: str, method: str = "post", content: str = "application/json") -> dict:
+    return SPEC["paths"][API + path][method]["requestBody"]["content"][content]["schema"]
+
+
+METADATA_SAMPLES = {
+    "PublishIn": {"title": "T", "category": "diet"},
+    "ForkIn": {"title": "T", "fork_request": "fewer carbs"},
+    "VersionIn": {"changelog": "fixes"},
+}
+
+
 @pytest.mark.parametrize("model", sorted(BUNDLE_OPERATIONS))
 def test_bundle_bodies_document_what_the_server_requires(model):
     method, path = BUNDLE_OPERATIONS[model]
@@ -475,24 +453,82 @@ def test_bundle_bodies_document_what_the_server_requires(model):
     multipart = content["multipart/form-data"]
     metadata_encoding = multipart.get("encoding", {}).get("metadata", {})
     assert metadata_encoding.get("contentType") == "application/json"
+    metadata = multipart["schema"]["properties"]["metadata"]
+    # The metadata is the body without the bundle: one sent inside it is refused.
+    sample = METADATA_SAMPLES[model]
+    assert _documented(metadata, sample)
+    assert not _documented(metadata, {**sample, "bundle": bundle("x")})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Title and Reason strip whitespace before checking min_length, but the document "
-    "says only minLength (1 and 3): a documented-valid title ' ' or reason 'ab ' is a 422",
+@pytest.mark.parametrize(
+    ("path", "field", "value", "valid"),
+    [
+        ("/subagents", "title", " ", False),
+        ("/subagents", "title", "  x  ", True),
+        ("/subagents/{subagent_id}/yank", "reason", "ab ", False),
+        ("/subagents/{subagent_id}/yank", "reason", " a b ", True),
+        ("/subagents/{subagent_id}/yank", "reason", "a\u0000c", False),
+    ],
 )
-@pytest.mark.parametrize("field", ["title", "reason"])
-def test_documented_min_lengths_count_what_the_server_counts(client, engine, field):
+def test_documented_lengths_count_what_the_server_counts(client, engine, path, field, value, valid):
+    """Titles and reasons are measured after stripping spaces; the document says so (a
+    pattern beside minLength), and the server agrees with it both ways."""
     alice = make_user(engine, "alice")
-    if field == "title":
-        response = client.post(f"{API}/subagents", json=listing(title=" "), headers=alice.headers)
+    schema = _body_schema(path)
+    if "$ref" in schema:
+        schema = SPEC["components"]["schemas"][schema["$ref"].rsplit("/", 1)[-1]]
+    assert _documented(schema["properties"][field], value) is valid
+    if path == "/subagents":
+        response = client.post(f"{API}/subagents", json=listing(title=value), headers=alice.headers)
+        accepted = response.status_code == 201
     else:
         sub = publish(client, alice)
         response = client.post(
-            f"{API}/subagents/{sub['id']}/yank", json={"reason": "ab "}, headers=alice.headers
+            f"{API}/subagents/{sub['id']}/yank", json={"reason": value}, headers=alice.headers
         )
-    assert response.status_code != 422, response.get_json()
+        accepted = response.status_code == 200
+    assert accepted is valid, response.get_json()
+    if not valid:
+        assert response.status_code == 422
+
+
+@pytest.mark.parametrize(
+    ("name", "extra", "valid"),
+    [
+        ("neither", {}, False),
+        ("both", {"stars": 4, "thumbs": "up"}, False),
+        ("stars 3.0", {"stars": 3.0}, True),
+        ("stars 3.5", {"stars": 3.5}, False),
+        ("stars '3'", {"stars": "3"}, False),
+        ("thumbs", {"thumbs": "down"}, True),
+    ],
+)
+def test_feedback_body_documents_exactly_one_rating(client, engine, name, extra, valid):
+    alice = make_user(engine, "alice")
+    sub = publish(client, alice)
+    body = {"version_id": sub["latest_version"]["id"], **extra}
+    assert _documented(_body_schema("/feedback"), body) is valid
+    response = client.post(f"{API}/feedback", json=body, headers=alice.headers)
+    assert response.status_code == (201 if valid else 422), response.get_json()
+    if name == "stars 3.0":
+        assert response.get_json()["scale"] == "stars"
+        assert response.get_json()["rating"] == 3
+
+
+@pytest.mark.parametrize("path", ["subagents/{id}", "creators/alice"])
+def test_stats_dates_are_documented_dates(client, engine, path):
+    """An impossible date is refused, and the document's ``format: date`` refuses it too."""
+    alice = make_user(engine, "alice")
+    sub = publish(client, alice)
+    template = "/subagents/{subagent_id}/stats" if "{id}" in path else "/creators/{handle}/stats"
+    parameters = SPEC["paths"][API + template]["get"]["parameters"]
+    date_schema = next(p["schema"] for p in parameters if p["name"] == "from")
+    assert _documented(date_schema, "2024-02-29") and not _documented(date_schema, "2024-13-45")
+    url = f"{API}/{path.format(id=sub['id'])}/stats"
+    assert client.get(f"{url}?from=2024-13-45", headers=alice.headers).status_code == 422
+    assert (
+        client.get(f"{url}?from=2024-02-29&to=2024-03-01", headers=alice.headers).status_code == 200
+    )
 
 
 LAX_BODIES = {
@@ -521,30 +557,6 @@ def test_json_bodies_are_not_coerced(client, engine, name):
         f"{API}/subagents/{sub['id']}/{action}", json=body, headers=actors[who].headers
     )
     assert response.status_code == 422, response.get_json()
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="documented-valid input rejected: POST /feedback documents `stars` and `thumbs` "
-    "as both optional (no oneOf) but needs exactly one (422), and answers 422 to stars: 3.0 "
-    "(an integer in JSON Schema, strictly an int here); the stats `from`/`to` are dates "
-    "checked for real (2024-13-45 is a 422) and the test counts any 4xx as a rejection",
-)
-@pytest.mark.parametrize(
-    "name", ["feedback-neither", "feedback-stars-3.0", "subagent-stats", "creator-stats"]
-)
-def test_documented_valid_inputs_are_accepted(client, engine, name):
-    alice = make_user(engine, "alice")
-    sub = publish(client, alice)
-    if name.startswith("feedback"):
-        body = {"version_id": sub["latest_version"]["id"]}
-        if name == "feedback-stars-3.0":
-            body["stars"] = 3.0
-        response = client.post(f"{API}/feedback", json=body, headers=alice.headers)
-    else:
-        path = f"subagents/{sub['id']}" if name == "subagent-stats" else "creators/alice"
-        response = client.get(f"{API}/{path}/stats?from=2024-13-45", headers=alice.headers)
-    assert response.status_code not in (400, 422), response.get_json()
 
 
 _RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
