@@ -105,7 +105,9 @@ def test_debias_converges_to_the_ridge_solution():
     n_users, n_items, n = 6, 5, 25
     users, items = rng.integers(0, n_users, n), rng.integers(0, n_items, n)
     rating = rng.normal(size=n)
-    fit = debias(users, items, rating, n_users, n_items, reg_user=15, reg_item=10, epochs=3000)
+    fit = debias(
+        users, items, rating, n_users, n_items, reg_user=15, reg_item=10, epochs=3000, tolerance=0.0
+    )
     mu = rating.mean()
     design = np.zeros((n, n_users + n_items))
     design[np.arange(n), users] = 1
@@ -117,11 +119,31 @@ def test_debias_converges_to_the_ridge_solution():
     assert fit.item_effect == pytest.approx(solution[n_users:], abs=1e-6)
 
 
+def test_debias_stops_once_the_offsets_settle():
+    """Early stopping changes nothing a score shows: the fit that stops at tolerance 1e-4
+    agrees with 40 full epochs to 1e-3, and a loose tolerance really stops after one epoch."""
+    rng = np.random.default_rng(5)
+    n_users, n_items, n = 300, 40, 6000
+    users, items = rng.integers(0, n_users, n), rng.integers(0, n_items, n)
+    rating = (
+        rng.normal(size=n) + rng.normal(0, 0.8, n_users)[users] + np.linspace(-1, 1, n_items)[items]
+    )
+    full = debias(users, items, rating, n_users, n_items, epochs=40, tolerance=0.0)
+    early = debias(users, items, rating, n_users, n_items, epochs=40)
+    assert early.user_offset == pytest.approx(full.user_offset, abs=1e-3)
+    assert early.item_evidence == pytest.approx(full.item_evidence, abs=1e-3)
+    assert early.noise_var == pytest.approx(full.noise_var, rel=1e-3)
+    one = debias(users, items, rating, n_users, n_items, epochs=40, tolerance=10.0)
+    first_epoch = debias(users, items, rating, n_users, n_items, epochs=1, tolerance=0.0)
+    assert one.user_offset == pytest.approx(first_epoch.user_offset)
+    assert not np.allclose(one.user_offset, full.user_offset, atol=1e-3)
+
+
 def test_debias_warm_start_and_weights():
     rng = np.random.default_rng(4)
     users, items = rng.integers(0, 20, 400), rng.integers(0, 10, 400)
     rating = rng.normal(size=400) + 0.5 * (users % 3)
-    cold = debias(users, items, rating, 20, 10, epochs=50)
+    cold = debias(users, items, rating, 20, 10, epochs=50, tolerance=0.0)
     warm = debias(users, items, rating, 20, 10, epochs=2, init_user_offset=cold.user_offset)
     assert warm.user_offset == pytest.approx(cold.user_offset, abs=1e-6)
     weighted = debias(users, items, rating, 20, 10, weight=np.full(400, 0.5))
