@@ -14,15 +14,28 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+# ASCII classes, not \w, around every pattern: in Chinese or Japanese text a number or an
+# address follows a word with no space ("番号は090-1234-5678です"), and \w (which matches
+# those words) would keep the pattern from seeing where the identifier starts.
 _EMAIL = re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+")
 _URL = re.compile(r"(?:https?://|www\.)[^\s<>\"']+", re.IGNORECASE)
 # Exactly four dotted groups: "06.12.34.56.78" is a phone number, not an address.
 _IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?!\.?\d)")
-# A phone: optional +, then at least 7 digits with spaces, dots, dashes or brackets between.
-_PHONE = re.compile(r"(?<![\w+])\+?\(?\d(?:[\s().\-]{0,2}\d){6,}(?!\w)")
-_HANDLE = re.compile(r"(?<![\w@])@[A-Za-z0-9_][A-Za-z0-9_.\-]{0,39}")
+# A phone: optional +, then at least 7 digits with spaces, dots, dashes or brackets between;
+# judged by its digits (7 to 15, as E.164 allows), and never a date.
+_PHONE = re.compile(r"(?<![A-Za-z0-9_+])\+?\(?\d(?:[\s().\-/]{0,2}\d){6,}(?![A-Za-z0-9_])")
+_DATE = re.compile(r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}")
+_HANDLE = re.compile(r"(?<![A-Za-z0-9_@])@[A-Za-z0-9_][A-Za-z0-9_.\-]{0,39}")
 _DIGIT_RUN = re.compile(r"\d[\d\s().\-+]{5,}\d")
 _WORD = re.compile(r"[A-Za-z0-9_]+")
+
+
+def _phone_or_kept(match: re.Match[str]) -> str:
+    text = match.group(0)
+    digits = sum(c.isdigit() for c in text)
+    if digits > 15 or _DATE.fullmatch(text.strip()):
+        return text
+    return "[phone]"
 
 
 def _flexible(value: str) -> re.Pattern[str] | None:
@@ -55,7 +68,7 @@ class Scrubber:
             text = _EMAIL.sub("[email]", text)
         if _DIGIT_RUN.search(text):
             text = _IPV4.sub("[ip]", text)
-            text = _PHONE.sub("[phone]", text)
+            text = _PHONE.sub(_phone_or_kept, text)
         if "@" in text:
             text = _HANDLE.sub("[handle]", text)
         # The writer's own values last: what the patterns above did not recognize as an email
@@ -69,3 +82,12 @@ class Scrubber:
                 lambda m: "[handle]" if m.group().lower() in self.handles else m.group(), text
             )
         return text
+
+
+_ANONYMOUS = Scrubber()
+
+
+def scrub_contact_details(text: str) -> str:
+    """The patterns alone (no handle list, no writer's values): for text shown beside a
+    suggestion, where the writer is not looked up."""
+    return _ANONYMOUS.scrub(text)

@@ -56,8 +56,8 @@ from evolution.text_index import (
     locale_script,
 )
 from evolution.themes import FeedbackNote, group_themes
-from feedback.contact_scrub import scrub_contact_details
 from feedback.models import Feedback
+from feedback.scrub import scrub_contact_details
 from market.catalog import INDEX_UPDATES
 from market.models import BundleBlob, SubAgent, Version
 from market.suggestion_schemas import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from feedback.scrub import Scrubber
+from feedback.scrub import Scrubber, scrub_contact_details
 
 
 @pytest.mark.parametrize(
@@ -18,10 +18,21 @@ from feedback.scrub import Scrubber
         ("thanks @ana_lopez!", "thanks [handle]!"),
         ("drink 3000 ml, 8 glasses", "drink 3000 ml, 8 glasses"),
         ("too slow on my phone", "too slow on my phone"),
+        # Chinese and Japanese: no space between the words and the identifier.
+        ("私の番号は090-1234-5678です", "私の番号は[phone]です"),
+        ("电话13812345678，邮箱li@example.cn", "电话[phone]，邮箱[email]"),
+        ("请联系@li_wei谢谢", "请联系[handle]谢谢"),
+        ("13812345678", "[phone]"),
+        # Dates, times and small numbers are not phones.
+        ("drink 3000 ml by 2024-05-01", "drink 3000 ml by 2024-05-01"),
+        ("since 01/05/2024 at 7:30, ids 12 34", "since 01/05/2024 at 7:30, ids 12 34"),
+        ("mail me at jo.doe+x@mail.example.com!", "mail me at [email]!"),
     ],
 )
 def test_patterns(text, expected):
     assert Scrubber().scrub(text) == expected
+    # What a suggestion shows beside a branch goes through the same patterns.
+    assert scrub_contact_details(text) == expected
 
 
 def test_known_handles_as_words_and_the_writers_own_values():

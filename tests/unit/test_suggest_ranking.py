@@ -19,7 +19,6 @@ from evolution.suggest import (
 )
 from evolution.text_index import Match
 from evolution.themes import OTHER_LABEL, FeedbackNote, group_themes
-from feedback.contact_scrub import scrub_contact_details
 
 
 def test_score_by_hand():
@@ -161,18 +160,3 @@ def test_themes_of_nothing():
     assert group_themes([FeedbackNote((), "  ")]) == []
     only = group_themes([FeedbackNote((), "ok"), FeedbackNote((), "!!")])
     assert [(t.label, t.count) for t in only] == [(OTHER_LABEL, 2)]
-
-
-@pytest.mark.parametrize(
-    ("text", "scrubbed"),
-    [
-        ("mail me at jo.doe+x@mail.example.com!", "mail me at [email]!"),
-        ("call +1 (415) 555-0134 now", "call [phone] now"),
-        ("私の番号は090-1234-5678です", "私の番号は[phone]です"),
-        ("13812345678", "[phone]"),
-        ("drink 3000 ml by 2024-05-01", "drink 3000 ml by 2024-05-01"),
-        ("at 7:30 every day, ids 12 34", "at 7:30 every day, ids 12 34"),
-    ],
-)
-def test_scrub_contact_details(text, scrubbed):
-    assert scrub_contact_details(text) == scrubbed
