@@ -6,7 +6,7 @@ fork time and never change, which is what lets lineage be read in one query.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import (
     JSON,
@@ -20,13 +20,8 @@ from sqlalchemy import (
 )
 from sqlmodel import Field, SQLModel
 
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-def _ts(**kwargs) -> Field:
-    return Field(default_factory=utcnow, sa_column=Column(DateTime(timezone=True), **kwargs))
+# One definition of a stored moment for every table (UTC, with its zone).
+from feedback.models import timestamp_field, utcnow  # noqa: F401 - utcnow is used from here
 
 
 class User(SQLModel, table=True):
@@ -44,7 +39,7 @@ class User(SQLModel, table=True):
     bio: str = Field(default="", max_length=500)
     locale: str = Field(default="en-US", max_length=16)
     share_feedback_for_training: bool = Field(default=False)
-    created_at: datetime = _ts(nullable=False)
+    created_at: datetime = timestamp_field()
 
 
 class ApiToken(SQLModel, table=True):
@@ -58,7 +53,7 @@ class ApiToken(SQLModel, table=True):
     prefix: str = Field(max_length=16)
     name: str = Field(default="", max_length=80)
     scopes: str = Field(default="", max_length=500)  # space-separated
-    created_at: datetime = _ts(nullable=False)
+    created_at: datetime = timestamp_field()
     revoked_at: datetime | None = Field(
         default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
     )
@@ -112,8 +107,8 @@ class SubAgent(SQLModel, table=True):
     dedupe_key: str = Field(max_length=120, unique=True)
     install_count: int = Field(default=0)
     fork_count: int = Field(default=0)
-    created_at: datetime = _ts(nullable=False)
-    updated_at: datetime = _ts(nullable=False)
+    created_at: datetime = timestamp_field()
+    updated_at: datetime = timestamp_field()
 
 
 class SubAgentTag(SQLModel, table=True):
@@ -151,7 +146,7 @@ class Version(SQLModel, table=True):
     status_reason: str | None = Field(default=None, max_length=500)
     size_bytes: int = 0
     file_count: int = 0
-    created_at: datetime = _ts(nullable=False)
+    created_at: datetime = timestamp_field()
 
 
 class Install(SQLModel, table=True):
@@ -166,8 +161,8 @@ class Install(SQLModel, table=True):
     exposure_id: str | None = Field(default=None, max_length=64)
     granted_scopes: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     active: bool = Field(default=True)
-    created_at: datetime = _ts(nullable=False)
-    updated_at: datetime = _ts(nullable=False)
+    created_at: datetime = timestamp_field()
+    updated_at: datetime = timestamp_field()
 
 
 class ForkRequest(SQLModel, table=True):
@@ -180,7 +175,7 @@ class ForkRequest(SQLModel, table=True):
     text: str = Field(max_length=2000)
     status: str = Field(default="open", max_length=16)  # open | fulfilled | closed
     fulfilled_by_id: int | None = Field(default=None)
-    created_at: datetime = _ts(nullable=False)
+    created_at: datetime = timestamp_field()
     fulfilled_at: datetime | None = Field(
         default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
     )
@@ -196,4 +191,4 @@ class Report(SQLModel, table=True):
     reason: str = Field(max_length=32)
     detail: str = Field(default="", max_length=2000)
     status: str = Field(default="open", max_length=16)
-    created_at: datetime = _ts(nullable=False)
+    created_at: datetime = timestamp_field()
