@@ -44,6 +44,20 @@ def mark_catalog_changed(session: Session) -> None:
         session.exec(text("SELECT pg_notify('sprig_catalog', '')"))
 
 
+def commit_catalog_write(session: Session, *, read_cache=None, suggestions=None) -> None:
+    """Commit, then bring this process's own caches up to date: the anonymous read cache
+    (other processes hear the NOTIFY sent in the transaction; this one must not even wait)
+    and the suggestion index (suggestable at once here; other processes catch up from
+    ``updated_at``). Nothing is announced for a transaction that did not commit."""
+    changed = session.info.pop("catalog_changed", False)
+    published = session.info.pop(INDEX_UPDATES, None)
+    session.commit()
+    if changed and read_cache is not None:
+        read_cache.invalidate()
+    if published and suggestions is not None:
+        suggestions.note_committed(session, published)
+
+
 def get_visible(session: Session, viewer: Principal, subagent_id: int) -> SubAgent:
     """The sub-agent if the viewer may see it; otherwise 404 (never 403: no existence leak)."""
     subagent = session.get(SubAgent, subagent_id)

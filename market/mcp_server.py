@@ -31,7 +31,7 @@ from market.errors import SprigError
 from market.schemas import DiffOut, ForkIn, SubAgentOut
 from market.serialize import subagent_out, visible_detail
 from market.suggestion_schemas import SuggestionsIn, SuggestionsOut
-from market.suggestions import SuggestionService, take_updates
+from market.suggestions import SuggestionService
 
 INSTRUCTIONS = (
     "Sprig is a marketplace of small lifestyle apps (sub-agents) that people share and fork. "
@@ -190,10 +190,8 @@ def build_server(
             child, version, created = catalog.fork_as_requested(
                 session, principal, parent_id, body, bundle
             )
-            session.info.pop("catalog_changed", None)
-            published = take_updates(session)
-            session.commit()
-            suggestions.note_committed(session, published)
+            # No read cache in this process: web workers hear the commit's NOTIFY.
+            catalog.commit_catalog_write(session, suggestions=suggestions)
             detail = subagent_out(child, catalog.get_author(session, child), version)
             detail = visible_detail(session, principal, detail)
             return PublishedFork(created=created, subagent=detail)

@@ -58,7 +58,6 @@ from evolution.text_index import (
 from evolution.themes import FeedbackNote, group_themes
 from feedback.models import Feedback
 from feedback.scrub import scrub_contact_details
-from market.catalog import INDEX_UPDATES
 from market.models import BundleBlob, SubAgent, Version
 from market.suggestion_schemas import (
     ImprovementOut,
@@ -105,11 +104,6 @@ class _TtlCache:
             self._entries.move_to_end(key)
             while len(self._entries) > self.max_entries:
                 self._entries.popitem(last=False)
-
-
-def take_updates(session: Session) -> set[int]:
-    """Sub-agents the catalog gave a version in this session (to index after the commit)."""
-    return session.info.pop(INDEX_UPDATES, set())
 
 
 _LISTED = (SubAgent.visibility == "public", SubAgent.status == "active")

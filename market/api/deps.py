@@ -10,7 +10,7 @@ from sqlmodel import Session
 
 from market import bundles
 from market.auth import ANONYMOUS, Principal, principal_for_token
-from market.catalog import INDEX_UPDATES
+from market.catalog import commit_catalog_write
 from market.errors import BadRequest, Unauthorized, Unprocessable
 
 
@@ -100,15 +100,8 @@ def read_body_with_bundle(model: type[BaseModel]) -> tuple[BaseModel, bundles.Bu
 
 
 def commit() -> None:
-    session = db()
-    changed = session.info.pop("catalog_changed", False)
-    published = session.info.pop(INDEX_UPDATES, None)
-    session.commit()
-    cache = current_app.extensions.get("sprig.read_cache")
-    if changed and cache is not None:
-        # Other workers hear the NOTIFY sent in the transaction; this one must not even wait.
-        cache.invalidate()
-    suggestions = current_app.extensions.get("sprig.suggestions")
-    if published and suggestions is not None:
-        # Suggestable at once from this worker; the others catch up from updated_at.
-        suggestions.note_committed(session, published)
+    commit_catalog_write(
+        db(),
+        read_cache=current_app.extensions.get("sprig.read_cache"),
+        suggestions=current_app.extensions.get("sprig.suggestions"),
+    )
