@@ -7,7 +7,11 @@ per slot (``POST /api/v1/recommendations``).
    full-text match of any of its words (title, tags, summary and story). Context is loose
    text about the user's situation, so its words are ORed; ANDing them (as catalog search
    does) would match almost nothing. Stop words are dropped first (on both databases);
-   context left without any word is ignored.
+   context left without any word is ignored. Context mostly in Chinese, Japanese or Korean
+   is matched on characters instead (the caller's ``text_matches``: the suggestion index's
+   character n-grams), because those languages are written without spaces and a word index
+   sees a whole sentence as one word; a match needs ``MIN_CHARACTER_RELEVANCE``, so one
+   shared particle such as の does not make a sub-agent relevant.
 3. Not already had: sub-agents the user installed (active) or wrote are left out, unless fewer
    than k others remain; then they compete like the rest.
 4. Pool, capped so a call costs about the same in a catalog of a million: the
@@ -36,6 +40,7 @@ from __future__ import annotations
 
 import secrets
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -45,6 +50,7 @@ from sqlmodel import Session, select
 
 from evolution.explore import POLICY_VERSION, choose_slate
 from evolution.models import Exposure, RankingRun, SubAgentScore
+from evolution.text_index import script_of
 from market.browse import search_terms
 from market.models import Install, SubAgent, Version, utcnow
 
@@ -58,6 +64,11 @@ N_DRAWS = 2000
 MAX_SEED = 2**63 - 1
 # A sub-agent without a score before any ranking run: the ranking's default root prior.
 UNSCORED_QUALITY, UNSCORED_SD = 0.0, 1.0
+CHARACTER_MATCHES = 2000
+MIN_CHARACTER_RELEVANCE = 0.1
+
+# (context, category, limit) → (sub-agent id, relevance) pairs, best first.
+TextMatcher = Callable[[str, str | None, int], list[tuple[int, float]]]
 
 
 # Snowball's English stop words: exactly the ones PostgreSQL's 'english' text search drops, so
@@ -320,11 +331,15 @@ def candidate_pool(
     category: str | None,
     terms: list[str],
     include_owned: bool,
+    matched: list[int] | None = None,
 ) -> list[Candidate]:
     """The relevant candidates (see the module docstring, steps 1-4, without the pruning),
-    sorted by sub-agent id so a seeded decision does not depend on the database's row order."""
+    sorted by sub-agent id so a seeded decision does not depend on the database's row order.
+    ``matched``: sub-agents the context matched on characters, best first (instead of terms)."""
     clauses = _eligible(user_id, category, include_owned)
-    if terms:
+    if matched is not None:
+        clauses.append(SubAgent.id.in_(matched))
+    elif terms:
         clauses.append(_text_match(session, terms))
     young = (
         _with_latest_version(select(*_CANDIDATE_COLUMNS))
@@ -339,7 +354,11 @@ def candidate_pool(
     rows = [*_established(session, clauses), *session.exec(young)]
     priors = _lineage_priors(session, rows)
     pool = [_candidate(row, priors.get(row.id)) for row in rows]
-    if terms and len(pool) > TEXT_TOP:
+    if matched is not None and len(pool) > TEXT_TOP:
+        rank = {subagent_id: position for position, subagent_id in enumerate(matched)}
+        best = set(sorted((c.subagent_id for c in pool), key=rank.__getitem__)[:TEXT_TOP])
+        pool = [c for c in pool if c.subagent_id in best]
+    elif terms and len(pool) > TEXT_TOP:
         best = set(_best_matches(session, terms, [c.subagent_id for c in pool]))
         pool = [c for c in pool if c.subagent_id in best]
     return sorted(pool, key=lambda c: c.subagent_id)
@@ -371,21 +390,39 @@ def recommend(
     seed: int | None = None,
     client_id: int | None = None,
     now: datetime | None = None,
+    text_matches: TextMatcher | None = None,
 ) -> Decision:
     """Choose and log one slate for ``user_id`` (who must exist; the caller checks). Adds the
     exposure rows to the session; the caller commits once."""
     terms = context_terms(context)
+    matched = None
+    if terms and text_matches is not None and script_of(context) in ("zh", "ja", "ko"):
+        matched = [
+            subagent_id
+            for subagent_id, relevance in text_matches(context, category, CHARACTER_MATCHES)
+            if relevance >= MIN_CHARACTER_RELEVANCE
+        ]
     # A fresh seed fits in 53 bits, so JavaScript clients can send it back unchanged.
     seed = secrets.randbits(53) if seed is None else seed
     decision_id = uuid.uuid4()
     include_owned = False
     pool = candidate_pool(
-        session, user_id, category=category, terms=terms, include_owned=include_owned
+        session,
+        user_id,
+        category=category,
+        terms=terms,
+        include_owned=include_owned,
+        matched=matched,
     )
     if len(pool) < k:
         include_owned = True
         pool = candidate_pool(
-            session, user_id, category=category, terms=terms, include_owned=include_owned
+            session,
+            user_id,
+            category=category,
+            terms=terms,
+            include_owned=include_owned,
+            matched=matched,
         )
     mean = np.array([c.quality for c in pool], dtype=np.float64)
     sd = np.array([c.quality_sd for c in pool], dtype=np.float64)

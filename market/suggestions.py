@@ -50,6 +50,7 @@ from evolution.suggest import (
     rank_suggestions,
 )
 from evolution.text_index import (
+    Match,
     SubAgentDocument,
     SuggestionIndex,
     explain_match,
@@ -293,6 +294,15 @@ class SuggestionService:
                 self._indexed_at.pop(missing, None)
 
     # -- answering ------------------------------------------------------------------------
+
+    def matching(
+        self, session: Session, text: str, *, category: str | None, limit: int
+    ) -> list[Match]:
+        """The sub-agents whose listing matches ``text`` best (characters, so any script),
+        the index first brought up to date."""
+        self.catch_up(session)
+        with self._lock:
+            return self._index.search(text, limit=limit, category=category)
 
     def suggest(self, session: Session, body: SuggestionsIn) -> SuggestionsOut:
         self.catch_up(session)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from uuid import UUID
 
 from apiflask import APIBlueprint
+from flask import current_app
 from pydantic import BaseModel, Field
 
 from market import recommendations
@@ -12,6 +13,7 @@ from market.api.deps import caller, commit, db
 from market.errors import Forbidden, NotFound
 from market.models import User
 from market.schemas import Category, Id, StrictInput, whole_number
+from market.suggestions import service_for
 
 bp = APIBlueprint("recommendations", __name__, tag="Recommendations")
 
@@ -54,6 +56,13 @@ class RecommendationOut(BaseModel):
     seed: int = Field(description="the seed used (the one sent, or a fresh one): a replay key")
     candidates: int = Field(description="how many sub-agents the policy chose among")
     items: list[RecommendedSlot] = Field(description="fewer than k when fewer are relevant")
+
+
+def _character_matches(context: str, category: str | None, limit: int) -> list[tuple[int, float]]:
+    """Context in a script without spaces, matched by the suggestion index (any script)."""
+    service = service_for(current_app)
+    matches = service.matching(db(), context, category=category, limit=limit)
+    return [(match.subagent_id, match.relevance) for match in matches]
 
 
 @bp.post("/recommendations")
@@ -99,6 +108,7 @@ def recommend(body: RecommendationIn):
         context=body.context,
         seed=body.seed,
         client_id=client_id,
+        text_matches=_character_matches,
     )
     commit()
     return RecommendationOut(

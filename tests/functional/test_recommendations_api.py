@@ -544,3 +544,38 @@ def test_a_fork_the_ranking_has_not_seen_starts_from_its_lineage(client, engine,
     assert after[child["id"]] == pytest.approx((1.3, (0.09 + 0.2) ** 0.5, True))
     assert after[grandchild["id"]] == pytest.approx((1.2, (0.09 + 0.4) ** 0.5, True))
     assert after[root["id"]] == pytest.approx((0.5, 0.8**0.5, True))
+
+
+def test_chinese_and_japanese_context_picks_the_matching_subagents(client, engine, world):
+    """Chinese and Japanese are written without spaces, so the full-text index sees a whole
+    sentence as one word; their context is matched on characters instead (the suggestion
+    index), on both databases."""
+    water_zh = publish_scored(
+        client,
+        engine,
+        world.alice,
+        "每日喝水记录",
+        1.0,
+        0.3,
+        False,
+        summary="记录你每天喝了多少杯水，提醒你按时喝水。",
+    )
+    sleep_ja = publish_scored(
+        client,
+        engine,
+        world.alice,
+        "睡眠日記",
+        1.0,
+        0.3,
+        False,
+        category="sleep",
+        summary="寝た時間と起きた時間を記録して、眠りの質を振り返ります。",
+    )
+    zh = ok(ask(client, world.agent, user_id=world.bob.id, context="我想记录每天喝水", seed=3))
+    assert water_zh["id"] in {item["subagent_id"] for item in zh["items"]}
+    assert sleep_ja["id"] not in {item["subagent_id"] for item in zh["items"]}
+    ja = ok(ask(client, world.agent, user_id=world.bob.id, context="毎晩の睡眠を記録したい", k=1))
+    assert [item["subagent_id"] for item in ja["items"]] == [sleep_ja["id"]]
+    # Nothing written in those characters: nothing relevant, as for an English context.
+    none = ok(ask(client, world.agent, user_id=world.bob.id, context="バイオリンの練習"))
+    assert none["items"] == []
