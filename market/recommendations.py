@@ -405,18 +405,9 @@ def recommend(
     # A fresh seed fits in 53 bits, so JavaScript clients can send it back unchanged.
     seed = secrets.randbits(53) if seed is None else seed
     decision_id = uuid.uuid4()
-    include_owned = False
-    pool = candidate_pool(
-        session,
-        user_id,
-        category=category,
-        terms=terms,
-        include_owned=include_owned,
-        matched=matched,
-    )
-    if len(pool) < k:
-        include_owned = True
-        pool = candidate_pool(
+
+    def pool_of(include_owned: bool) -> list[Candidate]:
+        return candidate_pool(
             session,
             user_id,
             category=category,
@@ -424,6 +415,12 @@ def recommend(
             include_owned=include_owned,
             matched=matched,
         )
+
+    include_owned = False
+    pool = pool_of(include_owned)
+    if len(pool) < k:
+        include_owned = True
+        pool = pool_of(include_owned)
     mean = np.array([c.quality for c in pool], dtype=np.float64)
     sd = np.array([c.quality_sd for c in pool], dtype=np.float64)
     young = np.array([c.young for c in pool], dtype=bool)
