@@ -5,12 +5,13 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from sqlalchemy import and_, bindparam, or_, text
+from sqlalchemy import and_, bindparam, case, literal, or_, text
 from sqlmodel import Session, func, select
 
 from evolution.models import SubAgentScore
 from market.access import can_view, hidden_among, listed_clause, tree_clause
 from market.auth import Principal
+from market.character_search import TextMatcher, relevant_ids, written_without_spaces
 from market.errors import BadRequest
 from market.models import SubAgent, SubAgentTag, User
 from market.pagination import decode_cursor, encode_cursor
@@ -113,6 +114,28 @@ def _search_filter(session: Session, terms: list[str]):
     return match, rank
 
 
+# Character matches a CJK search ranks (like the 300 best-installed on PostgreSQL above).
+CHARACTER_SEARCH_POOL = 300
+
+
+def _character_search(viewer: Principal, q: str, category: str | None, matcher: TextMatcher):
+    """The clause and the ORDER BY of a search in a script without spaces (module
+    ``market.character_search``): the listed sub-agents matching on characters, best first,
+    and the viewer's own unlisted ones whose title or summary contains the text."""
+    ids = relevant_ids(matcher, q, category=category, limit=CHARACTER_SEARCH_POOL)
+    match = SubAgent.id.in_(ids)
+    if viewer.user_id is not None:
+        contains = or_(
+            SubAgent.title.contains(q, autoescape=True),
+            SubAgent.summary.contains(q, autoescape=True),
+        )
+        match = or_(match, and_(SubAgent.author_id == viewer.user_id, contains))
+    if not ids:  # only the viewer's own, if any: newest first
+        return match, literal(0)
+    positions = {subagent_id: i for i, subagent_id in enumerate(ids)}
+    return match, case(positions, value=SubAgent.id, else_=len(ids))
+
+
 def browse(
     session: Session,
     viewer: Principal,
@@ -123,7 +146,10 @@ def browse(
     sort: str | None,
     limit: int,
     cursor: str | None,
+    character_matches: TextMatcher | None = None,
 ) -> Page:
+    """A page of listed sub-agents. ``character_matches`` (``market.character_search``)
+    serves searches written in Chinese, Japanese or Korean."""
     terms = search_terms(q) if q else []
     sort = sort or ("relevance" if terms else "new")
     statement = _with_author(listed_clause(viewer))
@@ -134,7 +160,10 @@ def browse(
             SubAgent.id.in_(select(SubAgentTag.subagent_id).where(SubAgentTag.tag == tag.lower()))
         )
     rank = None
-    if terms:
+    if terms and character_matches is not None and written_without_spaces(q):
+        match, rank = _character_search(viewer, q, category, character_matches)
+        statement = statement.where(match)
+    elif terms:
         match, rank = _search_filter(session, terms)
         statement = statement.where(match)
 

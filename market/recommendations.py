@@ -8,10 +8,8 @@ per slot (``POST /api/v1/recommendations``).
    text about the user's situation, so its words are ORed; ANDing them (as catalog search
    does) would match almost nothing. Stop words are dropped first (on both databases);
    context left without any word is ignored. Context mostly in Chinese, Japanese or Korean
-   is matched on characters instead (the caller's ``text_matches``: the suggestion index's
-   character n-grams), because those languages are written without spaces and a word index
-   sees a whole sentence as one word; a match needs ``MIN_CHARACTER_RELEVANCE``, so one
-   shared particle such as の does not make a sub-agent relevant.
+   is matched on characters instead (``market.character_search``), because those languages
+   are written without spaces and a word index sees a whole sentence as one word.
 3. Not already had: sub-agents the user installed (active) or wrote are left out, unless fewer
    than k others remain; then they compete like the rest.
 4. Pool, capped so a call costs about the same in a catalog of a million: the
@@ -40,7 +38,6 @@ from __future__ import annotations
 
 import secrets
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -50,8 +47,8 @@ from sqlmodel import Session, select
 
 from evolution.explore import POLICY_VERSION, choose_slate
 from evolution.models import Exposure, RankingRun, SubAgentScore
-from evolution.text_index import script_of
 from market.browse import search_terms
+from market.character_search import TextMatcher, relevant_ids, written_without_spaces
 from market.models import Install, SubAgent, Version, utcnow
 
 ESTABLISHED_POOL = 200
@@ -65,10 +62,6 @@ MAX_SEED = 2**63 - 1
 # A sub-agent without a score before any ranking run: the ranking's default root prior.
 UNSCORED_QUALITY, UNSCORED_SD = 0.0, 1.0
 CHARACTER_MATCHES = 2000
-MIN_CHARACTER_RELEVANCE = 0.1
-
-# (context, category, limit) → (sub-agent id, relevance) pairs, best first.
-TextMatcher = Callable[[str, str | None, int], list[tuple[int, float]]]
 
 
 # Snowball's English stop words: exactly the ones PostgreSQL's 'english' text search drops, so
@@ -396,12 +389,8 @@ def recommend(
     exposure rows to the session; the caller commits once."""
     terms = context_terms(context)
     matched = None
-    if terms and text_matches is not None and script_of(context) in ("zh", "ja", "ko"):
-        matched = [
-            subagent_id
-            for subagent_id, relevance in text_matches(context, category, CHARACTER_MATCHES)
-            if relevance >= MIN_CHARACTER_RELEVANCE
-        ]
+    if terms and text_matches is not None and written_without_spaces(context):
+        matched = relevant_ids(text_matches, context, category=category, limit=CHARACTER_MATCHES)
     # A fresh seed fits in 53 bits, so JavaScript clients can send it back unchanged.
     seed = secrets.randbits(53) if seed is None else seed
     decision_id = uuid.uuid4()

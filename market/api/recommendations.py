@@ -10,10 +10,10 @@ from pydantic import BaseModel, Field
 
 from market import recommendations
 from market.api.deps import caller, commit, db
+from market.character_search import matcher_for
 from market.errors import Forbidden, NotFound
 from market.models import User
 from market.schemas import Category, Id, StrictInput, whole_number
-from market.suggestions import service_for
 
 bp = APIBlueprint("recommendations", __name__, tag="Recommendations")
 
@@ -56,13 +56,6 @@ class RecommendationOut(BaseModel):
     seed: int = Field(description="the seed used (the one sent, or a fresh one): a replay key")
     candidates: int = Field(description="how many sub-agents the policy chose among")
     items: list[RecommendedSlot] = Field(description="fewer than k when fewer are relevant")
-
-
-def _character_matches(context: str, category: str | None, limit: int) -> list[tuple[int, float]]:
-    """Context in a script without spaces, matched by the suggestion index (any script)."""
-    service = service_for(current_app)
-    matches = service.matching(db(), context, category=category, limit=limit)
-    return [(match.subagent_id, match.relevance) for match in matches]
 
 
 @bp.post("/recommendations")
@@ -108,7 +101,7 @@ def recommend(body: RecommendationIn):
         context=body.context,
         seed=body.seed,
         client_id=client_id,
-        text_matches=_character_matches,
+        text_matches=matcher_for(current_app, session),
     )
     commit()
     return RecommendationOut(

@@ -10,6 +10,7 @@ from flask import current_app, send_file
 
 from market import browse, bundles, catalog, installs
 from market.api.deps import caller, commit, db, read_body_with_bundle
+from market.character_search import matcher_for
 from market.errors import NotFound
 from market.ranking import EmbeddedSchedule
 from market.schemas import (
@@ -108,6 +109,7 @@ def list_subagents(query: BrowseQuery):
         sort=query.sort.value if query.sort else None,
         limit=query.limit,
         cursor=query.cursor,
+        character_matches=matcher_for(current_app, db()),
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from flask import (
+    current_app,
     flash,
     jsonify,
     redirect,
@@ -17,6 +18,7 @@ from evolution.models import RankingRun
 from market import browse, bundles, catalog, installs
 from market.api.deps import caller, commit, db
 from market.auth import ANONYMOUS
+from market.character_search import matcher_for
 from market.errors import BadRequest, NotFound, SprigError
 from market.models import Install, SubAgent, User, Version
 from market.schemas import CATEGORIES, BrowseSort
@@ -85,6 +87,7 @@ def browse_page():
         sort=sort,
         limit=PAGE_SIZE,
         cursor=cursor,
+        character_matches=matcher_for(current_app, session),
     )
     if not page.items and not cursor and requested_sort in ("top", "trending"):
         notice = "No ranking has run yet: showing the most installed first."
@@ -98,6 +101,7 @@ def browse_page():
             sort="installs",
             limit=PAGE_SIZE,
             cursor=None,
+            character_matches=matcher_for(current_app, session),
         )
     ratings = figures.ratings(session, [card.id for card in page.items])
     next_url = None

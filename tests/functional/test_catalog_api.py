@@ -231,6 +231,62 @@ def test_browse_search_filters_and_cursor(client, alice):
     assert bad.headers["Content-Type"] == "application/problem+json"
 
 
+def test_search_in_chinese_and_japanese_matches_characters(client, alice, bob):
+    """No spaces between words: "喝水" is inside the title "每日喝水记录", and the word
+    indexes alone would see only whole titles. Relevance order, paging and privacy hold."""
+    water = publish(
+        client,
+        alice,
+        title="每日喝水记录",
+        category="hydration",
+        summary="记录你每天喝了多少杯水",
+        bundle=bundle("zh-water"),
+    )
+    meals = publish(
+        client,
+        alice,
+        title="家庭晚餐计划",
+        category="family",
+        summary="记录每天的晚餐",
+        bundle=bundle("zh-meals"),
+    )
+    sleep = publish(
+        client,
+        alice,
+        title="睡眠日記",
+        category="sleep",
+        summary="寝た時間を記録します",
+        bundle=bundle("ja-sleep"),
+    )
+    secret = publish(
+        client,
+        bob,
+        title="秘密的喝水记录",
+        category="hydration",
+        bundle=bundle("zh-secret"),
+        visibility="private",
+    )
+    found = client.get(f"{API}/subagents?q=喝水").get_json()
+    assert [c["id"] for c in found["items"]] == [water["id"]]
+    both = client.get(f"{API}/subagents?q=每天记录&limit=1").get_json()
+    assert [c["id"] for c in both["items"]] == [water["id"]]
+    rest = client.get(f"{API}/subagents?q=每天记录&limit=1&cursor={both['next_cursor']}")
+    assert [c["id"] for c in rest.get_json()["items"]] == [meals["id"]]
+    assert [c["id"] for c in client.get(f"{API}/subagents?q=睡眠").get_json()["items"]] == [
+        sleep["id"]
+    ]
+    in_category = client.get(f"{API}/subagents?q=记录&category=family").get_json()["items"]
+    assert [c["id"] for c in in_category] == [meals["id"]]
+    assert client.get(f"{API}/subagents?q=小提琴").get_json()["items"] == []
+    # A private sub-agent comes up for its owner only, as in any search.
+    mine = client.get(f"{API}/subagents?q=秘密", headers=bob.headers).get_json()["items"]
+    assert [c["id"] for c in mine] == [secret["id"]]
+    assert client.get(f"{API}/subagents?q=秘密", headers=alice.headers).get_json()["items"] == []
+    assert secret["id"] not in [
+        c["id"] for c in client.get(f"{API}/subagents?q=喝水记录").get_json()["items"]
+    ]
+
+
 def test_install_counts_distinct_users_and_reports_new_scopes(client, alice, bob, engine):
     carol = make_user(engine, "carol")
     root = publish(client, alice)
