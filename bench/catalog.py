@@ -76,6 +76,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def copy_people(cur, n_users: int, now, services: tuple[tuple[int, str], ...] = ()) -> None:
+    """People user1..userN (ids 1..N) and the given (id, handle) services, by COPY."""
+    with cur.copy(
+        "COPY user_account (id, handle, display_name, kind, role, bio, locale, "
+        "share_feedback_for_training, created_at) FROM STDIN"
+    ) as copy:
+        for u in range(1, n_users + 1):
+            copy.write_row((u, f"user{u}", f"User {u}", "person", "user", "", "en-US", False, now))
+        for service_id, handle in services:
+            copy.write_row((service_id, handle, handle, "service", "user", "", "en-US", False, now))
+
+
 def load_forest(url: str, n: int, seed: int) -> dict:
     """Migrate and COPY a forest of ``n`` sub-agents: ~2% roots, forks attach preferentially
     to popular nodes so a few lineages grow deep and bushy, as in the field."""
@@ -114,14 +126,7 @@ def load_forest(url: str, n: int, seed: int) -> dict:
     started = time.perf_counter()
     with psycopg.connect(dsn) as conn:
         with conn.cursor() as cur:
-            with cur.copy(
-                "COPY user_account (id, handle, display_name, kind, role, bio, locale, "
-                "share_feedback_for_training, created_at) FROM STDIN"
-            ) as copy:
-                for u in range(1, n_users + 1):
-                    copy.write_row(
-                        (u, f"user{u}", f"User {u}", "person", "user", "", "en-US", False, now)
-                    )
+            copy_people(cur, n_users, now)
             cur.execute(
                 "INSERT INTO bundle_blob (sha256, content, size_bytes) VALUES (%s, %s, 0)",
                 ("0" * 64, b""),

@@ -42,7 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.catalog import free_port  # noqa: E402
+from bench.catalog import copy_people, free_port  # noqa: E402
 from bench.loadgen import Result  # noqa: E402
 from bench.servers import database_url_or_rerun_with_servers  # noqa: E402
 
@@ -92,18 +92,7 @@ def setup(url: str, n_users: int, n_subagents: int, seed: int) -> dict:
     service_id = n_users + 1
     manifest = json.dumps({"name": "x", "entry": "index.html", "scopes": [], "hosts": []})
     with psycopg.connect(dsn) as conn, conn.cursor() as cur:
-        with cur.copy(
-            "COPY user_account (id, handle, display_name, kind, role, bio, locale, "
-            "share_feedback_for_training, created_at) FROM STDIN"
-        ) as copy:
-            for u in range(1, n_users + 1):
-                copy.write_row(
-                    (u, f"user{u}", f"User {u}", "person", "user", "", "en-US", False, now)
-                )
-            copy.write_row(
-                (service_id, "bench-ingest", "Bench ingest", "service", "user", "", "en-US",
-                 False, now)
-            )  # fmt: skip
+        copy_people(cur, n_users, now, services=((service_id, "bench-ingest"),))
         cur.execute(
             "INSERT INTO bundle_blob (sha256, content, size_bytes) VALUES (%s, %s, 0)",
             ("0" * 64, b""),

@@ -24,9 +24,7 @@ throwaway PostgreSQL.
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
-import multiprocessing as mp
 import os
 import random
 import statistics
@@ -40,6 +38,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import catalog as catalog_bench  # noqa: E402
+from bench import loadgen  # noqa: E402
+from bench.loadgen import percentile  # noqa: E402
 from bench.servers import database_url_or_rerun_with_servers  # noqa: E402
 
 TARGET_P99_MS = 30.0
@@ -54,11 +54,6 @@ COMMENTS = [
     "ダークモードがほしいです",
 ]
 TAGS = ["wants reminders", "needs dark mode", "wants export", "love it", "too slow", "confusing"]
-
-
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))]
 
 
 def make_queries(count: int, seed: int) -> list[str]:
@@ -246,59 +241,31 @@ def in_process(url: str, queries: list[str]) -> dict:
 # ---------------------------------------------------------------------------- over HTTP
 
 
-def _client(port, requests, duration, seed, headers, queue) -> None:
-    rng = random.Random(seed)
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    latencies, errors = [], 0
-    deadline = time.perf_counter() + duration
-    while time.perf_counter() < deadline:
-        method, path, body = rng.choice(requests)
-        started = time.perf_counter()
-        try:
-            connection.request(method, path, body=body, headers=headers)
-            response = connection.getresponse()
-            response.read()
-            if response.status >= 400:
-                errors += 1
-        except (OSError, http.client.HTTPException):
-            errors += 1
-            connection.close()
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-            continue
-        latencies.append((time.perf_counter() - started) * 1000)
-    connection.close()
-    queue.put((latencies, errors))
-
-
 def drive(port, requests, *, clients, duration, headers) -> tuple[list[float], int]:
-    queue: mp.Queue = mp.Queue()
-    workers = [
-        mp.Process(target=_client, args=(port, requests, duration, i, headers, queue))
-        for i in range(clients)
-    ]
-    for worker in workers:
-        worker.start()
-    latencies, errors = [], 0
-    for _ in workers:
-        batch, batch_errors = queue.get()
-        latencies += batch
-        errors += batch_errors
-    for worker in workers:
-        worker.join()
-    return latencies, errors
+    result = loadgen.run(
+        "http",
+        "127.0.0.1",
+        port,
+        requests,
+        clients=clients,
+        duration=duration,
+        headers=headers,
+        timeout=30,
+    )
+    return result.latencies_ms, result.errors
 
 
 def over_http(url: str, queries: list[str], *, workers: int, clients: int, seconds: float):
     token = service_token(url)
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     suggestions = [
-        ("POST", "/api/v1/suggestions", json.dumps({"request": q, "k": 5})) for q in queries
+        loadgen.Request("/api/v1/suggestions", "POST", json.dumps({"request": q, "k": 5}))
+        for q in queries
     ]
     # The catalog's search ANDs its words: give it the request's topic and noun.
     vocabulary = set(catalog_bench.NOUNS) | {w for ws in catalog_bench.TOPICS.values() for w in ws}
     search = [
-        ("GET", "/api/v1/subagents?q=" + "+".join(w for w in q.split() if w in vocabulary), None)
-        for q in queries
+        "/api/v1/subagents?q=" + "+".join(w for w in q.split() if w in vocabulary) for q in queries
     ]
     port = catalog_bench.free_port()
     server = catalog_bench.start_gunicorn(url, port, workers, 8, cache_seconds=0)
