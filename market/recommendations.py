@@ -443,6 +443,15 @@ def recommend(
         "seed": seed,
         "young_share": YOUNG_SHARE,
         "n_draws": N_DRAWS,
+        # POLICY_VERSION names the slate policy; what chose and pruned its pool is here, so
+        # a decision can be replayed even after these settings change.
+        "pool": {
+            "established": ESTABLISHED_POOL,
+            "young": YOUNG_POOL,
+            "text_top": TEXT_TOP,
+            "prune_z": PRUNE_Z,
+            "matching": "characters" if matched is not None else ("words" if terms else None),
+        },
         "candidates": len(pool),
         "young_candidates": int(young.sum()),
         "owned_included": include_owned,

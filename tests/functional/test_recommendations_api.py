@@ -139,6 +139,13 @@ def test_every_slot_is_logged_with_a_propensity_and_a_distribution_summing_to_on
         assert distribution[row.subagent_id] == pytest.approx(row.propensity)
         assert 0 < row.propensity <= 1
         assert row.context["seed"] == 7 and row.context["k"] == 4
+        assert row.context["pool"] == {
+            "established": recommendations.ESTABLISHED_POOL,
+            "young": recommendations.YOUNG_POOL,
+            "text_top": recommendations.TEXT_TOP,
+            "prune_z": recommendations.PRUNE_Z,
+            "matching": None,
+        }
         assert row.context["candidates"] == 12
     # A sub-agent placed in an earlier slot cannot be shown again.
     for later in range(1, 4):
@@ -572,6 +579,7 @@ def test_chinese_and_japanese_context_picks_the_matching_subagents(client, engin
         summary="寝た時間と起きた時間を記録して、眠りの質を振り返ります。",
     )
     zh = ok(ask(client, world.agent, user_id=world.bob.id, context="我想记录每天喝水", seed=3))
+    assert exposures(engine, zh["decision_id"])[0].context["pool"]["matching"] == "characters"
     assert water_zh["id"] in {item["subagent_id"] for item in zh["items"]}
     assert sleep_ja["id"] not in {item["subagent_id"] for item in zh["items"]}
     ja = ok(ask(client, world.agent, user_id=world.bob.id, context="毎晩の睡眠を記録したい", k=1))
