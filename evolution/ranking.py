@@ -96,7 +96,8 @@ import math
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.special import ndtr
+from scipy.optimize import brentq
+from scipy.special import erfcx, ndtr
 
 from evolution.tree import Forest
 
@@ -107,14 +108,16 @@ FORK_GAIN_PSEUDO_CHILDREN = 1.0
 RECENT_AGE_DAYS = 30.0
 YOUNG_RATINGS = 10
 HALF_LIFE_DAYS = 30.0
+BRANCH_DRIFT_PSEUDO_STEPS = 3.0
+CENSORED_ROUNDS = 4
 _STAR_FALLBACK = (3.0, 1.2)
 _THUMB_FALLBACK = (0.5, 0.5)
 
 
 # --------------------------------------------------------------------------- 1. one scale
-def to_common_scale(value: np.ndarray, is_thumb: np.ndarray | None = None) -> np.ndarray:
-    """Stars and thumbs in standard units of their own kind (see the module docstring, 1)."""
-    value = np.asarray(value, dtype=np.float64)
+def _scale_of_kind(value: np.ndarray, is_thumb) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per rating its kind (0 stars, 1 thumbs), and per kind the centre and spread of the common
+    scale (module docstring, 1)."""
     if is_thumb is None:
         kind = np.zeros(value.shape, np.intp)
     else:
@@ -132,7 +135,32 @@ def to_common_scale(value: np.ndarray, is_thumb: np.ndarray | None = None) -> np
             variance = squares[k] / count[k] - mean * mean
             if variance > 1e-12 * max(1.0, mean * mean):
                 centre[k], spread[k] = mean, math.sqrt(variance)
+    return kind, centre, spread
+
+
+def to_common_scale(value: np.ndarray, is_thumb: np.ndarray | None = None) -> np.ndarray:
+    """Stars and thumbs in standard units of their own kind (see the module docstring, 1)."""
+    value = np.asarray(value, dtype=np.float64)
+    kind, centre, spread = _scale_of_kind(value, is_thumb)
     return (value - centre[kind]) / spread[kind]
+
+
+def censoring_bounds(
+    value: np.ndarray, is_thumb: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """What an end-of-scale rating says, on the common scale (module docstring, 1b).
+
+    Returns per rating the bound and its direction: +1 for a top-box rating (5 stars, thumbs
+    up: "at least" the boundary with the next category down), −1 for a bottom-box one (1 star,
+    thumbs down: "at most" the boundary with the next one up), 0 for a rating inside the scale
+    (its own value is taken as it is; the bound is then that value)."""
+    value = np.asarray(value, dtype=np.float64)
+    kind, centre, spread = _scale_of_kind(value, is_thumb)
+    top = np.array([5.0, 1.0])[kind]
+    bottom = np.array([1.0, 0.0])[kind]
+    direction = np.where(value >= top, 1, np.where(value <= bottom, -1, 0)).astype(np.int8)
+    bound = (value - 0.5 * direction - centre[kind]) / spread[kind]
+    return bound, direction
 
 
 # --------------------------------------------------------------------------- 2. rater bias
@@ -252,6 +280,81 @@ def debias(
     )
 
 
+def censored_evidence(
+    baseline: Baseline,
+    user_idx: np.ndarray,
+    item_idx: np.ndarray,
+    bound: np.ndarray,
+    direction: np.ndarray,
+    at: np.ndarray,
+    *,
+    weight: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each sub-agent's evidence y_v and precision π_v when end-of-scale ratings are bounds
+    (module docstring, 2b): the Laplace approximation of the censored (Tobit) likelihood at
+    θ_v = ``at``, one Gaussian pseudo-rating per censored rating.
+
+    A top-box rating means x ≥ c for the latent x = μ + b_u + θ_v + ε, ε ~ N(0, σ²). With
+    α = (c − μ − b_u − θ_v)/σ and λ = φ(α)/(1 − Φ(α)) (the inverse Mills ratio) it counts as
+        value θ_v + σ/(λ − α),  weight ρ = λ(λ − α) ∈ (0, 1),
+    which has the censored log-likelihood's slope and curvature at θ_v: a 5-star rating of a
+    sub-agent believed to be far above the boundary weighs almost nothing, one of a sub-agent
+    believed to be below it counts nearly as a rating at the boundary. A bottom-box rating is the
+    mirror image. Ratings inside the scale keep their value and weight 1. Returns
+        y_v = Σ w ρ (value − μ − b_u) / Σ w ρ,   π_v = Σ w ρ / σ²."""
+    return CensoredReading(baseline, user_idx, item_idx, bound, direction, weight).evidence(at)
+
+
+class CensoredReading:
+    """``censored_evidence`` for repeated use at moving points: the ratings inside the scale do
+    not depend on θ, so their sums are taken once, and each reading touches only the censored
+    ratings."""
+
+    def __init__(
+        self,
+        baseline: Baseline,
+        user_idx: np.ndarray,
+        item_idx: np.ndarray,
+        bound: np.ndarray,
+        direction: np.ndarray,
+        weight: np.ndarray | None = None,
+    ) -> None:
+        item_idx = np.asarray(item_idx, dtype=np.int64)
+        direction = np.asarray(direction)
+        offset = baseline.global_mean + baseline.user_offset[np.asarray(user_idx, np.int64)]
+        # Relative to μ + b_u: an exact rating reads as bound − offset, a censored one is
+        # bounded there.
+        relative = np.asarray(bound, dtype=np.float64) - offset
+        weight = np.ones(relative.shape) if weight is None else np.asarray(weight, np.float64)
+        self.n_items = baseline.item_count.size
+        self.noise_var = baseline.noise_var
+        self.sigma = math.sqrt(baseline.noise_var)
+        exact = direction == 0
+        self.exact_count = np.bincount(item_idx[exact], weight[exact], minlength=self.n_items)
+        self.exact_total = np.bincount(
+            item_idx[exact], weight[exact] * relative[exact], minlength=self.n_items
+        )
+        censored = ~exact
+        self.item = item_idx[censored]
+        self.sign = direction[censored].astype(np.float64)
+        self.bound = relative[censored]
+        self.weight = weight[censored]
+
+    def evidence(self, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        theta = np.asarray(at, dtype=np.float64)[self.item]
+        # α: how far the boundary lies beyond the latent mean, in the censored direction.
+        alpha = self.sign * (self.bound - theta) / self.sigma
+        # λ − α > 0 always; erfcx keeps λ finite far into either tail.
+        mills = math.sqrt(2.0 / math.pi) / erfcx(alpha * math.sqrt(0.5))
+        beyond = np.maximum(mills - alpha, 1e-300)
+        rho = np.clip(mills * beyond, 0.0, 1.0) * self.weight
+        value = theta + self.sign * self.sigma / beyond
+        count = self.exact_count + np.bincount(self.item, rho, minlength=self.n_items)
+        total = self.exact_total + np.bincount(self.item, rho * value, minlength=self.n_items)
+        evidence = np.divide(total, count, out=np.zeros(self.n_items), where=count > 0)
+        return evidence, count / self.noise_var
+
+
 # --------------------------------------------------------------------------- 3. lineage
 @dataclass(frozen=True)
 class LineagePrior:
@@ -360,19 +463,20 @@ def _random_effects(values: np.ndarray, variances: np.ndarray) -> tuple[float, f
         return None
 
     def weighted(t: float) -> tuple[float, float]:
+        # Elementwise sums, not `@`: a BLAS dot spawns threads that stall on a busy machine.
         w = 1.0 / (variances + t)
-        mean = float(w @ values / w.sum())
-        return mean, float(w @ (values - mean) ** 2)
+        mean = float((w * values).sum() / w.sum())
+        return mean, float((w * (values - mean) ** 2).sum())
 
     if weighted(0.0)[1] <= k - 1:
         return weighted(0.0)[0], 0.0
-    low, high = 0.0, float(np.var(values)) + 1e-12
+    high = float(np.var(values)) + 1e-12
     while weighted(high)[1] > k - 1:
         high *= 2.0
-    for _ in range(60):
-        middle = 0.5 * (low + high)
-        low, high = (middle, high) if weighted(middle)[1] > k - 1 else (low, middle)
-    return weighted(high)[0], high
+    # The weighted chi-square falls as t grows: one root in (0, high], found by Brent's method
+    # in about ten evaluations (each a pass over all values) instead of sixty bisections.
+    t = brentq(lambda t: weighted(t)[1] - (k - 1), 0.0, high, xtol=1e-12, rtol=1e-10)
+    return weighted(t)[0], t
 
 
 def estimate_lineage_prior(
@@ -407,6 +511,46 @@ def estimate_lineage_prior(
         drift_mean=drift_mean,
         drift_var=max(drift_var, min_relative_drift_var * prior_var),
     )
+
+
+@dataclass(frozen=True)
+class BranchDrift:
+    into: np.ndarray  # δ̄ of the fork step into each node (its own step left out; roots: δ̄)
+    next_fork: np.ndarray  # δ̄ a new fork of each node would get
+
+
+def branch_drift(
+    forest: Forest,
+    obs_mean: np.ndarray,
+    obs_precision: np.ndarray,
+    prior: LineagePrior,
+    *,
+    pseudo_steps: float = BRANCH_DRIFT_PSEUDO_STEPS,
+) -> BranchDrift:
+    """The typical fork step of each branch (module docstring, 3b).
+
+    Every fork c with evidence at both ends gives a step d_c = y_c − y_parent, weighted by
+    w_c = 1/(τ² + 1/π_c + 1/π_parent). A fork of v is expected to move by the weighted mean of
+    the steps of all forks made from v and from its ancestors, shrunk toward the catalog-wide δ̄
+    with ``pseudo_steps`` perfectly observed steps:
+        δ̄_v = (Σ_{a on v's root path} Σ_{c child of a} w_c d_c + k δ̄/τ²)
+               / (Σ_{a on v's root path} Σ_{c child of a} w_c + k/τ²).
+    The step into a node leaves that node's own step out, so its evidence is not counted twice."""
+    precision = np.nan_to_num(np.asarray(obs_precision, dtype=np.float64))
+    obs_mean = np.asarray(obs_mean, dtype=np.float64)
+    parent = np.maximum(forest.parent, 0)
+    has = precision > 0
+    both = (forest.parent >= 0) & has & has[parent]
+    inv = np.divide(1.0, precision, out=np.zeros_like(precision), where=has)
+    w = np.where(both, 1.0 / (prior.drift_var + inv + inv[parent]), 0.0)
+    wd = np.where(both, w * (obs_mean - obs_mean[parent]), 0.0)
+    path_w = forest.path_sum(forest.reduce_children(w, "sum", 0.0))
+    path_wd = forest.path_sum(forest.reduce_children(wd, "sum", 0.0))
+    k = pseudo_steps / prior.drift_var
+    next_fork = (path_wd + k * prior.drift_mean) / (path_w + k)
+    into = (path_wd[parent] - wd + k * prior.drift_mean) / (path_w[parent] - w + k)
+    into = np.where(forest.parent >= 0, into, prior.drift_mean)
+    return BranchDrift(into=into, next_fork=next_fork)
 
 
 def sample_lineage(
@@ -680,6 +824,8 @@ def rank(
     half_life: float = HALF_LIFE_DAYS,
     warm_user_offset: np.ndarray | None = None,
     eligible: np.ndarray | None = None,
+    censored: bool = True,
+    drift_pseudo_steps: float | None = BRANCH_DRIFT_PSEUDO_STEPS,
 ) -> Scores:
     """All scores of the module docstring in one pass.
 
@@ -689,7 +835,8 @@ def rank(
     fit itself is always global: one user's leniency is learned across all trees.
     ``warm_user_offset`` (b_u stored by an earlier run, 0 for new raters) warm-starts the rater
     fit the same way when no ``previous`` Scores are in memory. ``eligible`` limits which nodes
-    can be named a best descendant."""
+    can be named a best descendant. ``censored`` reads end-of-scale ratings as bounds (2b);
+    ``drift_pseudo_steps`` (None: one catalog-wide δ̄) sets the branch drift's shrinkage (3b)."""
     rng = np.random.default_rng(0) if rng is None else rng
     weight = None if ratings.age_days is None else 0.5 ** (np.asarray(ratings.age_days) / half_life)
     warm = previous.baseline.user_offset if previous is not None else warm_user_offset
@@ -704,8 +851,10 @@ def rank(
         init_user_offset=warm,
     )
     rating_count = np.bincount(np.asarray(ratings.item_idx), minlength=forest.n).astype(float)
-    if prior is None:
-        prior = estimate_lineage_prior(forest, baseline.item_evidence, baseline.item_precision)
+    estimate_prior = prior is None
+    evidence, precision = baseline.item_evidence, baseline.item_precision
+    if estimate_prior:
+        prior = estimate_lineage_prior(forest, evidence, precision)
     young = baseline.item_precision < YOUNG_RATINGS / baseline.noise_var
     # A fork is "recent" while it is new or while its evidence is still young: a branch forked
     # months ago that only now finds its users is rising too.
@@ -719,15 +868,49 @@ def rank(
         part, nodes = forest, np.arange(forest.n)
     else:
         part, nodes = forest.subforest(np.asarray(roots))
-    posterior = lineage_posterior(
-        part,
-        baseline.item_evidence[nodes],
-        baseline.item_precision[nodes],
-        prior_mean=prior.prior_mean,
-        prior_var=prior.prior_var,
-        drift_mean=prior.drift_mean,
-        drift_var=prior.drift_var,
-    )
+
+    def drift_of(evidence, precision, prior) -> BranchDrift:
+        if drift_pseudo_steps is None:
+            flat = np.full(forest.n, prior.drift_mean)
+            return BranchDrift(into=flat, next_fork=flat)
+        return branch_drift(forest, evidence, precision, prior, pseudo_steps=drift_pseudo_steps)
+
+    def posterior_of(evidence, precision, prior, drift) -> LineagePosterior:
+        return lineage_posterior(
+            part,
+            evidence[nodes],
+            precision[nodes],
+            prior_mean=prior.prior_mean,
+            prior_var=prior.prior_var,
+            drift_mean=drift.into[nodes],
+            drift_var=prior.drift_var,
+        )
+
+    drift = drift_of(evidence, precision, prior)
+    posterior = posterior_of(evidence, precision, prior, drift)
+    if censored and ratings.item_idx.size:
+        # Laplace iterations (2b): re-read the end-of-scale ratings at the current belief, then
+        # update the belief. Trees not recomputed keep their previous belief as the point.
+        reading = CensoredReading(
+            baseline,
+            ratings.user_idx,
+            ratings.item_idx,
+            *censoring_bounds(ratings.value, ratings.is_thumb),
+            weight,
+        )
+        at = np.array(baseline.item_evidence)
+        if previous is not None:
+            known = np.isfinite(previous.mean[: forest.n])
+            at[: known.size][known] = previous.mean[: forest.n][known]
+        for round_ in range(CENSORED_ROUNDS):
+            at[nodes] = posterior.mean
+            evidence, precision = reading.evidence(at)
+            # The prior is re-estimated once, from the first censored reading: values pressed
+            # against the top of the scale understate both how far forks move and how much.
+            if estimate_prior and round_ == 0:
+                prior = estimate_lineage_prior(forest, evidence, precision)
+            drift = drift_of(evidence, precision, prior)
+            posterior = posterior_of(evidence, precision, prior, drift)
     sd = posterior.sd
     best, prob = best_descendant(
         part, posterior, eligible=None if eligible is None else np.asarray(eligible)[nodes]
@@ -739,7 +922,7 @@ def rank(
         "branch_value": branch_value(part, posterior, rng, n_samples=n_samples),
         "best_descendant": np.where(best >= 0, nodes[np.maximum(best, 0)], -1),
         "p_descendant_better": prob,
-        "fork_gain": fork_gain(part, posterior.mean, prior.drift_mean),
+        "fork_gain": fork_gain(part, posterior.mean, drift.next_fork[nodes]),
         "rising": rising_score(part, posterior, recent[nodes]),
     }
     if part is forest:

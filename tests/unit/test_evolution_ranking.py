@@ -7,15 +7,20 @@ import math
 
 import numpy as np
 import pytest
+from scipy.stats import norm
 
 from evolution import ranking
 from evolution.ranking import (
+    Baseline,
     LineagePrior,
     Ratings,
     ancestor_covariance_gain,
     bayesian_average,
     best_descendant,
+    branch_drift,
     branch_value,
+    censored_evidence,
+    censoring_bounds,
     debias,
     estimate_lineage_prior,
     fork_gain,
@@ -71,6 +76,133 @@ def test_common_scale_z_scores_each_kind():
     # Too few ratings of a kind: fixed fallbacks.
     assert to_common_scale(np.array([5.0]), np.array([False]))[0] == pytest.approx(2 / 1.2)
     assert to_common_scale(np.array([0.0]), np.array([True]))[0] == pytest.approx(-1.0)
+
+
+def test_censoring_bounds_of_end_of_scale_ratings():
+    # Stars 1, 3, 3, 5: mean 3, sd √2. Thumbs 0, 1: mean 0.5, sd 0.5.
+    value = np.array([1, 3, 3, 5, 0, 1.0])
+    thumb = np.array([False] * 4 + [True] * 2)
+    bound, direction = censoring_bounds(value, thumb)
+    root2 = math.sqrt(2)
+    assert direction.tolist() == [-1, 0, 0, 1, -1, 1]
+    assert bound == pytest.approx([-1.5 / root2, 0, 0, 1.5 / root2, 0, 0])
+    # Inside the scale the bound is the rating's own value on the common scale.
+    assert bound[1:3] == pytest.approx(to_common_scale(value, thumb)[1:3])
+
+
+def one_scale_baseline(n_items: int, user_offset=(0.0,), global_mean=0.0, noise_var=1.0):
+    return Baseline(
+        global_mean=global_mean,
+        user_offset=np.asarray(user_offset, float),
+        item_effect=np.zeros(n_items),
+        item_count=np.zeros(n_items),
+        item_evidence=np.zeros(n_items),
+        noise_var=noise_var,
+        item_noise_var=np.full(n_items, noise_var),
+    )
+
+
+def test_censored_evidence_of_one_top_box_rating_at_the_boundary():
+    """θ on the boundary (α = 0): the truncated normal x | x ≥ 0 has mean √(2/π) and variance
+    1 − 2/π, so the rating weighs ρ = 2/π and reads as θ + 1/λ(0) = √(π/2)."""
+    baseline = one_scale_baseline(2)
+    one = np.zeros(1, np.int64)
+    y, precision = censored_evidence(
+        baseline, one, one, np.zeros(1), np.ones(1, np.int8), np.zeros(2)
+    )
+    assert y[0] == pytest.approx(math.sqrt(math.pi / 2))
+    assert precision[0] == pytest.approx(2 / math.pi)
+    assert y[1] == 0 and precision[1] == 0  # no ratings, no evidence
+    # A bottom-box rating is the mirror image; σ² = 4 halves what it reads and quarters its weight.
+    baseline = one_scale_baseline(2, noise_var=4.0)
+    y, precision = censored_evidence(
+        baseline, one, one, np.zeros(1), -np.ones(1, np.int8), np.zeros(2)
+    )
+    assert y[0] == pytest.approx(-2 * math.sqrt(math.pi / 2))
+    assert precision[0] == pytest.approx(2 / math.pi / 4)
+
+
+@pytest.mark.parametrize("theta", [-4.0, -1.0, 0.3, 2.0, 6.0])
+def test_censored_evidence_has_the_tobit_slope_and_curvature(theta):
+    """The Gaussian pseudo-rating −ρ(θ − y)²/2σ² matches the log-likelihood of a top-box rating,
+    log P(x ≥ c | θ) = log Φ((θ + μ + b_u − c)/σ), in slope and curvature at θ (checked by
+    finite differences of scipy's norm.logcdf)."""
+    sigma, c, mu, b = 1.3, 0.4, 0.1, -0.2
+    baseline = one_scale_baseline(1, user_offset=[b], global_mean=mu, noise_var=sigma**2)
+    one = np.zeros(1, np.int64)
+    y, precision = censored_evidence(
+        baseline, one, one, np.array([c]), np.ones(1, np.int8), np.array([theta])
+    )
+
+    def loglik(t):
+        return norm.logcdf((t + mu + b - c) / sigma)
+
+    h = 1e-4
+    slope = (loglik(theta + h) - loglik(theta - h)) / (2 * h)
+    curvature = (loglik(theta + h) - 2 * loglik(theta) + loglik(theta - h)) / h**2
+    assert precision[0] * (y[0] - theta) == pytest.approx(slope, rel=1e-5, abs=1e-9)
+    assert -precision[0] == pytest.approx(curvature, rel=1e-3, abs=1e-6)
+
+
+def test_censored_evidence_far_inside_and_against_the_belief():
+    baseline = one_scale_baseline(2)
+    items = np.array([0, 1], np.int64)
+    users = np.zeros(2, np.int64)
+    y, precision = censored_evidence(
+        baseline, users, items, np.zeros(2), np.ones(2, np.int8), np.array([6.0, -5.0])
+    )
+    # A 5-star for what is believed far above the boundary says almost nothing...
+    assert precision[0] < 1e-7
+    # ...one for what is believed far below counts almost as a rating at the boundary
+    # (y = c + 2σ/α + O(α⁻³), α = 5).
+    assert precision[1] > 0.9
+    assert y[1] == pytest.approx(0.4, abs=0.05)
+
+
+def test_censored_evidence_combines_exact_and_censored_ratings_with_offsets_and_weights():
+    """Item 0: a 3-star-like exact rating 1.0 from a user with offset 0.5, and a top-box rating
+    at the boundary (α = 0) weighted by half. y = Σ wρ(value − μ − b_u)/Σ wρ."""
+    baseline = one_scale_baseline(1, user_offset=[0.5, -0.25], global_mean=0.25)
+    users, items = np.array([0, 1]), np.zeros(2, np.int64)
+    theta = 0.5  # boundary c = μ + b_1 + θ = 0.5
+    y, precision = censored_evidence(
+        baseline,
+        users,
+        items,
+        np.array([1.0, 0.5]),
+        np.array([0, 1], np.int8),
+        np.array([theta]),
+        weight=np.array([1.0, 0.5]),
+    )
+    rho = 2 / math.pi
+    exact = 1.0 - 0.25 - 0.5
+    censored = theta + math.sqrt(math.pi / 2)
+    assert y[0] == pytest.approx((exact + 0.5 * rho * censored) / (1 + 0.5 * rho))
+    assert precision[0] == pytest.approx(1 + 0.5 * rho)
+
+
+def test_branch_drift_hand_checked():
+    """0 → 1 → 2 and 0 → 3, steps y_1 − y_0 = 1, y_2 − y_1 = 1, y_3 − y_0 = 0.5, all known
+    exactly (weight 1/τ² = 1), δ̄ = 0.2 with one pseudo-step."""
+    forest = forest_of([-1, 0, 1, 0, -1])
+    y = np.array([0.0, 1.0, 2.0, 0.5, 0.0])
+    precision = np.array([1e12, 1e12, 1e12, 1e12, 0.0])  # node 4: no evidence
+    prior = LineagePrior(prior_mean=0.0, prior_var=1.0, drift_mean=0.2, drift_var=1.0)
+    drift = branch_drift(forest, y, precision, prior, pseudo_steps=1.0)
+    # A new fork of 0 sees 0's two forks; of 1 or 2 also 1's fork; of 3 only 0's forks.
+    assert drift.next_fork[0] == pytest.approx((1.5 + 0.2) / 3)
+    assert drift.next_fork[1] == pytest.approx((2.5 + 0.2) / 4)
+    assert drift.next_fork[2] == pytest.approx((2.5 + 0.2) / 4)
+    assert drift.next_fork[3] == pytest.approx((1.5 + 0.2) / 3)
+    assert drift.next_fork[4] == pytest.approx(0.2)  # no forks on its path: δ̄
+    # The step into a node leaves that node's own step out.
+    assert drift.into[1] == pytest.approx((0.5 + 0.2) / 2)
+    assert drift.into[2] == pytest.approx((1.5 + 0.2) / 3)
+    assert drift.into[3] == pytest.approx((1.0 + 0.2) / 2)
+    assert drift.into[0] == pytest.approx(0.2) and drift.into[4] == pytest.approx(0.2)
+    # Noisy ends weigh less: with π = 1 everywhere a step weighs 1/(τ² + 2) = 1/3.
+    noisy = branch_drift(forest, y, np.r_[np.ones(4), 0.0], prior, pseudo_steps=1.0)
+    assert noisy.next_fork[0] == pytest.approx((1.5 / 3 + 0.2) / (2 / 3 + 1))
 
 
 def test_debias_separates_a_harsh_rater_from_a_bad_sub_agent():
@@ -476,3 +608,71 @@ def test_young_forks_count_as_recent_for_rising_whatever_their_age():
     scores = rank(forest, late, n_users=30, item_age_days=np.full(forest.n, 400.0))
     assert scores.young.tolist() == [False] * 7 + [True]
     assert np.isfinite(scores.rising).tolist() == [False] * 7 + [True]
+
+
+def improving_line(seed: int = 1):
+    """Four roots; root 0 starts a line whose forks improve by one star each, 0 → 4 → 5 → 6 → 7,
+    so that the last ones get almost nothing but 5 stars."""
+    rng = np.random.default_rng(seed)
+    parent = [-1, -1, -1, -1, 0, 4, 5, 6]
+    quality = np.array([-1.0, -0.5, 0.0, 0.5, 0.0, 1.0, 2.0, 3.0])
+    users, items = rng.integers(0, 200, 4000), rng.integers(0, 8, 4000)
+    lenient = rng.normal(0, 0.5, 200)
+    stars = np.clip(np.round(3 + quality[items] + lenient[users] + rng.normal(0, 0.8, 4000)), 1, 5)
+    return forest_of(parent), Ratings(user_idx=users, item_idx=items, value=stars)
+
+
+def test_censoring_keeps_top_box_ratings_from_capping_the_best_forks():
+    """Items 6 and 7 get 72% and 92% 5-star ratings. Read as values, those ratings squeeze the
+    last step of the line to a third of the others; read as bounds, it stays about as large."""
+    forest, ratings = improving_line()
+    first_step = {}
+    last_step = {}
+    for censored in (True, False):
+        mean = rank(forest, ratings, n_users=200, censored=censored).mean
+        first_step[censored] = mean[5] - mean[4]
+        last_step[censored] = mean[7] - mean[6]
+    assert first_step[True] == pytest.approx(first_step[False], rel=0.1)  # unsaturated: alike
+    assert last_step[True] > 0.7 * first_step[True]
+    assert last_step[False] < 0.4 * first_step[False]
+
+
+def test_branch_drift_moves_unrated_forks_with_their_line():
+    """Line 0 → 4 → 5 → 6 improves by a star per fork, line 1 → 8 → 9 → 10 loses one: the
+    catalog-wide δ̄ is about 0, but an unrated fork of 6 (node 7) is expected above its parent
+    and one of 10 (node 11) below; with one catalog-wide δ̄ both just get δ̄."""
+    rng = np.random.default_rng(2)
+    parent = [-1, -1, -1, -1, 0, 4, 5, 6, 1, 8, 9, 10]
+    quality = np.array([0.0, 0.0, 0.0, 0.0, 0.5, 1.0, 1.5, 0, -0.5, -1.0, -1.5, 0])
+    rated = np.array([0, 1, 2, 3, 4, 5, 6, 8, 9, 10])
+    users, items = rng.integers(0, 100, 3000), rng.choice(rated, 3000)
+    stars = np.clip(np.round(3 + quality[items] + rng.normal(0, 0.5, 3000)), 1, 5)
+    forest, ratings = forest_of(parent), Ratings(user_idx=users, item_idx=items, value=stars)
+    scores = rank(forest, ratings, n_users=100)
+    assert scores.mean[7] - scores.mean[6] > 0.2
+    assert scores.mean[11] - scores.mean[10] < -0.2
+    assert scores.fork_gain[6] > 0 > scores.fork_gain[10]
+    flat = rank(forest, ratings, n_users=100, drift_pseudo_steps=None)
+    assert flat.mean[7] - flat.mean[6] == pytest.approx(flat.prior.drift_mean, abs=1e-6)
+    assert flat.mean[11] - flat.mean[10] == pytest.approx(flat.prior.drift_mean, abs=1e-6)
+    assert abs(flat.prior.drift_mean) < 0.2
+
+
+def test_rank_without_censoring_and_branch_drift_is_the_plain_pipeline():
+    forest, ratings = improving_line()
+    scores = rank(forest, ratings, n_users=200, censored=False, drift_pseudo_steps=None)
+    baseline = debias(ratings.user_idx, ratings.item_idx, to_common_scale(ratings.value), 200, 8)
+    prior = estimate_lineage_prior(forest, baseline.item_evidence, baseline.item_precision)
+    posterior = lineage_posterior(
+        forest,
+        baseline.item_evidence,
+        baseline.item_precision,
+        prior_mean=prior.prior_mean,
+        prior_var=prior.prior_var,
+        drift_mean=prior.drift_mean,
+        drift_var=prior.drift_var,
+    )
+    assert scores.prior == prior
+    assert scores.mean == pytest.approx(posterior.mean)
+    assert scores.sd == pytest.approx(posterior.sd)
+    assert scores.fork_gain == pytest.approx(fork_gain(forest, posterior.mean, prior.drift_mean))
