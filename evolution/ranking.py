@@ -902,12 +902,12 @@ def rank(
         if previous is not None:
             known = np.isfinite(previous.mean[: forest.n])
             at[: known.size][known] = previous.mean[: forest.n][known]
-        for round_ in range(CENSORED_ROUNDS):
+        for _ in range(CENSORED_ROUNDS):
             at[nodes] = posterior.mean
             evidence, precision = reading.evidence(at)
-            # The prior is re-estimated once, from the first censored reading: values pressed
-            # against the top of the scale understate both how far forks move and how much.
-            if estimate_prior and round_ == 0:
+            # The prior follows the reading: values pressed against the top of the scale
+            # understate both how far forks move and how much.
+            if estimate_prior:
                 prior = estimate_lineage_prior(forest, evidence, precision)
             drift = drift_of(evidence, precision, prior)
             posterior = posterior_of(evidence, precision, prior, drift)
