@@ -426,10 +426,11 @@ class BayesianAveragePolicy(ScorePolicy):
 
 
 class SprigPolicy:
-    """Rater debiasing + lineage posterior (evolution.ranking.rank), Thompson slates with a
-    young-fork share (evolution.explore; young = own evidence worth under 10 typical ratings),
-    and forking by a Thompson draw of what a fork of each sub-agent is expected to be: a joint
-    posterior draw of θ plus its fork gain."""
+    """Rater debiasing, end-of-scale ratings read as bounds, lineage posterior with a per-branch
+    fork drift (evolution.ranking.rank), Thompson slates with a young-fork share
+    (evolution.explore; young = own evidence worth under 10 typical ratings), and forking by a
+    Thompson draw of what a fork of each sub-agent is expected to be: a joint posterior draw of
+    θ plus its fork gain."""
 
     name = "sprig"
 

@@ -10,6 +10,11 @@ counts raw opens or installs, and nothing adds up descendants' popularity.
    kind. A 5-star and a thumbs-up then both mean "about one standard deviation above what that
    instrument usually says". (Fewer than two ratings of a kind, or no spread: stars use
    (r - 3) / 1.2 and thumbs (r - 0.5) / 0.5.)
+   1b. The ends of a scale are bounds, not values: 5 stars says "at least 4.5 stars", 1 star
+   "at most 1.5", a thumbs-up "above the middle" (0.5), a thumbs-down "below" it, each bound on
+   the same standard units. When most people give a sub-agent 5 stars, the rating says it is
+   good, not how good: taking 5 as its value would squeeze every excellent sub-agent onto one
+   ceiling and stop better forks of them from rising above it (see 2b).
 
 2. Separating the rater from the sub-agent (Koren's baseline)
    z_uv ≈ μ + b_u + b_v: μ the overall mean, b_u how lenient user u is, b_v how good sub-agent v
@@ -27,6 +32,18 @@ counts raw opens or installs, and nothing adds up descendants' popularity.
    pulled toward σ² by 5 pseudo-ratings (ratings that agree, e.g. all at the top of the scale,
    make a sub-agent known sooner than ratings all over the place). y_v is not shrunk here:
    step 3 shrinks it toward the sub-agent's lineage, which knows more than "toward zero".
+   2b. End-of-scale ratings (1b) then replace that evidence by the censored (Tobit) one: a rating
+   "at least c" of a sub-agent believed to be at θ_v has the likelihood P(x ≥ c) with
+   x = μ + b_u + θ_v + ε, ε ~ N(0, σ²). Around θ_v it counts as one Gaussian rating of value
+   θ_v + σ/(λ − α) and weight ρ = λ(λ − α), with α = (c − μ − b_u − θ_v)/σ and
+   λ = φ(α)/(1 − Φ(α)) (Laplace: same slope and curvature as the exact likelihood); "at most"
+   is the mirror image, ratings inside the scale keep value and weight 1. So a 5-star rating of
+   a sub-agent believed far above 4.5 stars weighs almost nothing, and one of a sub-agent
+   believed below it weighs almost as much as a rating at the bound. Then
+       y_v = Σ w ρ (value − μ − b_u) / Σ w ρ,   π_v = Σ w ρ / σ².
+   Because the weights depend on the belief, evidence and lineage posterior (3) are computed in
+   turn, 4 times, starting from the evidence of 2: where ratings stop telling sub-agents apart,
+   their lineage (3b) orders them.
 
 3. The lineage posterior (what the ranking believes about quality θ_v)
    Roots:  θ_root ~ N(μ0, σ0²).   Forks:  θ_child ~ N(θ_parent + δ̄, τ²).   Evidence: y_v ~ N(θ_v,
@@ -46,6 +63,13 @@ counts raw opens or installs, and nothing adds up descendants' popularity.
    spread around δ̄ with variance τ² + 1/π_child + 1/π_parent. τ² is kept at least 0.05·σ0², so a
    fork is never assumed to be a copy of its parent; with under 3 usable roots (or pairs) the
    defaults are N(0, 1) for roots and N(0, σ0²/2) for the fork step.
+   3b. Branches differ in how their forks go (a well-kept line keeps improving, a neglected one
+   decays), so δ̄ is per branch: each fork c whose parent p also has evidence gives a step
+   d_c = y_c − y_p of weight w_c = 1/(τ² + 1/π_c + 1/π_p), and a fork of v is expected to move by
+       δ̄_v = (Σ_a Σ_c w_c d_c + k δ̄/τ²) / (Σ_a Σ_c w_c + k/τ²),   k = 3,
+   a over v and its ancestors, c over their forks: the steps of the forks made along v's line,
+   shrunk toward the catalog-wide δ̄ with 3 perfectly known steps. The step into a node leaves
+   its own step out, so its evidence is not counted twice.
 
 4. Scores built on the posterior (E = posterior mean, sd = posterior standard deviation)
    * display score ("top"): E[θ] − 1.64·sd(θ), a one-sided 95% lower bound: a sub-agent climbs
@@ -59,8 +83,8 @@ counts raw opens or installs, and nothing adds up descendants' popularity.
      an ancestor and a descendant is the product of the per-step gains 1/(1 + τ² J) along the
      path times the ancestor's variance).
    * fork gain: what forking this sub-agent has tended to do,
-         (Σ_children E[θ_child − θ_v] + κ δ̄) / (number of children + κ),   κ = 1,
-     a mean of the children's improvements shrunk toward the typical fork step δ̄.
+         (Σ_children E[θ_child − θ_v] + κ δ̄_v) / (number of children + κ),   κ = 1,
+     a mean of the children's improvements shrunk toward its branch's fork step δ̄_v (3b).
    * rising: for recent forks (first seen less than 30 days ago, or under 10 ratings without
      ages, or still young as defined next), E[θ_v − θ_parent] / sd(θ_v − θ_parent): how surely
      the fork beats what it was forked from.
@@ -668,11 +692,12 @@ def best_descendant(
 def fork_gain(
     forest: Forest,
     posterior_mean: np.ndarray,
-    drift_mean: float,
+    drift_mean: float | np.ndarray,
     *,
     pseudo_children: float = FORK_GAIN_PSEUDO_CHILDREN,
 ) -> np.ndarray:
-    """(Σ_children E[θ_c − θ_v] + κ δ̄) / (children + κ) (module docstring, 4)."""
+    """(Σ_children E[θ_c − θ_v] + κ δ̄_v) / (children + κ) (module docstring, 4); ``drift_mean``
+    is one δ̄ or the branch drift of each node (3b)."""
     is_fork = forest.parent >= 0
     step = np.where(is_fork, posterior_mean - posterior_mean[np.maximum(forest.parent, 0)], 0.0)
     total = forest.reduce_children(step, "sum", 0.0)
