@@ -609,7 +609,7 @@ def _users_per_period(
     session: Session, subagent_ids: list[int], start: date, end: date, granularity: str
 ) -> dict[date, int]:
     """Distinct users per period: a week's actives are not the sum of its days'."""
-    if granularity == "day":
+    if granularity == "day" and len(subagent_ids) == 1:
         rows = session.execute(
             select(DailyStats.day, func.sum(DailyStats.active_users))
             .where(
@@ -619,8 +619,7 @@ def _users_per_period(
             )
             .group_by(DailyStats.day)
         )
-        if len(subagent_ids) == 1:
-            return {day: int(users) for day, users in rows}
+        return {day: int(users) for day, users in rows}
     users: dict[date, set] = {}
     for day, user_id in session.execute(
         select(UsageEvent.occurred_day, UsageEvent.user_id)
@@ -642,18 +641,19 @@ def usage_stats(
     totals = dict.fromkeys(SUM_FIELDS, 0)
     series: dict[date, dict] = {}
     if subagent_ids:
-        for row in session.execute(
-            select(DailyStats).where(
+        # Summed per day in the database: a row per day instead of one per sub-agent and day.
+        for day, *sums in session.execute(
+            select(DailyStats.day, *(func.sum(getattr(DailyStats, name)) for name in SUM_FIELDS))
+            .where(
                 DailyStats.subagent_id.in_(subagent_ids),
                 DailyStats.day >= start,
                 DailyStats.day <= end,
             )
-        ).scalars():
-            bucket = series.setdefault(
-                period_start(row.day, granularity), dict.fromkeys(SUM_FIELDS, 0)
-            )
-            for name in SUM_FIELDS:
-                value = getattr(row, name)
+            .group_by(DailyStats.day)
+        ):
+            bucket = series.setdefault(period_start(day, granularity), dict.fromkeys(SUM_FIELDS, 0))
+            for name, value in zip(SUM_FIELDS, sums, strict=True):
+                value = int(value)  # PostgreSQL sums a bigint column as numeric
                 bucket[name] += value
                 totals[name] += value
     active = {}
@@ -742,22 +742,23 @@ def rating_summary(session: Session, subagent_ids: list[int]) -> dict:
 
 
 def descendants(session: Session, subagent_ids: list[int]) -> dict[int, tuple[str, int]]:
-    """Every descendant of the given sub-agents: id → (ancestry, author_id)."""
+    """Every descendant of the given sub-agents: id → (ancestry, author_id).
+
+    One recursive query down the parent links (the parent index), so the cost follows the
+    number of descendants, not the size of the lineages they sit in: a popular root's
+    lineage can hold thousands of sub-agents of which a creator's fork has a handful.
+    UNION (not UNION ALL) keeps a node once when it sits below two of the given ones."""
     if not subagent_ids:
         return {}
-    roots = set(
-        session.execute(select(SubAgent.root_id).where(SubAgent.id.in_(subagent_ids))).scalars()
+    columns = (SubAgent.id, SubAgent.ancestry, SubAgent.author_id)
+    # The columns travel in the recursion: joining the result back to the table by id makes
+    # PostgreSQL guess thousands of rows and hash the whole table instead.
+    below = (
+        select(*columns).where(SubAgent.parent_id.in_(subagent_ids)).cte("below", recursive=True)
     )
-    wanted = set(subagent_ids)
-    found = {}
-    for node_id, ancestry, author_id in session.execute(
-        select(SubAgent.id, SubAgent.ancestry, SubAgent.author_id).where(
-            SubAgent.root_id.in_(roots), SubAgent.parent_id.is_not(None)
-        )
-    ):
-        if wanted.intersection(credit.ancestors_of(ancestry)):
-            found[node_id] = (ancestry, author_id)
-    return found
+    below = below.union(select(*columns).join(below, SubAgent.parent_id == below.c.id))
+    rows = session.execute(select(below.c.id, below.c.ancestry, below.c.author_id))
+    return {node_id: (ancestry, author_id) for node_id, ancestry, author_id in rows}
 
 
 def lineage_stats(
@@ -805,14 +806,21 @@ def per_subagent_summary(session: Session, subagents: list, start: date, end: da
     lines = {s.id: [0] * days for s in subagents}
     totals = {s.id: {"installs": 0, "opens": 0, "errors": 0} for s in subagents}
     if ids:
-        for row in session.execute(
-            select(DailyStats).where(
-                DailyStats.subagent_id.in_(ids), DailyStats.day >= start, DailyStats.day <= end
-            )
-        ).scalars():
-            lines[row.subagent_id][(row.day - start).days] = row.active_users
-            for name in totals[row.subagent_id]:
-                totals[row.subagent_id][name] += getattr(row, name)
+        for subagent_id, day, active_users, installs, opens, errors in session.execute(
+            select(
+                DailyStats.subagent_id,
+                DailyStats.day,
+                DailyStats.active_users,
+                DailyStats.installs,
+                DailyStats.opens,
+                DailyStats.errors,
+            ).where(DailyStats.subagent_id.in_(ids), DailyStats.day >= start, DailyStats.day <= end)
+        ):
+            lines[subagent_id][(day - start).days] = active_users
+            row_totals = totals[subagent_id]
+            row_totals["installs"] += installs
+            row_totals["opens"] += opens
+            row_totals["errors"] += errors
     return [
         {
             "id": s.id,
