@@ -68,10 +68,22 @@ def _card(row) -> SubAgentCard:
 _ANCESTORS_QUERY = _with_author(SubAgent.id.in_(bindparam("ids", expanding=True)))
 
 
-def _cards(rows, session: Session | None = None, viewer: Principal | None = None) -> list:
+def _cards(
+    rows,
+    session: Session | None = None,
+    viewer: Principal | None = None,
+    *,
+    known: dict[int, bool] | None = None,
+) -> list:
+    """Cards for rows; with a session and viewer, parents the viewer may not see are blanked.
+    ``known`` maps ids whose visibility the caller already holds to "hidden?", so the query
+    asks only about the others (often none)."""
     cards = [_card(row) for row in rows]
     if session is not None and viewer is not None:
-        hidden = hidden_among(session, viewer, [c.parent_id for c in cards])
+        known = known or {}
+        parents = {c.parent_id for c in cards if c.parent_id is not None}
+        hidden = {i for i in parents if known.get(i)}
+        hidden |= hidden_among(session, viewer, parents - known.keys())
         for card in cards:
             # A fork of something the viewer may not see names no parent: the id alone
             # would reveal that the hidden one exists.
@@ -261,16 +273,20 @@ def forks_of(
     if len(rows) > limit:
         last = rows[limit - 1]
         next_cursor = encode_cursor(last.install_count, last.id)
-    return Page(items=_cards(rows[:limit], session, viewer), next_cursor=next_cursor)
+    # Every card's parent is ``parent``, whose visibility is at hand.
+    known = {parent.id: not can_view(viewer, parent)}
+    return Page(items=_cards(rows[:limit], session, viewer, known=known), next_cursor=next_cursor)
 
 
 def lineage(session: Session, viewer: Principal, subagent: SubAgent) -> Lineage:
     """Ancestors root first. One an ordinary viewer may not see stays a hidden placeholder so
     the path still ends at its root without revealing what the hidden one is."""
     ids = [int(i) for i in subagent.ancestry.split("/") if i]
-    rows = {row.id: row for row in session.execute(_ANCESTORS_QUERY, {"ids": ids})}
-    visible = [rows[i] for i in ids if can_view(viewer, rows[i])]
-    cards = {card.id: card for card in _cards(visible, session, viewer)}
+    rows = {row.id: row for row in session.execute(_ANCESTORS_QUERY, {"ids": ids})} if ids else {}
+    hidden = {i: not can_view(viewer, row) for i, row in rows.items()}
+    visible = [rows[i] for i in ids if not hidden[i]]
+    # An ancestor's parent is the ancestor before it: its visibility is known already.
+    cards = {card.id: card for card in _cards(visible, session, viewer, known=hidden)}
     nodes = [
         LineageNode(depth=depth, subagent=cards[i])
         if i in cards

@@ -41,9 +41,6 @@ class Rating:
         return self.thumbs_up / thumbs if thumbs else None
 
 
-NO_RATING = Rating(None, 0, 0, 0)
-
-
 def ratings(session: Session, ids: list[int]) -> dict[int, Rating]:
     """Current ratings per sub-agent (one per user and version), all time."""
     if not ids:
@@ -68,17 +65,26 @@ def ratings(session: Session, ids: list[int]) -> dict[int, Rating]:
     return found
 
 
-def star_histogram(session: Session, subagent_id: int) -> list[int]:
-    """How many current star ratings gave 1, 2, 3, 4 and 5 stars."""
+def rating_with_histogram(session: Session, subagent_id: int) -> tuple[Rating, list[int]]:
+    """One sub-agent's current rating and how many star ratings gave 1, 2, 3, 4 and 5 stars,
+    from one grouped read (the same figures ``ratings`` gives)."""
     counts = [0] * 5
-    for rating, count in session.execute(
-        select(Feedback.rating, func.count())
-        .where(Feedback.subagent_id == subagent_id, Feedback.scale == "stars")
-        .group_by(Feedback.rating)
+    stars, stars_sum, up, thumbs = 0, 0, 0, 0
+    for scale, rating, count in session.execute(
+        select(Feedback.scale, Feedback.rating, func.count())
+        .where(Feedback.subagent_id == subagent_id)
+        .group_by(Feedback.scale, Feedback.rating)
     ):
-        if 1 <= rating <= 5:
-            counts[rating - 1] = count
-    return counts
+        if scale == "stars":
+            stars += count
+            stars_sum += rating * count
+            if 1 <= rating <= 5:
+                counts[rating - 1] = count
+        else:
+            thumbs += count
+            up += rating * count
+    average = round(stars_sum / stars, 1) if stars else None
+    return Rating(average, stars, up, thumbs - up), counts
 
 
 @dataclass(frozen=True)

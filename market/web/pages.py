@@ -157,7 +157,7 @@ def subagent_page(subagent_id: int):
     versions = list(reversed(catalog.list_versions(session, subagent)))
     manifest = latest.manifest if latest else {}
     reads, writes = _scope_words(list(manifest.get("scopes", [])))
-    rating = figures.ratings(session, [subagent.id]).get(subagent.id, figures.NO_RATING)
+    rating, histogram = figures.rating_with_histogram(session, subagent.id)
     score = figures.scores(session, [subagent.id]).get(subagent.id)
     better = None
     if score is not None and score.best_descendant_id not in (None, subagent.id):
@@ -182,7 +182,7 @@ def subagent_page(subagent_id: int):
         lineage=lineage,
         parent=parent,
         rating=rating,
-        histogram=figures.star_histogram(session, subagent.id),
+        histogram=histogram,
         comments=figures.recent_comments(session, subagent.id),
         better=better,
         better_chance=score.p_descendant_better if score and better else None,
