@@ -37,10 +37,16 @@ def listed_clause(viewer: Principal):
 
 def tree_clause(viewer: Principal):
     """Fork lists and trees also show yanked branches, so a lineage never breaks in the middle."""
-    public = and_(SubAgent.visibility == "public", SubAgent.status.in_(("active", "yanked")))
-    if viewer.user_id is None:
+    return tree_visible(SubAgent, viewer.user_id)
+
+
+def tree_visible(subagent, user_id):
+    """``tree_clause`` for any alias of the table, with the viewer's id as a value or a bound
+    parameter (for statements built once); None is an anonymous viewer."""
+    public = and_(subagent.visibility == "public", subagent.status.in_(("active", "yanked")))
+    if user_id is None:
         return public
-    return or_(public, SubAgent.author_id == viewer.user_id)
+    return or_(public, subagent.author_id == user_id)
 
 
 def hidden_among(session, viewer: Principal, ids) -> set[int]:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from sqlalchemy import and_, bindparam, case, literal, or_, text
+from sqlalchemy import and_, bindparam, case, literal, literal_column, or_, text
+from sqlalchemy.orm import aliased
 from sqlmodel import Session, func, select
 
 from evolution.models import SubAgentScore
-from market.access import can_view, hidden_among, listed_clause, tree_clause
+from market.access import can_view, hidden_among, listed_clause, tree_clause, tree_visible
 from market.auth import Principal
 from market.character_search import TextMatcher, relevant_ids, written_without_spaces
 from market.errors import BadRequest
@@ -317,16 +318,117 @@ def subtree(
     max_children: int,
     max_nodes: int,
 ) -> Tree:
-    """Breadth first, one query per level. Under each node only its ``max_children`` most
-    installed children are read (a window function does the cut in the database), so a root
-    with thousands of forks costs the same as one with twenty."""
-    nodes = [_tree_node(top)]
+    """Breadth first: under each node only its ``max_children`` most installed children, at
+    most ``depth`` levels down and ``max_nodes`` nodes, cut in breadth-first order (level,
+    then parent id, then rank), so a root with thousands of forks costs the same as one with
+    twenty."""
+    rows = subtree_rows(
+        session, viewer, top, depth=depth, max_children=max_children, max_nodes=max_nodes
+    )
+    nodes = [_tree_node(row) for row in rows]
     if nodes[0].parent_id in hidden_among(session, viewer, [top.parent_id]):
         nodes[0].parent_id = None
-    by_id = {top.id: nodes[0]}
+    by_id = {node.id: node for node in nodes}
+    for node in nodes[1:]:
+        by_id[node.parent_id].shown_children += 1
+    # Some forks were left out: by the per-node cap, the node cap, or the depth.
+    truncated = any(n.fork_count > n.shown_children for n in nodes)
+    return Tree(root_id=top.id, depth=depth, nodes=nodes, truncated=truncated)
+
+
+# One recursive query reads the whole capped tree when its worst case (a full tree of
+# ``max_children`` per node, ``depth`` levels down) is at most this many rows; wider caps are
+# read a level at a time instead, so a level past the node cap is never read.
+WHOLE_QUERY_MAX_ROWS = 2000
+
+
+def _full_tree_size(depth: int, max_children: int) -> int:
+    return sum(max_children**level for level in range(depth + 1))
+
+
+def subtree_rows(
+    session: Session,
+    viewer: Principal,
+    top: SubAgent,
+    *,
+    depth: int,
+    max_children: int,
+    max_nodes: int,
+) -> list:
+    """The rows ``subtree`` draws, ``top`` first, in breadth-first order: id, parent_id,
+    depth, title, status, install_count, fork_count."""
+    if _full_tree_size(depth, max_children) <= WHOLE_QUERY_MAX_ROWS:
+        return _subtree_in_one_query(session, viewer, top, depth, max_children, max_nodes)
+    return _subtree_by_level(session, viewer, top, depth, max_children, max_nodes)
+
+
+def _subtree_in_one_query(session, viewer, top, depth, max_children, max_nodes) -> list:
+    statement = _ONE_QUERY_SUBTREE[viewer.user_id is not None]
+    return list(
+        session.execute(
+            statement,
+            {
+                "top_id": top.id,
+                "depth": depth,
+                "max_children": max_children,
+                "max_nodes": max_nodes,
+                "viewer_id": viewer.user_id,
+            },
+        )
+    )
+
+
+def _one_query_subtree(signed_in: bool):
+    """A recursive CTE walks down the parent index taking each node's ``max_children`` most
+    installed visible children (a correlated LIMIT: a recursive step may not use window
+    functions on SQLite), through the (parent, installs, id) index. The columns travel in the
+    recursion, so nothing is joined back by id. Built once per kind of viewer: composing it
+    costs more than running it."""
+    child = aliased(SubAgent, name="child")
+    sibling = aliased(SubAgent, name="sibling")
+    viewer_id = bindparam("viewer_id") if signed_in else None
+    shown = (
+        select(*_TREE_COLUMNS, literal_column("0").label("level"))
+        .where(SubAgent.id == bindparam("top_id"))
+        .cte("shown", recursive=True)
+    )
+    top_children = (
+        select(sibling.id)
+        .where(sibling.parent_id == shown.c.id, tree_visible(sibling, viewer_id))
+        .order_by(sibling.install_count.desc(), sibling.id)
+        .limit(bindparam("max_children"))
+    )
+    shown = shown.union_all(
+        select(
+            child.id,
+            child.parent_id,
+            child.depth,
+            child.title,
+            child.status,
+            child.install_count,
+            child.fork_count,
+            (shown.c.level + 1).label("level"),
+        )
+        .join(shown, child.parent_id == shown.c.id)
+        .where(shown.c.level < bindparam("depth"), child.id.in_(top_children))
+    )
+    return (
+        select(shown)
+        .order_by(shown.c.level, shown.c.parent_id, shown.c.install_count.desc(), shown.c.id)
+        .limit(bindparam("max_nodes"))
+    )
+
+
+_ONE_QUERY_SUBTREE = {signed_in: _one_query_subtree(signed_in) for signed_in in (False, True)}
+
+
+def _subtree_by_level(session, viewer, top, depth, max_children, max_nodes) -> list:
+    """One query per level; under each node a window function cuts its ``max_children`` most
+    installed children in the database."""
+    rows = [top]
     frontier = [top.id]
     for _level in range(depth):
-        if not frontier or len(nodes) >= max_nodes:
+        if not frontier or len(rows) >= max_nodes:
             break
         rank = (
             func.row_number()
@@ -341,32 +443,18 @@ def subtree(
             .where(SubAgent.parent_id.in_(frontier), tree_clause(viewer))
             .subquery()
         )
-        rows = session.execute(
+        level = session.execute(
             select(ranked)
             .where(ranked.c.rank <= max_children)
             .order_by(ranked.c.parent_id, ranked.c.rank)
         )
         frontier = []
-        for row in rows:
-            if len(nodes) >= max_nodes:
+        for row in level:
+            if len(rows) >= max_nodes:
                 break
-            node = TreeNode(
-                id=row.id,
-                parent_id=row.parent_id,
-                depth=row.depth,
-                title=row.title,
-                status=row.status,
-                install_count=row.install_count,
-                fork_count=row.fork_count,
-                shown_children=0,
-            )
-            by_id[row.parent_id].shown_children += 1
-            nodes.append(node)
-            by_id[node.id] = node
-            frontier.append(node.id)
-    # Some forks were left out: by the per-node cap, the node cap, or the depth.
-    truncated = any(n.fork_count > n.shown_children for n in nodes)
-    return Tree(root_id=top.id, depth=depth, nodes=nodes, truncated=truncated)
+            rows.append(row)
+            frontier.append(row.id)
+    return rows
 
 
 def _tree_node(row: SubAgent) -> TreeNode:

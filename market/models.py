@@ -64,6 +64,10 @@ class SubAgent(SQLModel, table=True):
     __table_args__ = (
         Index("ix_subagent_listing_new", "visibility", "status", "created_at", "id"),
         Index("ix_subagent_listing_installs", "visibility", "status", "install_count", "id"),
+        # A node's forks, most installed first (fork lists, "show more", the tree's top
+        # children per node): read in order from the index instead of sorted per parent.
+        # It also serves every plain parent_id lookup.
+        Index("ix_subagent_children", "parent_id", "install_count", "id"),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -77,7 +81,7 @@ class SubAgent(SQLModel, table=True):
     status: str = Field(default="active", max_length=16)  # active | yanked | quarantined
     status_reason: str | None = Field(default=None, max_length=500)
 
-    parent_id: int | None = Field(default=None, foreign_key="subagent.id", index=True)
+    parent_id: int | None = Field(default=None, foreign_key="subagent.id")
     # use_alter: subagent and subagent_version reference each other.
     parent_version_id: int | None = Field(
         default=None,

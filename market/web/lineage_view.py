@@ -38,19 +38,18 @@ _NODE_COLUMNS = (
 def top_of_lineage(session: Session, viewer: Principal, subagent: SubAgent) -> int:
     """The highest ancestor from which every node down to ``subagent`` is visible to the
     viewer (the root, unless part of the path is hidden from them)."""
-    chain = [int(i) for i in subagent.ancestry.split("/") if i] + [subagent.id]
-    hidden = hidden_among(session, viewer, chain)
+    chain = [int(i) for i in subagent.ancestry.split("/") if i]
+    hidden = hidden_among(session, viewer, chain)  # no query for a root
     top = subagent.id
-    for node_id in reversed(chain[:-1]):
+    for node_id in reversed(chain):
         if node_id in hidden:
             break
         top = node_id
     return top
 
 
-def _path_ids(session: Session, top_id: int, node_id: int) -> list[int]:
+def _path_below(top_id: int, node_id: int, ancestry: str | None) -> list[int]:
     """Ids from just below ``top_id`` down to ``node_id`` (empty if it is not below it)."""
-    ancestry = session.execute(select(SubAgent.ancestry).where(SubAgent.id == node_id)).scalar()
     if ancestry is None:
         return []
     chain = [int(i) for i in ancestry.split("/") if i] + [node_id]
@@ -62,7 +61,9 @@ def _path_ids(session: Session, top_id: int, node_id: int) -> list[int]:
 def first_view(session: Session, viewer: Principal, focus: SubAgent) -> dict:
     top_id = top_of_lineage(session, viewer, focus)
     top = focus if top_id == focus.id else session.get(SubAgent, top_id)
-    tree = browse.subtree(
+    # The top's own parent is never drawn, so the rows are read without the check on it
+    # that browse.subtree makes.
+    tree = browse.subtree_rows(
         session,
         viewer,
         top,
@@ -70,34 +71,30 @@ def first_view(session: Session, viewer: Principal, focus: SubAgent) -> dict:
         max_children=FIRST_CHILDREN,
         max_nodes=FIRST_NODES,
     )
-    rows = {
-        n.id: {
-            "id": n.id,
-            "parent": n.parent_id if n.id != top_id else None,
-            "depth": n.depth,
-            "title": n.title,
-            "status": n.status,
-            "installs": n.install_count,
-            "forks": n.fork_count,
-        }
-        for n in tree.nodes
-    }
+    rows = {n.id: {**_row(n), "parent": n.parent_id if n.id != top_id else None} for n in tree}
+    scores = figures.scores(session, list(rows))
     # The ranking's best branch of the whole lineage, and the way down to the viewed node,
     # are always drawn, even when they are not among the most installed children.
-    top_score = figures.scores(session, [top_id]).get(top_id)
+    top_score = scores.get(top_id)
     best_id = top_score.best_descendant_id if top_score else None
-    best_path = _path_ids(session, top_id, best_id) if best_id and best_id != top_id else []
-    focus_path = _path_ids(session, top_id, focus.id)
-    missing = [i for i in [*best_path, *focus_path] if i not in rows]
+    best_path = []
+    if best_id and best_id != top_id:
+        best_ancestry = session.execute(
+            select(SubAgent.ancestry).where(SubAgent.id == best_id)
+        ).scalar()
+        best_path = _path_below(top_id, best_id, best_ancestry)
+    focus_path = _path_below(top_id, focus.id, focus.ancestry)
+    missing = [i for i in dict.fromkeys([*best_path, *focus_path]) if i not in rows]
     if missing:
         for row in session.execute(
             select(*_NODE_COLUMNS).where(SubAgent.id.in_(missing), tree_clause(viewer))
         ):
             rows[row.id] = {**_row(row), "extra": True}
+        scores.update(figures.scores(session, missing))
     # A path node the viewer may not see ends the highlighted path there.
     best_path = _visible_prefix(best_path, rows)
     _attach_children_cursors(rows, top_id)
-    nodes = _decorate(session, list(rows.values()))
+    nodes = _decorate(session, list(rows.values()), scores)
     on_best = set(best_path)
     for node in nodes:
         node["best"] = node["id"] in on_best
@@ -157,10 +154,13 @@ def _attach_children_cursors(rows: dict, top_id: int) -> None:
         row.pop("extra", None)
 
 
-def _decorate(session: Session, rows: list[dict]) -> list[dict]:
+def _decorate(session: Session, rows: list[dict], scores: dict | None = None) -> list[dict]:
+    """Size and colour: active users, and quality from the ranking or the ratings.
+    ``scores``: the rows' ranking figures when the caller has read them already."""
     ids = [r["id"] for r in rows]
     ratings = figures.ratings(session, ids)
-    scores = figures.scores(session, ids)
+    if scores is None:
+        scores = figures.scores(session, ids)
     active = figures.average_daily_users(session, ids)
     for row in rows:
         level = figures.quality_level(scores.get(row["id"]), ratings.get(row["id"]))

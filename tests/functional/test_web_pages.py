@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 
 import pytest
@@ -13,7 +14,7 @@ from sqlmodel import select
 from evolution.models import SubAgentScore
 from market.auth import revoke_token
 from market.db import session_scope
-from market.models import ForkRequest, Install
+from market.models import ForkRequest, Install, SubAgent
 from tests.factories import bundle, fork, make_user, publish
 
 SCRIPT_TITLE = "<script>window.__pwned=1</script>Water"
@@ -223,6 +224,63 @@ def test_a_private_fork_stays_out_of_others_trees(client, world):
     sign_in(client, alice)
     assert "Alice Hidden Fork" in text(client.get(f"/s/{root}/tree/all"))
     assert client.get(f"/s/{hidden['id']}/tree").status_code == 200
+
+
+def _tree_data(client, path: str) -> dict:
+    page = text(client.get(path))
+    data = re.search(r'<script type="application/json" id="tree-data">(.*?)</script>', page, re.S)
+    return json.loads(data.group(1))
+
+
+def test_the_tree_always_draws_the_way_down_to_the_viewed_fork(client, engine, world):
+    """Under a root with more popular forks than the first view shows, the path to the
+    viewed fork is drawn anyway, and "show more" continues after the ranked children."""
+    bob, root = world["bob"], world["root"]["id"]
+    popular = [fork(client, bob, root, note=f"popular {i}")["id"] for i in range(4)]
+    quiet = fork(client, bob, root, note="quiet")["id"]
+    focus = fork(client, bob, quiet, note="viewed", title="The Viewed Fork")["id"]
+    with session_scope(engine) as session:
+        for installs, subagent_id in enumerate(popular, start=10):
+            session.get(SubAgent, subagent_id).install_count = installs
+    view = _tree_data(client, f"/s/{focus}/tree")
+    nodes = {node["id"]: node for node in view["nodes"]}
+    assert view["top"] == root and view["focus"] == focus
+    # The three most installed children of the root, then the path to the viewed fork.
+    assert set(nodes) == {root, *popular[1:], quiet, focus}
+    assert nodes[focus]["focus"] and not nodes[root]["focus"]
+    assert nodes[quiet]["parent"] == root and nodes[focus]["parent"] == quiet
+    assert nodes[root]["parent"] is None
+    assert nodes[root]["shown"] == 4 and nodes[root]["more"]
+    rest = client.get(f"/s/{root}/tree/children?cursor={nodes[root]['more']}").get_json()
+    # After the three ranked ones: the least installed popular fork, the quiet one and the
+    # world's fork (the page merges the repeat of the quiet one).
+    assert popular[0] in {node["id"] for node in rest["nodes"]}
+    assert quiet in {node["id"] for node in rest["nodes"]}
+    assert view["size"] == 8  # root, the world's fork, four popular, quiet, viewed
+
+
+def test_a_private_fork_stays_out_of_the_parent_creators_dashboard_and_tree(client, world):
+    alice, bob, root = world["alice"], world["bob"], world["root"]["id"]
+    fork(client, bob, root, note="secret", title="Bob Secret Fork", visibility="private")
+    shared = fork(client, bob, root, note="open", title="Bob Open Fork")
+    fork(client, bob, shared["id"], note="deep", title="Bob Deep Secret", visibility="private")
+    sign_in(client, alice)
+    dashboard = text(client.get("/creators/alice"))
+    assert "Bob Open Fork" in dashboard
+    assert "Bob Secret Fork" not in dashboard and "Bob Deep Secret" not in dashboard
+    for path in (
+        f"/s/{root}/tree",
+        f"/s/{root}/tree/children",
+        f"/s/{root}/tree/all",
+        f"/s/{shared['id']}/tree",
+        f"/s/{shared['id']}/tree/children",
+    ):
+        body = text(client.get(path))
+        assert "Bob Open Fork" in body or path.endswith(f"{shared['id']}/tree/children"), path
+        assert "Bob Secret Fork" not in body and "Bob Deep Secret" not in body, path
+    client.post("/signout", data={"csrf": csrf_of(client, "/")})
+    sign_in(client, bob)
+    assert "Bob Deep Secret" in text(client.get(f"/s/{shared['id']}/tree"))
 
 
 def test_the_better_branch_notice_reads_the_ranking(client, engine, world):
