@@ -33,6 +33,7 @@ from feedback.models import (
     RollupDirty,
     UsageEvent,
 )
+from market.db import id_in
 from market.models import Install, SubAgent, User, Version, utcnow
 
 
@@ -598,7 +599,7 @@ def _distinct_users(session: Session, subagent_ids: list[int], start: date, end:
         return 0
     return session.execute(
         select(func.count(distinct(UsageEvent.user_id))).where(
-            UsageEvent.subagent_id.in_(subagent_ids),
+            id_in(session, UsageEvent.subagent_id, subagent_ids),
             UsageEvent.occurred_day >= start,
             UsageEvent.occurred_day <= end,
         )
@@ -613,7 +614,7 @@ def _users_per_period(
         rows = session.execute(
             select(DailyStats.day, func.sum(DailyStats.active_users))
             .where(
-                DailyStats.subagent_id.in_(subagent_ids),
+                id_in(session, DailyStats.subagent_id, subagent_ids),
                 DailyStats.day >= start,
                 DailyStats.day <= end,
             )
@@ -624,7 +625,7 @@ def _users_per_period(
     for day, user_id in session.execute(
         select(UsageEvent.occurred_day, UsageEvent.user_id)
         .where(
-            UsageEvent.subagent_id.in_(subagent_ids),
+            id_in(session, UsageEvent.subagent_id, subagent_ids),
             UsageEvent.occurred_day >= start,
             UsageEvent.occurred_day <= end,
         )
@@ -645,7 +646,7 @@ def usage_stats(
         for day, *sums in session.execute(
             select(DailyStats.day, *(func.sum(getattr(DailyStats, name)) for name in SUM_FIELDS))
             .where(
-                DailyStats.subagent_id.in_(subagent_ids),
+                id_in(session, DailyStats.subagent_id, subagent_ids),
                 DailyStats.day >= start,
                 DailyStats.day <= end,
             )
@@ -691,7 +692,7 @@ def _retention(session, subagent_ids, start, end, granularity) -> list[dict]:
     grouped: dict[date, dict] = {}
     for row in session.execute(
         select(RetentionCohort).where(
-            RetentionCohort.subagent_id.in_(subagent_ids),
+            id_in(session, RetentionCohort.subagent_id, subagent_ids),
             RetentionCohort.install_day >= start,
             RetentionCohort.install_day <= end,
         )
@@ -754,7 +755,9 @@ def descendants(session: Session, subagent_ids: list[int]) -> dict[int, tuple[st
     # The columns travel in the recursion: joining the result back to the table by id makes
     # PostgreSQL guess thousands of rows and hash the whole table instead.
     below = (
-        select(*columns).where(SubAgent.parent_id.in_(subagent_ids)).cte("below", recursive=True)
+        select(*columns)
+        .where(id_in(session, SubAgent.parent_id, subagent_ids))
+        .cte("below", recursive=True)
     )
     below = below.union(select(*columns).join(below, SubAgent.parent_id == below.c.id))
     rows = session.execute(select(below.c.id, below.c.ancestry, below.c.author_id))
@@ -773,7 +776,7 @@ def lineage_stats(
             session.execute(
                 select(UsageEvent.subagent_id, func.count(distinct(UsageEvent.user_id)))
                 .where(
-                    UsageEvent.subagent_id.in_(list(below)),
+                    id_in(session, UsageEvent.subagent_id, list(below)),
                     UsageEvent.occurred_day >= start,
                     UsageEvent.occurred_day <= end,
                 )
@@ -784,7 +787,7 @@ def lineage_stats(
     if own_ids:
         direct_forks = session.execute(
             select(func.count(SubAgent.id)).where(
-                SubAgent.parent_id.in_(own_ids),
+                id_in(session, SubAgent.parent_id, own_ids),
                 SubAgent.author_id != author_id,
                 SubAgent.visibility != "private",
             )
@@ -814,7 +817,11 @@ def per_subagent_summary(session: Session, subagents: list, start: date, end: da
                 DailyStats.installs,
                 DailyStats.opens,
                 DailyStats.errors,
-            ).where(DailyStats.subagent_id.in_(ids), DailyStats.day >= start, DailyStats.day <= end)
+            ).where(
+                id_in(session, DailyStats.subagent_id, ids),
+                DailyStats.day >= start,
+                DailyStats.day <= end,
+            )
         ):
             lines[subagent_id][(day - start).days] = active_users
             row_totals = totals[subagent_id]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from sqlalchemy import and_, or_
 
 from market.auth import Principal
+from market.db import id_in
 from market.models import SubAgent
 
 
@@ -58,7 +59,7 @@ def hidden_among(session, viewer: Principal, ids) -> set[int]:
         return set()
     rows = session.exec(
         select(SubAgent.id, SubAgent.author_id, SubAgent.visibility, SubAgent.status).where(
-            SubAgent.id.in_(wanted)
+            id_in(session, SubAgent.id, wanted)
         )
     )
     hidden = set()

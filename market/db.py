@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import ARRAY, Engine, Integer, any_, bindparam, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlmodel import Session
 
@@ -68,3 +68,13 @@ def session_scope(engine: Engine) -> Iterator[Session]:
         raise
     finally:
         session.close()
+
+
+def id_in(session: Session, column, ids):
+    """``column IN (ids)`` as SQL whose text does not depend on how many ids there are. On
+    PostgreSQL it is one array parameter (``= ANY(...)``): psycopg prepares the statement once
+    and the server stops parsing and planning a new text for every list length, which halves
+    the cost of reading a figure for a page of 150 nodes. SQLite gets an ordinary IN."""
+    if session.get_bind().dialect.name == "postgresql":
+        return column == any_(bindparam(None, list(ids), type_=ARRAY(Integer)))
+    return column.in_(list(ids))

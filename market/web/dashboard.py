@@ -19,7 +19,7 @@ from feedback import services as usage
 from feedback.models import DailyStats
 from market.access import tree_clause
 from market.api.deps import caller, db
-from market.db import session_scope
+from market.db import id_in, session_scope
 from market.errors import BadRequest, Forbidden, NotFound
 from market.models import SubAgent, User, utcnow
 from market.web import charts
@@ -138,7 +138,7 @@ def dashboard_page(handle: str):
                 .add_columns(User.display_name)
                 .join(User, User.id == SubAgent.author_id)
                 .where(
-                    SubAgent.parent_id.in_(ids),
+                    id_in(session, SubAgent.parent_id, ids),
                     SubAgent.author_id != creator.id,
                     tree_clause(caller()),
                 )
@@ -200,7 +200,7 @@ def dashboard_csv(handle: str):
         for row in session.execute(
             select(DailyStats)
             .where(
-                DailyStats.subagent_id.in_(list(titles)),
+                id_in(session, DailyStats.subagent_id, titles),
                 DailyStats.day >= start,
                 DailyStats.day <= end,
             )

@@ -15,6 +15,7 @@ from sqlmodel import Session
 
 from evolution.models import SubAgentScore
 from feedback.models import DailyStats, Feedback
+from market.db import id_in
 from market.models import User, utcnow
 
 ACTIVE_WINDOW_DAYS = 30
@@ -54,7 +55,7 @@ def ratings(session: Session, ids: list[int]) -> dict[int, Rating]:
             func.sum(case((is_stars, 0), else_=Feedback.rating)),
             func.sum(case((is_stars, 0), else_=1)),
         )
-        .where(Feedback.subagent_id.in_(ids))
+        .where(id_in(session, Feedback.subagent_id, ids))
         .group_by(Feedback.subagent_id)
     )
     found = {}
@@ -132,7 +133,7 @@ def average_daily_users(session: Session, ids: list[int]) -> dict[int, float]:
     since = utcnow().date() - timedelta(days=ACTIVE_WINDOW_DAYS - 1)
     rows = session.execute(
         select(DailyStats.subagent_id, func.sum(DailyStats.active_users))
-        .where(DailyStats.subagent_id.in_(ids), DailyStats.day >= since)
+        .where(id_in(session, DailyStats.subagent_id, ids), DailyStats.day >= since)
         .group_by(DailyStats.subagent_id)
     )
     return {subagent_id: int(total) / ACTIVE_WINDOW_DAYS for subagent_id, total in rows}
@@ -155,7 +156,7 @@ def scores(session: Session, ids: list[int]) -> dict[int, Score]:
             SubAgentScore.quality,
             SubAgentScore.best_descendant_id,
             SubAgentScore.p_descendant_better,
-        ).where(SubAgentScore.subagent_id.in_(ids))
+        ).where(id_in(session, SubAgentScore.subagent_id, ids))
     )
     return {row[0]: Score(row[1], row[2], row[3]) for row in rows}
 

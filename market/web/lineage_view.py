@@ -14,6 +14,7 @@ from sqlmodel import Session
 from market import browse
 from market.access import hidden_among, tree_clause
 from market.auth import Principal
+from market.db import id_in
 from market.models import SubAgent
 from market.pagination import encode_cursor
 from market.web import figures
@@ -87,7 +88,7 @@ def first_view(session: Session, viewer: Principal, focus: SubAgent) -> dict:
     missing = [i for i in dict.fromkeys([*best_path, *focus_path]) if i not in rows]
     if missing:
         for row in session.execute(
-            select(*_NODE_COLUMNS).where(SubAgent.id.in_(missing), tree_clause(viewer))
+            select(*_NODE_COLUMNS).where(id_in(session, SubAgent.id, missing), tree_clause(viewer))
         ):
             rows[row.id] = {**_row(row), "extra": True}
         scores.update(figures.scores(session, missing))
