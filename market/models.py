@@ -68,6 +68,9 @@ class SubAgent(SQLModel, table=True):
         # children per node): read in order from the index instead of sorted per parent.
         # It also serves every plain parent_id lookup.
         Index("ix_subagent_children", "parent_id", "install_count", "id"),
+        # A lineage's members with what decides who sees them: counting the nodes of a
+        # lineage a viewer may see (the tree view's size) reads the index alone.
+        Index("ix_subagent_lineage", "root_id", "visibility", "status", "author_id", "id"),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -91,7 +94,7 @@ class SubAgent(SQLModel, table=True):
             nullable=True,
         ),
     )
-    root_id: int | None = Field(default=None, index=True)
+    root_id: int | None = Field(default=None)
     depth: int = Field(default=0)
     # Ancestor ids, root first, slash-separated ("1/5/9"); immutable like the parent link.
     ancestry: str = Field(default="", max_length=4000)
