@@ -606,10 +606,14 @@ def _distinct_users(session: Session, subagent_ids: list[int], start: date, end:
     ).scalar_one()
 
 
-def _users_per_period(
+def _active_users(
     session: Session, subagent_ids: list[int], start: date, end: date, granularity: str
-) -> dict[date, int]:
-    """Distinct users per period: a week's actives are not the sum of its days'."""
+) -> tuple[dict[date, int], int]:
+    """Distinct users per period (a week's actives are not the sum of its days'), and over
+    the whole window. Where the periods are read from the events, the window's figure is the
+    union of theirs, so it costs no second read."""
+    if not subagent_ids:
+        return {}, 0
     if granularity == "day" and len(subagent_ids) == 1:
         rows = session.execute(
             select(DailyStats.day, func.sum(DailyStats.active_users))
@@ -620,7 +624,8 @@ def _users_per_period(
             )
             .group_by(DailyStats.day)
         )
-        return {day: int(users) for day, users in rows}
+        per_day = {day: int(users) for day, users in rows}
+        return per_day, _distinct_users(session, subagent_ids, start, end)
     users: dict[date, set] = {}
     for day, user_id in session.execute(
         select(UsageEvent.occurred_day, UsageEvent.user_id)
@@ -632,7 +637,8 @@ def _users_per_period(
         .distinct()
     ):
         users.setdefault(period_start(day, granularity), set()).add(user_id)
-    return {period: len(members) for period, members in users.items()}
+    everyone = set().union(*users.values())
+    return {period: len(members) for period, members in users.items()}, len(everyone)
 
 
 def usage_stats(
@@ -657,9 +663,7 @@ def usage_stats(
                 value = int(value)  # PostgreSQL sums a bigint column as numeric
                 bucket[name] += value
                 totals[name] += value
-    active = {}
-    if subagent_ids:
-        active = _users_per_period(session, subagent_ids, start, end, granularity)
+    active, window_users = _active_users(session, subagent_ids, start, end, granularity)
     points = []
     cursor = period_start(start, granularity)
     step = timedelta(days=7 if granularity == "week" else 1)
@@ -677,7 +681,7 @@ def usage_stats(
                 k: totals[k]
                 for k in ("installs", "uninstalls", "opens", "sessions", "time_spent_ms", "errors")
             },
-            "active_users": _distinct_users(session, subagent_ids, start, end),
+            "active_users": window_users,
             "error_rate": round(totals["errors"] / totals["opens"], 4) if totals["opens"] else 0.0,
             "ratings": {"count": totals["ratings"], "histogram": histogram},
         },

@@ -494,6 +494,38 @@ def test_creator_stats_are_for_the_creator(client, world):
     assert len(body["series"]) == 30
 
 
+@pytest.mark.parametrize("granularity", ["day", "week"])
+def test_creator_actives_count_each_person_once_per_period_and_window(client, world, granularity):
+    """Bob uses both sub-agents today and one of them yesterday; Alice uses one today:
+    two people in the window, whatever the periods."""
+    now = datetime.now(UTC)
+    today, yesterday = now - timedelta(minutes=5), now - timedelta(days=1)
+    mine = {"user_id": world.alice.id}
+    private = {"subagent_id": world.private_id, "version_id": world.private_version}
+    sent = send(
+        client,
+        world,
+        [
+            event(world, occurred_at=today.isoformat()),
+            event(world, occurred_at=yesterday.isoformat()),
+            event(world, occurred_at=today.isoformat(), **mine),
+        ],
+    )
+    assert sent.status_code == 202, sent.get_json()
+    # Only its author may use a private sub-agent: Alice's own event on it.
+    assert send(client, world, [event(world, **private, **mine)]).status_code == 202
+    body = client.get(
+        f"{API}/creators/alice/stats?granularity={granularity}", headers=world.alice.headers
+    ).get_json()
+    assert body["totals"]["active_users"] == 2
+    actives = {p["period_start"]: p["active_users"] for p in body["series"]}
+    if granularity == "day":
+        assert actives[today.date().isoformat()] == 2
+        assert actives[yesterday.date().isoformat()] == 1
+    else:
+        assert max(actives.values()) == 2 and sum(actives.values()) in (2, 3)
+
+
 @pytest.mark.parametrize("target", ["subagent", "creator"])
 def test_window_validation(client, world, target):
     def get(**query):
