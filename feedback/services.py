@@ -386,6 +386,15 @@ def _chunks(items: list, size: int = _CHUNK):
         yield items[start : start + size]
 
 
+def rollup_pending(session: Session) -> bool:
+    """Whether any (sub-agent, day) waits for the rollup: one read of the marks' first row,
+    so a reader that wants fresh figures opens no write transaction when nothing changed."""
+    return (
+        session.execute(select(RollupDirty.id).order_by(RollupDirty.id).limit(1)).first()
+        is not None
+    )
+
+
 def run_rollup(session: Session, *, max_marks: int = 200_000) -> dict:
     """Recompute daily stats and retention cohorts for the touched (sub-agent, day) pairs.
 

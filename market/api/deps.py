@@ -8,9 +8,11 @@ from flask import current_app, g, request
 from pydantic import BaseModel, ValidationError
 from sqlmodel import Session
 
+from feedback import services as usage
 from market import bundles
 from market.auth import ANONYMOUS, Principal, principal_for_token
 from market.catalog import commit_catalog_write
+from market.db import session_scope
 from market.errors import BadRequest, Unauthorized, Unprocessable
 
 
@@ -37,6 +39,20 @@ def caller() -> Principal:
             principal = principal_for_token(db(), token.strip())
         g.principal = principal
     return principal
+
+
+def fresh_rollups() -> None:
+    """Embedded mode has no beat: bring the rollups up to date before reading them. In a
+    transaction of its own (GET requests read in autocommit), so the rollup's lock holds while
+    it runs; skipped when no mark waits (a mark committed just after the check waits for the
+    next reader, as one committed during a rollup does)."""
+    settings = current_app.extensions["sprig.settings"]
+    if not (settings.celery_eager or not settings.redis_url):
+        return
+    if not usage.rollup_pending(db()):
+        return
+    with session_scope(current_app.extensions["sprig.engine"]) as session:
+        usage.run_rollup(session)
 
 
 def _pydantic_errors(error: ValidationError, prefix: str) -> list[dict]:

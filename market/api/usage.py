@@ -13,8 +13,7 @@ from sqlmodel import select
 
 from feedback import services as usage
 from market import catalog, recommendations
-from market.api.deps import caller, commit, db, parse_model
-from market.db import session_scope
+from market.api.deps import caller, commit, db, fresh_rollups, parse_model
 from market.errors import BadRequest, Forbidden, NotFound, PayloadTooLarge, SprigError
 from market.models import SubAgent, User, utcnow
 from market.ratelimit import RateLimiter
@@ -158,15 +157,6 @@ def _window(query: StatsQuery) -> tuple[date, date]:
     return start, end
 
 
-def _fresh_rollups() -> None:
-    """Embedded mode has no beat: bring rollups up to date before answering. In a transaction
-    of its own (GET requests read in autocommit), so the rollup's lock holds while it runs."""
-    settings = current_app.extensions["sprig.settings"]
-    if settings.celery_eager or not settings.redis_url:
-        with session_scope(current_app.extensions["sprig.engine"]) as session:
-            usage.run_rollup(session)
-
-
 @bp.get("/subagents/<int(max=2147483647):subagent_id>/stats")
 @bp.input(StatsQuery, location="query", arg_name="query")
 @bp.output(SubAgentStats)
@@ -184,7 +174,7 @@ def subagent_stats(subagent_id: int, query: StatsQuery):
             rating=usage.rating_summary(session, [subagent.id]),
         )
     start, end = _window(query)
-    _fresh_rollups()
+    fresh_rollups()
     figures = usage.usage_stats(session, [subagent.id], start, end, query.granularity)
     return SubAgentStats(
         subagent_id=subagent.id,
@@ -214,7 +204,7 @@ def creator_stats(handle: str, query: StatsQuery):
     if who.user_id != creator.id and not who.is_moderator:
         raise Forbidden("Only the creator and moderators see a creator's stats.")
     start, end = _window(query)
-    _fresh_rollups()
+    fresh_rollups()
     own = list(
         session.exec(select(SubAgent).where(SubAgent.author_id == creator.id).order_by(SubAgent.id))
     )

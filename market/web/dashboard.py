@@ -12,14 +12,14 @@ import io
 import re
 from datetime import timedelta
 
-from flask import Response, current_app, redirect, render_template, request, url_for
+from flask import Response, redirect, render_template, request, url_for
 from sqlmodel import select
 
 from feedback import services as usage
 from feedback.models import DailyStats
 from market.access import tree_clause
-from market.api.deps import caller, db
-from market.db import id_in, session_scope
+from market.api.deps import caller, db, fresh_rollups
+from market.db import id_in
 from market.errors import BadRequest, Forbidden, NotFound
 from market.models import SubAgent, User, utcnow
 from market.web import charts
@@ -59,15 +59,6 @@ def _creator(handle: str) -> User:
     if viewer.user_id != creator.id and not viewer.is_moderator:
         raise Forbidden("Only the creator and moderators see a creator's dashboard.")
     return creator
-
-
-def _fresh_rollups() -> None:
-    """Embedded mode has no beat: bring the rollups up to date before reading them (as the
-    stats API does), in a transaction of its own."""
-    settings = current_app.extensions["sprig.settings"]
-    if settings.celery_eager or not settings.redis_url:
-        with session_scope(current_app.extensions["sprig.engine"]) as session:
-            usage.run_rollup(session)
 
 
 @bp.get("/dashboard")
@@ -110,7 +101,7 @@ def dashboard_page(handle: str):
     end = utcnow().date()
     start = end - timedelta(days=days - 1)
     granularity = "week" if days > 90 else "day"
-    _fresh_rollups()
+    fresh_rollups()
     own = list(
         session.exec(select(SubAgent).where(SubAgent.author_id == creator.id).order_by(SubAgent.id))
     )
@@ -187,7 +178,7 @@ def dashboard_csv(handle: str):
     session = db()
     end = utcnow().date()
     start = end - timedelta(days=days - 1)
-    _fresh_rollups()
+    fresh_rollups()
     titles = dict(
         session.execute(
             select(SubAgent.id, SubAgent.title).where(SubAgent.author_id == creator.id)

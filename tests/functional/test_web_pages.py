@@ -12,9 +12,10 @@ import pytest
 from sqlmodel import select
 
 from evolution.models import SubAgentScore
+from feedback import services
 from market.auth import revoke_token
 from market.db import session_scope
-from market.models import ForkRequest, Install, SubAgent
+from market.models import ForkRequest, Install, SubAgent, utcnow
 from tests.factories import bundle, fork, make_user, publish
 
 SCRIPT_TITLE = "<script>window.__pwned=1</script>Water"
@@ -482,6 +483,46 @@ def test_dashboard_for_its_creator_only_with_charts_and_csv(client, engine, worl
     assert rows[0][:3] == ["day", "subagent_id", "title"]
     assert any(row[1] == str(root["id"]) and row[6] == "1" for row in rows[1:])  # the install
     assert not any(row[2].startswith("=") for row in rows[1:])
+
+
+def test_the_dashboard_rolls_up_pending_usage_first_and_skips_the_rollup_when_none(
+    client, engine, world, monkeypatch
+):
+    alice, root = world["alice"], world["root"]
+    service = make_user(
+        engine,
+        "collector",
+        kind="service",
+        scopes=["events:write"],
+    )
+    sent = client.post(
+        "/api/v1/events",
+        json={
+            "events": [
+                {
+                    "event_id": "0f0e0d0c-0b0a-4908-8706-050403020100",
+                    "user_id": world["bob"].id,
+                    "subagent_id": root["id"],
+                    "version_id": root["latest_version"]["id"],
+                    "kind": "open",
+                    "occurred_at": utcnow().isoformat(),
+                }
+            ]
+        },
+        headers=service.headers,
+    )
+    assert sent.status_code == 202, sent.get_json()
+    sign_in(client, alice)
+    csv_rows = list(csv.reader(io.StringIO(text(client.get("/creators/alice/stats.csv")))))
+    assert any(row[1] == str(root["id"]) and row[3] == "1" for row in csv_rows[1:])
+
+    # Nothing waits for the rollup now: the page reads without starting one.
+    def no_rollup(_session):
+        raise AssertionError("a rollup ran with nothing pending")
+
+    monkeypatch.setattr(services, "run_rollup", no_rollup)
+    assert client.get("/creators/alice").status_code == 200
+    assert client.get("/creators/alice/stats.csv").status_code == 200
 
 
 def test_how_ranking_works_page_publishes_the_formulas(client):
