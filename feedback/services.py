@@ -17,7 +17,20 @@ from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
 
 import orjson
-from sqlalchemy import ARRAY, Integer, any_, bindparam, delete, distinct, func, select, text, tuple_
+from sqlalchemy import (
+    ARRAY,
+    Integer,
+    and_,
+    any_,
+    bindparam,
+    delete,
+    distinct,
+    func,
+    or_,
+    select,
+    text,
+    tuple_,
+)
 from sqlalchemy import insert as generic_insert
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -755,8 +768,13 @@ def rating_summary(session: Session, subagent_ids: list[int]) -> dict:
     }
 
 
-def descendants(session: Session, subagent_ids: list[int]) -> dict[int, tuple[str, int]]:
-    """Every descendant of the given sub-agents: id → (ancestry, author_id).
+def descendants(
+    session: Session, subagent_ids: list[int], *, visible_to: int | None = None
+) -> dict[int, tuple[str, int]]:
+    """Every descendant of the given sub-agents: id → (ancestry, author_id). With
+    ``visible_to``, only those that person may see listed (their own, and public ones that are
+    active or yanked): a count of someone else's private or unlisted forks would tell that
+    they exist. The walk still passes through hidden ones to reach what lies below them.
 
     One recursive query down the parent links (the parent index), so the cost follows the
     number of descendants, not the size of the lineages they sit in: a popular root's
@@ -764,7 +782,13 @@ def descendants(session: Session, subagent_ids: list[int]) -> dict[int, tuple[st
     UNION (not UNION ALL) keeps a node once when it sits below two of the given ones."""
     if not subagent_ids:
         return {}
-    columns = (SubAgent.id, SubAgent.ancestry, SubAgent.author_id)
+    columns = (
+        SubAgent.id,
+        SubAgent.ancestry,
+        SubAgent.author_id,
+        SubAgent.visibility,
+        SubAgent.status,
+    )
     # The columns travel in the recursion: joining the result back to the table by id makes
     # PostgreSQL guess thousands of rows and hash the whole table instead.
     below = (
@@ -773,15 +797,24 @@ def descendants(session: Session, subagent_ids: list[int]) -> dict[int, tuple[st
         .cte("below", recursive=True)
     )
     below = below.union(select(*columns).join(below, SubAgent.parent_id == below.c.id))
-    rows = session.execute(select(below.c.id, below.c.ancestry, below.c.author_id))
+    found = select(below.c.id, below.c.ancestry, below.c.author_id)
+    if visible_to is not None:
+        found = found.where(
+            or_(
+                below.c.author_id == visible_to,
+                and_(below.c.visibility == "public", below.c.status.in_(("active", "yanked"))),
+            )
+        )
+    rows = session.execute(found)
     return {node_id: (ancestry, author_id) for node_id, ancestry, author_id in rows}
 
 
 def lineage_stats(
     session: Session, own_ids: list[int], author_id: int, start: date, end: date
 ) -> dict:
-    """Forks of a creator's work, the reach of its lineage and the credit flowing back."""
-    below = descendants(session, own_ids)
+    """Forks of a creator's work, the reach of its lineage and the credit flowing back, over
+    the forks the creator may see (others' private and unlisted ones are not counted)."""
+    below = descendants(session, own_ids, visible_to=author_id)
     others = {node: ancestry for node, (ancestry, author) in below.items() if author != author_id}
     usage = {}
     if below:
@@ -802,7 +835,8 @@ def lineage_stats(
             select(func.count(SubAgent.id)).where(
                 id_in(session, SubAgent.parent_id, own_ids),
                 SubAgent.author_id != author_id,
-                SubAgent.visibility != "private",
+                SubAgent.visibility == "public",
+                SubAgent.status.in_(("active", "yanked")),
             )
         ).scalar_one()
     flows = credit.credit_to_ancestors({n: a for n, (a, _) in below.items()}, usage)

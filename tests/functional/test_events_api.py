@@ -18,7 +18,7 @@ from sqlalchemy import func, select
 
 from feedback.models import Feedback, UsageEvent
 from market.db import session_scope
-from tests.factories import Actor, make_user, publish
+from tests.factories import Actor, fork, make_user, publish
 
 API = "/api/v1"
 EVENTS = f"{API}/events"
@@ -492,6 +492,35 @@ def test_creator_stats_are_for_the_creator(client, world):
     assert {s["id"] for s in body["subagents"]} == {world.public_id, world.private_id}
     assert body["totals"]["opens"] == 2 and body["totals"]["active_users"] == 2
     assert len(body["series"]) == 30
+
+
+def test_lineage_figures_count_only_forks_the_creator_may_see(client, engine, world):
+    """Bob's private and unlisted forks of Alice's work are invisible to her: no count, reach
+    or credit may reveal them. His public fork, and a public fork of his private one, count."""
+    carol = make_user(engine, "carol")
+    hidden = fork(client, world.bob, world.public_id, "hidden", visibility="private")
+    fork(client, world.bob, world.public_id, "unlisted", visibility="unlisted")
+    shown = fork(client, world.bob, world.public_id, "shown")
+    below_hidden = fork(client, world.bob, hidden["id"], "below")
+    send(
+        client,
+        world,
+        [
+            event(world, subagent_id=hidden["id"], version_id=hidden["latest_version"]["id"],
+                  user_id=world.bob.id),
+            event(world, subagent_id=shown["id"], version_id=shown["latest_version"]["id"],
+                  user_id=carol.id),
+        ],
+    )  # fmt: skip
+    for url in (f"{API}/creators/alice/stats", stats_url(world.public_id)):
+        lineage = client.get(url, headers=world.alice.headers).get_json()["lineage"]
+        assert lineage["forks_by_others"] == 1
+        assert lineage["descendants_by_others"] == 2  # shown, and the public one below hidden
+        assert lineage["lineage_reach"] == 1  # carol on the public fork; bob's use is hidden
+    # The same lineage seen by Bob, its author: his hidden forks count for him.
+    bob_view = client.get(stats_url(hidden["id"]), headers=world.bob.headers).get_json()
+    assert bob_view["lineage"]["descendants_by_others"] == 0  # below_hidden is his own
+    assert below_hidden["parent_id"] == hidden["id"]
 
 
 @pytest.mark.parametrize("granularity", ["day", "week"])
