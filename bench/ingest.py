@@ -630,8 +630,8 @@ def rollup(url: str, data: dict, r: int, seed: int) -> dict:
     import psycopg
     from sqlmodel import Session
 
-    from feedback.services import run_rollup
     from market.db import make_engine
+    from market.feedback_store import run_rollup
 
     truncate(url, "usage_event", "rollup_dirty", "daily_stats", "retention_cohort")
     rng = random.Random(seed + 11)
@@ -789,7 +789,7 @@ def profile_ingest(url: str, data: dict, batches: int, seed: int) -> dict:
     def under(outer: str, inner: str, direct: bool = False) -> float:
         return _inside(table, *outer.split(":"), *inner.split(":"), direct=direct)
 
-    services = "feedback/services.py"
+    services = "market/feedback_store.py"
     ingest = cum(f"{services}:ingest_events")
     parse = cum("feedback/ingest.py:parse_batch")
     store = sum(

@@ -5,11 +5,11 @@ from __future__ import annotations
 from sqlalchemy import and_, or_, update
 from sqlmodel import Session, select
 
-from feedback.services import log_install
 from market.access import can_view
 from market.auth import Principal
 from market.catalog import get_version
 from market.errors import Conflict, Forbidden
+from market.feedback_store import log_install
 from market.models import ForkRequest, Install, SubAgent, User, Version, utcnow
 from market.pagination import decode_cursor, encode_cursor
 from market.schemas import ForkRequestList, InstallList

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import time
 
-from feedback.services import run_rollup
 from market.celery_app import celery
 from market.config import load_settings
 from market.db import make_engine, session_scope
+from market.feedback_store import run_rollup
 from market.maintenance import recount_counters
 from market.ranking import run_ranking
 from market.reward_exports import execute_run

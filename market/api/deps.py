@@ -8,8 +8,8 @@ from flask import current_app, g, request
 from pydantic import BaseModel, ValidationError
 from sqlmodel import Session
 
-from feedback import services as usage
 from market import bundles
+from market import feedback_store as usage
 from market.auth import ANONYMOUS, Principal, principal_for_token
 from market.catalog import commit_catalog_write
 from market.db import session_scope

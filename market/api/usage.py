@@ -11,8 +11,8 @@ from apiflask import APIBlueprint
 from flask import Response, current_app, request
 from sqlmodel import select
 
-from feedback import services as usage
 from market import catalog, recommendations
+from market import feedback_store as usage
 from market.api.deps import caller, commit, db, fresh_rollups, parse_model
 from market.errors import BadRequest, Forbidden, NotFound, PayloadTooLarge, SprigError
 from market.models import SubAgent, User, utcnow

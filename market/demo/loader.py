@@ -12,12 +12,12 @@ from datetime import datetime, timedelta
 from sqlalchemy import Engine, func
 from sqlmodel import select
 
-from feedback.services import log_install
 from market import bundles, catalog
 from market.auth import issue_token
 from market.db import session_scope
 from market.demo.activity import simulate_activity
 from market.demo.content import DemoCommunity, generate_community
+from market.feedback_store import log_install
 from market.maintenance import recount_counters
 from market.models import ForkRequest, Install, SubAgent, User, Version, utcnow
 from market.ranking import run_ranking

@@ -1,7 +1,7 @@
 """The web blueprint: who is signed in, CSRF checks, security headers, HTML errors.
 
 Pages are server-rendered from the same domain functions the JSON API calls (``market.browse``,
-``market.catalog``, ``market.installs``, ``feedback.services``); nothing here goes over HTTP
+``market.catalog``, ``market.installs``, ``market.feedback_store``); nothing here goes over HTTP
 to the API.
 """
 

@@ -1,7 +1,7 @@
 """The creator dashboard: installs, active users, retention and ratings over a window; a table
 of the creator's sub-agents with sparklines; forks of their work and the lineage's reach; CSV.
 
-The figures come from ``feedback.services`` (the same functions behind
+The figures come from ``market.feedback_store`` (the same functions behind
 ``/api/v1/creators/<handle>/stats``), so the page and the API always agree.
 """
 
@@ -15,8 +15,8 @@ from datetime import timedelta
 from flask import Response, redirect, render_template, request, url_for
 from sqlmodel import select
 
-from feedback import services as usage
 from feedback.models import DailyStats
+from market import feedback_store as usage
 from market.access import tree_clause
 from market.api.deps import caller, db, fresh_rollups
 from market.db import id_in

@@ -12,7 +12,7 @@ import pytest
 from sqlmodel import select
 
 from evolution.models import SubAgentScore
-from feedback import services
+from market import feedback_store as services
 from market.auth import revoke_token
 from market.db import session_scope
 from market.models import ForkRequest, Install, SubAgent, utcnow

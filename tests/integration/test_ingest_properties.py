@@ -26,7 +26,7 @@ from sqlalchemy import delete, select
 from sqlmodel import Session
 
 from feedback.models import RollupDirty, UsageEvent
-from feedback.services import ingest_events
+from market.feedback_store import ingest_events
 from tests.factories import make_user, publish
 
 

@@ -2,7 +2,7 @@
 
 A random forest is written straight into the tables (bushy nodes, tied install counts, private,
 unlisted, yanked and quarantined nodes by several authors), then on every backend:
-- ``feedback.services.descendants`` (one recursive query) finds exactly the nodes whose stored
+- ``market.feedback_store.descendants`` (one recursive query) finds exactly the nodes whose stored
   ancestry path passes through one of the given ones (what it used to filter in Python);
 - the capped subtree read in one recursive query returns the same rows, in the same order, as
   the level-by-level read and as a breadth-first walk in Python, for every node as the top and
@@ -15,8 +15,8 @@ import random
 
 import pytest
 
-from feedback import services
 from market import browse
+from market import feedback_store as services
 from market.auth import ANONYMOUS, Principal
 from market.db import session_scope
 from market.models import SubAgent

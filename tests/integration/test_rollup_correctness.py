@@ -32,8 +32,8 @@ from feedback.models import (
     RollupDirty,
     UsageEvent,
 )
-from feedback.services import ingest_events, log_install, record_feedback, run_rollup
 from market.db import make_engine
+from market.feedback_store import ingest_events, log_install, record_feedback, run_rollup
 from market.models import Install, SubAgent, Version
 from tests.factories import make_user, publish
 

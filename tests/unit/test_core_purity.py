@@ -1,0 +1,44 @@
+"""The domain cores (evolution/, feedback/) stay pure: no web framework, task queue, Redis,
+database session or shell module. Their tables (``models.py``) may use SQLModel's table
+declarations, which open no connection; nothing else may reach for the database."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CORE_FILES = sorted(
+    path for package in ("evolution", "feedback") for path in (ROOT / package).glob("*.py")
+)
+FORBIDDEN_MODULES = ("flask", "apiflask", "celery", "redis", "market", "psycopg")
+FORBIDDEN_NAMES = {("sqlmodel", "Session"), ("sqlalchemy.orm", "Session"), ("sqlalchemy", "Engine")}
+
+
+def imports(path: Path) -> list[tuple[str, str | None]]:
+    """(module, name) for every import in the file; name is None for ``import module``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, None) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found += [(node.module, alias.name) for alias in node.names]
+    return found
+
+
+@pytest.mark.parametrize("path", CORE_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_core_module_is_pure(path):
+    bad = [
+        f"{module}{'.' + name if name else ''}"
+        for module, name in imports(path)
+        if module.split(".")[0] in FORBIDDEN_MODULES or (module, name) in FORBIDDEN_NAMES
+    ]
+    assert bad == [], f"{path.relative_to(ROOT)} imports {bad}"
+
+
+def test_the_check_sees_a_forbidden_import(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text("from sqlmodel import Session\nimport flask\nfrom market.models import X\n")
+    assert imports(sample) == [("sqlmodel", "Session"), ("flask", None), ("market.models", "X")]
