@@ -71,6 +71,9 @@ class SubAgent(SQLModel, table=True):
         # A lineage's members with what decides who sees them: counting the nodes of a
         # lineage a viewer may see (the tree view's size) reads the index alone.
         Index("ix_subagent_lineage", "root_id", "visibility", "status", "author_id", "id"),
+        # What changed since a moment (every worker's suggestion index sweeps for listing
+        # edits, yanks and visibility changes once a minute).
+        Index("ix_subagent_updated_at", "updated_at"),
     )
 
     id: int | None = Field(default=None, primary_key=True)

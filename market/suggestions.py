@@ -251,8 +251,8 @@ class SuggestionService:
 
     def _changed_listings(self, session: Session) -> set[int]:
         """Sub-agents whose row changed since the last sweep: listing edits, visibility,
-        yanks, quarantines. A scan of ``updated_at`` (not indexed), so it runs only every
-        ``sweep_seconds``; meanwhile the answer re-reads what it suggests."""
+        yanks, quarantines. A range read of the ``updated_at`` index every ``sweep_seconds``;
+        meanwhile the answer re-reads what it suggests."""
         statement = select(SubAgent.id, SubAgent.updated_at)
         if self._watermark is not None:
             statement = statement.where(SubAgent.updated_at >= self._watermark - CATCH_UP_OVERLAP)
