@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import multiprocessing as mp
 import random
 import re
 import statistics
@@ -32,7 +31,9 @@ from urllib.parse import urlencode
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import loadgen  # noqa: E402
 from bench.catalog import CATEGORIES, TOPICS, free_port, load_forest, start_gunicorn  # noqa: E402
+from bench.loadgen import percentile  # noqa: E402
 from bench.servers import database_url_or_rerun_with_servers  # noqa: E402
 
 LINEAGE_SIZE = 5000
@@ -275,55 +276,17 @@ def session_cookie(port: int, token: str) -> str:
     return response.getheader("Set-Cookie").split(";")[0]
 
 
-def _client(port, requests, duration, seed, queue) -> None:
-    rng = random.Random(seed)
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    latencies, server, errors = [], [], 0
-    deadline = time.perf_counter() + duration
-    while time.perf_counter() < deadline:
-        path, headers = rng.choice(requests)
-        started = time.perf_counter()
-        try:
-            connection.request("GET", path, headers=headers)
-            response = connection.getresponse()
-            response.read()
-        except (OSError, http.client.HTTPException):
-            errors += 1
-            connection.close()
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-            continue
-        latencies.append((time.perf_counter() - started) * 1000)
-        if response.status >= 400:
-            errors += 1
-        timing = response.getheader("Server-Timing")
-        if timing:
-            server.append(float(timing.split("dur=")[1]))
-    connection.close()
-    queue.put((latencies, server, errors))
-
-
-def percentile(values: list[float], p: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))]
-
-
 def drive(port: int, requests: list, clients: int, seconds: float) -> dict:
-    queue: mp.Queue = mp.Queue()
-    workers = [
-        mp.Process(target=_client, args=(port, requests, seconds, i, queue)) for i in range(clients)
-    ]
-    for worker in workers:
-        worker.start()
-    latencies, server, errors = [], [], 0
-    for _ in workers:
-        a, b, c = queue.get()
-        latencies += a
-        server += b
-        errors += c
-    for worker in workers:
-        worker.join()
+    """``requests`` are (path, extra headers) pairs, each a GET."""
+    result = loadgen.run(
+        "page",
+        "127.0.0.1",
+        port,
+        [loadgen.Request(path, headers=headers or None) for path, headers in requests],
+        clients=clients,
+        duration=seconds,
+    )
+    latencies, server, errors = result.latencies_ms, result.server_ms, result.errors
     return {
         "requests": len(latencies),
         "rps": round(len(latencies) / seconds, 1),
