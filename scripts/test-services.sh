@@ -76,8 +76,13 @@ command -v redis-cli >/dev/null || missing+=(redis-tools)
 postgres_pkg_ok || missing+=(postgresql)
 # Browser tests are optional: they need Debian's chromium, installed only on
 # request so the default test run stays small.
-if [[ ${SPRIG_TEST_BROWSER:-0} == 1 ]] && ! command -v chromium >/dev/null; then
-    missing+=(chromium)
+if [[ ${SPRIG_TEST_BROWSER:-0} == 1 ]]; then
+    command -v chromium >/dev/null || missing+=(chromium)
+    # Fonts for the demo's Chinese and Japanese titles and the 👍/👎 signs, so the
+    # tests' screenshots show text and not boxes (6 MB and 10 MB).
+    for font in fonts-wqy-microhei fonts-noto-color-emoji; do
+        dpkg -s "$font" >/dev/null 2>&1 || missing+=("$font")
+    done
 fi
 
 if ((${#missing[@]})); then
