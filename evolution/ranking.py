@@ -577,58 +577,6 @@ def branch_drift(
     return BranchDrift(into=into, next_fork=next_fork)
 
 
-@dataclass(frozen=True)
-class CensoredFit:
-    prior: LineagePrior
-    drift: BranchDrift
-    posterior: LineagePosterior
-    evidence: np.ndarray  # y_v after the last censored reading (2b)
-    precision: np.ndarray  # π_v after it
-
-
-def censored_lineage_posterior(
-    forest: Forest,
-    baseline: Baseline,
-    user_idx: np.ndarray,
-    item_idx: np.ndarray,
-    value: np.ndarray,
-    is_thumb: np.ndarray | None = None,
-    *,
-    weight: np.ndarray | None = None,
-    rounds: int = CENSORED_ROUNDS,
-    drift_pseudo_steps: float = BRANCH_DRIFT_PSEUDO_STEPS,
-) -> CensoredFit:
-    """Steps 2b, 3 and 3b over a whole forest: the lineage posterior with a per-branch drift,
-    the end-of-scale ratings re-read at the current belief ``rounds`` times, the prior
-    re-estimated each time (what ``rank`` does, for callers without its incremental paths,
-    such as the reward export)."""
-    evidence, precision = baseline.item_evidence, baseline.item_precision
-
-    def fit(evidence, precision):
-        prior = estimate_lineage_prior(forest, evidence, precision)
-        drift = branch_drift(forest, evidence, precision, prior, pseudo_steps=drift_pseudo_steps)
-        posterior = lineage_posterior(
-            forest,
-            evidence,
-            precision,
-            prior_mean=prior.prior_mean,
-            prior_var=prior.prior_var,
-            drift_mean=drift.into,
-            drift_var=prior.drift_var,
-        )
-        return prior, drift, posterior
-
-    prior, drift, posterior = fit(evidence, precision)
-    if rounds and np.asarray(item_idx).size:
-        reading = CensoredReading(
-            baseline, user_idx, item_idx, *censoring_bounds(value, is_thumb), weight
-        )
-        for _ in range(rounds):
-            evidence, precision = reading.evidence(posterior.mean)
-            prior, drift, posterior = fit(evidence, precision)
-    return CensoredFit(prior, drift, posterior, evidence, precision)
-
-
 def sample_lineage(
     forest: Forest,
     posterior: LineagePosterior,

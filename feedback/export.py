@@ -935,10 +935,8 @@ from one original sub-agent is in the same split. Shards sit under `<config>/<ca
 ## Kinds
 
 * `scalar` (prompt, completion): one row per version. `reward` is the posterior mean of the
-  version's quality after taking each rater's leniency out (Koren baseline μ + b_u + b_v),
-  reading top and bottom ratings as bounds ("at least 4.5 stars", Tobit) and pooling along the
-  fork tree with each branch's own fork step (exact Gaussian posterior); `reward_sd` its
-  posterior sd;
+  version's quality after taking each rater's leniency out (Koren baseline μ + b_u + b_v) and
+  pooling along the fork tree (exact Gaussian posterior); `reward_sd` its posterior sd;
   `reward_lower` = reward − 1.64 sd. All in standard units of the rating scale (stars and
   thumbs each standardized). `own_mean`/`own_precision`: the version's own rater-corrected
   mean and what it is worth; `raw_mean`: the plain mean on the common scale. `ips_mean`: mean
@@ -966,9 +964,8 @@ are {COMMENTS_INCLUDED if parameters.include_comments else "not included"}.
 
 ## Model
 
-μ0 = {prior["prior_mean"]:.3f}, σ0² = {prior["prior_var"]:.3f},
-catalog-wide δ̄ = {prior["drift_mean"]:.3f}, τ² = {prior["drift_var"]:.3f};
-rating noise σ² = {model["noise_var"]:.3f};
+μ0 = {prior["prior_mean"]:.3f}, σ0² = {prior["prior_var"]:.3f}, δ̄ = {prior["drift_mean"]:.3f},
+τ² = {prior["drift_var"]:.3f}; rating noise σ² = {model["noise_var"]:.3f};
 {model["ratings"]:,} ratings by {model["raters"]:,} people on {model["versions"]:,} versions,
 {model["exported_versions"]:,} exported.
 """

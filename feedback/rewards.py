@@ -6,12 +6,10 @@ and the first version of a fork under the exact version it was forked from.
 
 1. The reward is the ranking's model (evolution.ranking), fitted on versions instead of
    sub-agents: ratings on one scale (stars and thumbs in standard units of their own kind),
-   Koren's baseline μ + b_u + b_v to take each rater's leniency out, end-of-scale ratings read
-   as bounds (a 5-star says "at least this good"), then the exact Gaussian posterior of
-   quality θ on the version forest with each branch's own fork step (a version with few
-   ratings borrows from its parent, siblings and children). ``reward`` = E[θ], ``reward_sd`` =
-   sd(θ), in rating standard units. No half-life here: a version never changes, so old ratings
-   of it stay as true.
+   Koren's baseline μ + b_u + b_v to take each rater's leniency out, then the exact Gaussian
+   posterior of quality θ on the version forest (a version with few ratings borrows from its
+   parent, siblings and children). ``reward`` = E[θ], ``reward_sd`` = sd(θ), in rating standard
+   units. No half-life here: a version never changes, so old ratings of it stay as true.
 
 2. Pairs (TRL preference rows) come from three relations, each bounded to O(ratings) candidates:
    * ``parent_child``: a version against its parent (a fork against what it was forked from,
@@ -57,8 +55,9 @@ from evolution.ranking import (
     LOWER_BOUND_Z,
     LineagePosterior,
     LineagePrior,
-    censored_lineage_posterior,
     debias,
+    estimate_lineage_prior,
+    lineage_posterior,
     to_common_scale,
 )
 from evolution.tree import Forest
@@ -135,8 +134,16 @@ def estimate_rewards(
     )
     z = to_common_scale(value, thumb)
     baseline = debias(user, item, z, n_users, n, epochs=epochs)
-    fit = censored_lineage_posterior(forest, baseline, user, item, value, thumb)
-    prior, posterior = fit.prior, fit.posterior
+    prior = estimate_lineage_prior(forest, baseline.item_evidence, baseline.item_precision)
+    posterior = lineage_posterior(
+        forest,
+        baseline.item_evidence,
+        baseline.item_precision,
+        prior_mean=prior.prior_mean,
+        prior_var=prior.prior_var,
+        drift_mean=prior.drift_mean,
+        drift_var=prior.drift_var,
+    )
     count = np.bincount(item, minlength=n)
     if ratings.unique_pairs or item.size == 0:
         raters = count
@@ -172,8 +179,8 @@ def estimate_rewards(
         sd=posterior.sd,
         ratings=count,
         raters=raters,
-        own_mean=np.where(count > 0, fit.evidence, np.nan),
-        own_precision=fit.precision,
+        own_mean=np.where(count > 0, baseline.item_evidence, np.nan),
+        own_precision=baseline.item_precision,
         raw_mean=per_exposed(z_sum, count.astype(np.float64)),
         stars_count=stars_count,
         stars_sum=stars_sum,

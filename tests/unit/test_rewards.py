@@ -9,7 +9,7 @@ import pytest
 from scipy.special import ndtr
 
 from bench.export import accuracy_on_world
-from evolution.ranking import Ratings, lineage_posterior, rank
+from evolution.ranking import lineage_posterior
 from evolution.tree import Forest
 from feedback import rewards
 from feedback.rewards import RatingArrays, VersionText
@@ -18,29 +18,6 @@ from tests.unit.test_evolution_ranking import dense_posterior
 
 def forest_of(parent: list[int]) -> Forest:
     return Forest.from_parents(np.arange(len(parent)), np.array(parent))
-
-
-def test_the_reward_is_the_rankings_estimate():
-    """The export rewards a version with exactly what the ranking believes about a sub-agent
-    given the same ratings: leniency, end-of-scale bounds, branch drift and lineage alike.
-    A forest where forks improve and most ratings hit 5 stars, so the bounds matter."""
-    rng = np.random.default_rng(11)
-    n, users, m = 60, 40, 900
-    parent = np.array([-1, -1, -1] + [int(rng.integers(0, i)) for i in range(3, n)])
-    quality = np.zeros(n)
-    for v in range(n):
-        quality[v] = rng.normal(1.0, 0.5) if parent[v] < 0 else quality[parent[v]] + 0.3
-    user, item = rng.integers(0, users, m), rng.integers(0, n, m)
-    stars = np.clip(np.round(3 + quality[item] + rng.normal(0, 0.7, m)), 1, 5).astype(int)
-    forest = forest_of(parent.tolist())
-    estimate = rewards.estimate_rewards(forest, RatingArrays(user, item, stars), n_users=users)
-    ranked = rank(forest, Ratings(user, item, stars), n_users=users)
-    assert (stars == 5).mean() > 0.5
-    assert estimate.mean == pytest.approx(ranked.mean, abs=1e-9)
-    assert estimate.sd == pytest.approx(ranked.sd, abs=1e-9)
-    # The bounds are what the export uses: read as plain values, the estimate differs.
-    flat = rank(forest, Ratings(user, item, stars), n_users=users, censored=False)
-    assert np.abs(flat.mean - estimate.mean).max() > 0.05
 
 
 def test_a_harsh_rater_does_not_sink_what_they_rate():
