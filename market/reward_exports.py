@@ -40,8 +40,7 @@ from feedback.export import (
     RewardExport,
     dataset_card,
 )
-from feedback.export_models import ExportRun, utcnow
-from feedback.models import Feedback
+from feedback.models import ExportRun, Feedback, utcnow
 from feedback.rewards import VersionText
 from feedback.scrub import Scrubber
 from market.errors import Conflict, NotFound

@@ -8,7 +8,6 @@ MODEL_MODULES = (
     "market.models",
     "feedback.models",
     "evolution.models",
-    "feedback.export_models",
 )
 
 SEARCH_TABLE_PREFIX = "subagent_fts"

@@ -8,7 +8,7 @@ from apiflask import APIBlueprint
 from flask import current_app, send_file, url_for
 
 from feedback.export import ExportParameters
-from feedback.export_models import ExportRun
+from feedback.models import ExportRun
 from market import reward_exports as export_service
 from market.api.deps import caller, commit, db
 from market.errors import NotFound, ServiceUnavailable

@@ -24,7 +24,7 @@ from click.testing import CliRunner
 from sqlalchemy import select, update
 from sqlmodel import Session
 
-from feedback.export_models import ExportRun
+from feedback.models import ExportRun
 from market import bundles
 from market.cli import main as cli
 from market.models import User
