@@ -29,6 +29,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Protocol
 
@@ -236,16 +237,29 @@ def dense_index(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return unique, inverse
 
 
-def pseudonyms(user_ids: np.ndarray, key: bytes) -> list[str]:
-    """HMAC-SHA256(key, decimal user id), first 128 bits in hex."""
+def pseudonyms(user_ids: np.ndarray, key: bytes) -> np.ndarray:
+    """HMAC-SHA256(key, decimal user id), first 128 bits in hex, as fixed-width ASCII
+    (``S32``): the ratings column is then a gather of 32-byte records, not of string objects."""
     half = PSEUDONYM_HEX // 2
     keyed = hmac.new(key, digestmod=hashlib.sha256)  # keyed once; each id continues a copy
-    out = []
+    digests = bytearray()
     for user in user_ids.tolist():
         mac = keyed.copy()
         mac.update(b"%d" % user)
-        out.append(mac.digest()[:half].hex())
-    return out
+        digests += mac.digest()[:half]
+    return np.frombuffer(digests.hex().encode("ascii"), dtype=f"S{PSEUDONYM_HEX}")
+
+
+def fixed_width_strings(values: np.ndarray) -> pa.Array:
+    """An Arrow string array over a numpy ``S<w>`` array's bytes, every value ``w`` long: the
+    offsets are a multiple of ``w``, so there is nothing to scan or copy per value."""
+    width = values.dtype.itemsize
+    n = values.size
+    if width * n >= 2**31:
+        raise ValueError(f"{n} strings of {width} bytes do not fit one Arrow string array")
+    offsets = np.arange(0, width * (n + 1), width, dtype=np.int32)
+    data = np.ascontiguousarray(values)
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data))
 
 
 def _nullable(values: np.ndarray) -> pa.Array:
@@ -362,6 +376,10 @@ class _Ticker:
         self.progress, self.total, self.done = progress, total, 0
         self.lock = threading.Lock()
 
+    def add_to_total(self, rows: int) -> None:
+        with self.lock:
+            self.total += rows
+
     def __call__(self, rows: int) -> None:
         with self.lock:
             self.done += rows
@@ -435,31 +453,40 @@ class RewardExport:
         )
         self.seconds["model"] = time.perf_counter() - started
 
-        started = time.perf_counter()
         assert np.array_equal(
             self.eligible, rewards.eligible_items(self.estimate, parameters.k_anonymity)
         )
         self.root_id = catalog.subagent_id[self.forest.root]
         self.test = rewards.is_test_root(self.root_id, parameters.test_share)
         self.category = np.asarray(catalog.category, dtype=np.int32)
-        self.pairs = rewards.select_pairs(
+
+    # The pairs and labels are computed when first asked for: ``write`` starts writing the
+    # ratings (which need only the model) first, so the pair search overlaps that.
+    @cached_property
+    def pairs(self) -> rewards.Pairs:
+        started = time.perf_counter()
+        pairs = rewards.select_pairs(
             self.forest,
             self.estimate,
-            RatingArrays(self.user_idx, self.item, feedback.rating, unique_pairs=True),
+            RatingArrays(self.user_idx, self.item, self.feedback.rating, unique_pairs=True),
             eligible=self.eligible,
             category=self.category,
             test=self.test,
-            confidence=parameters.confidence,
-            sibling_window=parameters.sibling_window,
-            max_pairs_per_item=parameters.max_pairs_per_item,
+            confidence=self.parameters.confidence,
+            sibling_window=self.parameters.sibling_window,
+            max_pairs_per_item=self.parameters.max_pairs_per_item,
         )
-        self.unpaired = rewards.unpaired_labels(
+        self.seconds["pairs"] = time.perf_counter() - started
+        return pairs
+
+    @cached_property
+    def unpaired(self) -> rewards.UnpairedLabels:
+        return rewards.unpaired_labels(
             self.estimate,
             eligible=self.eligible,
             category=self.category,
-            confidence=parameters.confidence,
+            confidence=self.parameters.confidence,
         )
-        self.seconds["pairs"] = time.perf_counter() - started
 
     def _make_pseudonyms(self, key: bytes) -> None:
         started = time.perf_counter()
@@ -467,15 +494,17 @@ class RewardExport:
             exported = np.flatnonzero(
                 np.bincount(self.user_idx[self.rating_rows], minlength=self.user_ids.size)
             )
-            names = np.full(self.user_ids.size, "", dtype=object)
+            # Users with no exported rating never appear in a written row: their slot stays
+            # blank rather than costing an HMAC.
+            names = np.zeros(self.user_ids.size, dtype=f"S{PSEUDONYM_HEX}")
             names[exported] = pseudonyms(self.user_ids[exported], key)
-            self._raters.append(pa.array(names.tolist(), type=pa.string()))
-        except BaseException as error:  # re-raised by rater_dictionary, on the caller's thread
+            self._raters.append(names)
+        except BaseException as error:  # re-raised by rater_names, on the caller's thread
             self._raters.append(error)
         self.seconds["pseudonyms"] = time.perf_counter() - started
 
-    def rater_dictionary(self) -> pa.Array:
-        """Pseudonym of every user index ("" for users with no exported rating)."""
+    def rater_names(self) -> np.ndarray:
+        """Pseudonym of every user index (``S32``; blank for users with no exported rating)."""
         self._rater_thread.join()
         if isinstance(self._raters[0], BaseException):
             raise self._raters[0]
@@ -496,9 +525,8 @@ class RewardExport:
 
     # ------------------------------------------------------------------ writing
     def write(self, directory: Path, texts: TextSource) -> ExportResult:
-        """Write every config's shards into ``directory``. The ratings (numeric, encoded by
-        Arrow's C++ code, which releases the GIL) are written on a second thread while this
-        one builds the text rows; the two share the text source under a lock."""
+        """Write every config's shards into ``directory`` (the threads: see below). The
+        ratings and the text rows share the text source under a lock."""
         p = self.parameters
         shapes = [False, True] if p.conversational else [False]
         configs: dict[str, ShardedConfig] = {}
@@ -524,22 +552,13 @@ class RewardExport:
         counts: dict[str, dict[str, int]] = {name: {} for name in [*configs, "ratings", "openai"]}
         source = _LockedTexts(texts)
 
-        scalar_items = np.flatnonzero(self.eligible & self.touched)
-        scalar_items = scalar_items[np.argsort(self.catalog.version_id[scalar_items])]
-        scalar_groups = self._group_of(scalar_items)
-        order = np.argsort(scalar_groups, kind="stable")
-        scalar_items, scalar_groups = scalar_items[order], scalar_groups[order]
-        pair_keep = np.flatnonzero(
-            self.touched[self.pairs.chosen] | self.touched[self.pairs.rejected]
-        )
-        pairs = self.pairs.take(pair_keep)
-        pair_groups = self._group_of(pairs.chosen)
-        order = np.argsort(pair_groups, kind="stable")
-        pairs, pair_groups = pairs.take(order), pair_groups[order]
-        total = scalar_items.size + len(pairs) + self.rating_rows.size
-        tick = _Ticker(self.progress, total)
-
+        # The ratings (numeric; Arrow's C++ encoder, which releases the GIL, does most of the
+        # work) are written on a second thread while this one builds the text rows. They need
+        # only the model, so they start before the pair search below. (A writer thread per
+        # kind, so that encoding overlapped row building, was tried: on two cores both are
+        # already busy, and the extra threads only added contention, 0.5-2 s.)
         started = time.perf_counter()
+        tick = _Ticker(self.progress, self.rating_rows.size)
         ratings_error: list[BaseException] = []
         ratings_thread = threading.Thread(
             target=self._write_ratings,
@@ -548,6 +567,19 @@ class RewardExport:
         )
         ratings_thread.start()
         try:
+            scalar_items = np.flatnonzero(self.eligible & self.touched)
+            scalar_items = scalar_items[np.argsort(self.catalog.version_id[scalar_items])]
+            scalar_groups = self._group_of(scalar_items)
+            order = np.argsort(scalar_groups, kind="stable")
+            scalar_items, scalar_groups = scalar_items[order], scalar_groups[order]
+            pair_keep = np.flatnonzero(
+                self.touched[self.pairs.chosen] | self.touched[self.pairs.rejected]
+            )
+            pairs = self.pairs.take(pair_keep)
+            pair_groups = self._group_of(pairs.chosen)
+            order = np.argsort(pair_groups, kind="stable")
+            pairs, pair_groups = pairs.take(order), pair_groups[order]
+            tick.add_to_total(scalar_items.size + len(pairs))
             self._write_text_kinds(
                 configs,
                 openai,
@@ -636,7 +668,7 @@ class RewardExport:
         groups = self._group_of(self.item[rows_all])
         order = np.argsort(groups, kind="stable")
         rows_all, groups = rows_all[order], groups[order]
-        rater_dictionary = self.rater_dictionary()
+        rater_names = self.rater_names()
         scrubber = source.comment_scrubber() if p.include_comments else None
         for code, a, b in _group_runs(groups):
             category, split = self._group_name(code)
@@ -645,7 +677,7 @@ class RewardExport:
                 yield (
                     category,
                     split,
-                    self._ratings_table(rows, rater_dictionary, category, source, scrubber),
+                    self._ratings_table(rows, rater_names, category, source, scrubber),
                 )
 
     def _write_ratings(self, config, counts, source, tick, errors) -> None:
@@ -804,7 +836,7 @@ class RewardExport:
     def _ratings_table(
         self,
         rows: np.ndarray,
-        rater_dictionary: pa.Array,
+        rater_names: np.ndarray,
         category: str,
         texts: TextSource,
         scrubber: Scrubber | None,
@@ -833,7 +865,7 @@ class RewardExport:
             tags = pa.array(tags_out, pa.list_(pa.string()))
         return pa.Table.from_arrays(
             [
-                rater_dictionary.take(pa.array(user)),
+                fixed_width_strings(rater_names[user]),
                 pa.array(self.catalog.version_id[item]),
                 pa.array(self.catalog.subagent_id[item]),
                 pa.array(self.root_id[item]),

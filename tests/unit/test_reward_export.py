@@ -255,10 +255,10 @@ def test_pseudonyms_are_hmac_sha256_under_the_run_key():
     import hmac
 
     key = b"k" * 32
-    names = pseudonyms(np.array([1, 22, 333]), key)
+    names = [name.decode() for name in pseudonyms(np.array([1, 22, 333]), key)]
     assert names[1] == hmac.new(key, b"22", hashlib.sha256).hexdigest()[:32]
     assert len(set(names)) == 3
-    assert pseudonyms(np.array([22]), b"j" * 32)[0] != names[1]
+    assert pseudonyms(np.array([22]), b"j" * 32)[0].decode() != names[1]
 
 
 def test_an_export_with_nothing_to_export_documents_every_config(tmp_path):
@@ -282,3 +282,27 @@ def test_an_export_with_nothing_to_export_documents_every_config(tmp_path):
     for name in card_configs(ExportParameters()):
         empty = pq.read_table(run_dir / name / "train-00000-of-00001.parquet")
         assert empty.num_rows == 0 and "category" in empty.column_names
+
+
+def test_each_ratings_row_names_its_rater_by_the_runs_pseudonym(tmp_path, world_inputs):
+    """The rater column is the HMAC of the rating's own user: the (pseudonym, version) pairs in
+    the files are exactly the exported ratings' (HMAC(user), version) pairs."""
+    import hmac
+
+    catalog, feedback, _quality = world_inputs
+    key = b"r" * 32
+    export = RewardExport(catalog, feedback, ExportParameters(ratings_batch=333), pseudonym_key=key)
+    export.write(tmp_path, SyntheticTexts(catalog))
+    written = set()
+    for path in tmp_path.glob("ratings/*/*.parquet"):
+        table = pq.read_table(path, columns=["rater", "version_id"])
+        written |= set(zip(table["rater"].to_pylist(), table["version_id"].to_pylist()))
+    rows = export.rating_rows
+    expected = {
+        (hmac.new(key, b"%d" % user, hashlib.sha256).hexdigest()[:32], version)
+        for user, version in zip(
+            feedback.user_id[rows].tolist(), feedback.version_id[rows].tolist(), strict=True
+        )
+    }
+    assert len(written) == rows.size > 1000
+    assert written == expected
