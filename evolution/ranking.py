@@ -139,18 +139,55 @@ _THUMB_FALLBACK = (0.5, 0.5)
 
 
 # --------------------------------------------------------------------------- 1. one scale
-def _scale_of_kind(value: np.ndarray, is_thumb) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per rating its kind (0 stars, 1 thumbs), and per kind the centre and spread of the common
-    scale (module docstring, 1)."""
-    if is_thumb is None:
-        kind = np.zeros(value.shape, np.intp)
-    else:
-        kind = np.asarray(is_thumb, bool).view(np.uint8).astype(np.intp)
-    # Counts, sums and sums of squares of both kinds in three passes (no masked copies of
-    # millions of ratings); a kind whose ratings are all equal keeps its fallback scale.
-    count = np.bincount(kind, minlength=2)
-    total = np.bincount(kind, value, minlength=2)
-    squares = np.bincount(kind, value * value, minlength=2)
+@dataclass(frozen=True)
+class RatingLevels:
+    """Ratings as small codes, code = kind · L + the index of the value among ``levels`` (kind 0
+    stars, 1 thumbs; L = ``levels.size``). Anything computed from a rating's kind and value
+    alone (its place on the common scale, its bound) is then a table of 2·L entries and one
+    gather, instead of several passes over millions of floats and as many temporary arrays."""
+
+    code: np.ndarray  # uint8 for whole-number ratings 0..7 (every Sprig rating), else intp
+    levels: np.ndarray  # float64, the distinct values a code can stand for
+
+    def per_code(self, table: np.ndarray) -> np.ndarray:
+        """``table`` of shape (2, L) (row = kind) read at every rating's code."""
+        return np.asarray(table).reshape(-1)[self.code]
+
+    def counts(self) -> np.ndarray:
+        """How many ratings of each kind (row) have each level (column)."""
+        n_levels = self.levels.size
+        return np.bincount(self.code, minlength=2 * n_levels).reshape(2, n_levels)
+
+
+_WHOLE_LEVELS = np.arange(8.0)
+
+
+def rating_levels(value: np.ndarray, is_thumb: np.ndarray | None = None) -> RatingLevels:
+    """The codes of ``value`` (see ``RatingLevels``): kind · 8 + value for whole numbers in
+    0..7, which costs a cast and a check; other values (half stars, say) are numbered by
+    ``np.unique``, a sort."""
+    value = np.asarray(value)
+    kind = None if is_thumb is None else np.asarray(is_thumb, bool).view(np.uint8)
+    if value.size and value.dtype.kind in "biuf" and value.min() >= 0 and value.max() < 8:
+        code = value.astype(np.uint8)
+        if value.dtype.kind != "f" or np.array_equal(code, value):
+            if kind is not None:
+                code += kind << np.uint8(3)
+            return RatingLevels(code, _WHOLE_LEVELS)
+    levels, index = np.unique(np.asarray(value, dtype=np.float64), return_inverse=True)
+    code = index.astype(np.intp).reshape(value.shape)
+    if kind is not None:
+        code += kind.astype(np.intp) * levels.size
+    return RatingLevels(code, levels)
+
+
+def _scale_of_kind(ratings: RatingLevels) -> tuple[np.ndarray, np.ndarray]:
+    """Per kind the centre and spread of the common scale (module docstring, 1); a kind with
+    fewer than two ratings, or all of them equal, keeps its fallback scale."""
+    counts = ratings.counts().astype(np.float64)
+    count = counts.sum(axis=1)
+    total = counts @ ratings.levels
+    squares = counts @ (ratings.levels * ratings.levels)
     centre, spread = np.empty(2), np.empty(2)
     for k, (fallback_mean, fallback_sd) in enumerate((_STAR_FALLBACK, _THUMB_FALLBACK)):
         centre[k], spread[k] = fallback_mean, fallback_sd
@@ -159,14 +196,19 @@ def _scale_of_kind(value: np.ndarray, is_thumb) -> tuple[np.ndarray, np.ndarray,
             variance = squares[k] / count[k] - mean * mean
             if variance > 1e-12 * max(1.0, mean * mean):
                 centre[k], spread[k] = mean, math.sqrt(variance)
-    return kind, centre, spread
+    return centre, spread
+
+
+def common_scale_table(ratings: RatingLevels) -> np.ndarray:
+    """The common-scale value of each code, shape (2, L)."""
+    centre, spread = _scale_of_kind(ratings)
+    return (ratings.levels[None, :] - centre[:, None]) / spread[:, None]
 
 
 def to_common_scale(value: np.ndarray, is_thumb: np.ndarray | None = None) -> np.ndarray:
     """Stars and thumbs in standard units of their own kind (see the module docstring, 1)."""
-    value = np.asarray(value, dtype=np.float64)
-    kind, centre, spread = _scale_of_kind(value, is_thumb)
-    return (value - centre[kind]) / spread[kind]
+    ratings = rating_levels(value, is_thumb)
+    return ratings.per_code(common_scale_table(ratings))
 
 
 def censoring_bounds(
@@ -178,13 +220,13 @@ def censoring_bounds(
     up: "at least" the boundary with the next category down), −1 for a bottom-box one (1 star,
     thumbs down: "at most" the boundary with the next one up), 0 for a rating inside the scale
     (its own value is taken as it is; the bound is then that value)."""
-    value = np.asarray(value, dtype=np.float64)
-    kind, centre, spread = _scale_of_kind(value, is_thumb)
-    top = np.array([5.0, 1.0])[kind]
-    bottom = np.array([1.0, 0.0])[kind]
-    direction = np.where(value >= top, 1, np.where(value <= bottom, -1, 0)).astype(np.int8)
-    bound = (value - 0.5 * direction - centre[kind]) / spread[kind]
-    return bound, direction
+    ratings = rating_levels(value, is_thumb)
+    centre, spread = _scale_of_kind(ratings)
+    level = ratings.levels[None, :]
+    top, bottom = np.array([[5.0], [1.0]]), np.array([[1.0], [0.0]])
+    direction = np.where(level >= top, 1, np.where(level <= bottom, -1, 0)).astype(np.int8)
+    bound = (level - 0.5 * direction - centre[:, None]) / spread[:, None]
+    return ratings.per_code(bound), ratings.per_code(direction)
 
 
 # --------------------------------------------------------------------------- 2. rater bias
@@ -246,25 +288,32 @@ def debias(
         user_offset[:known] = init_user_offset[:known]
     item_effect = np.zeros(n_items)
     centred = rating - global_mean
+    # Every per-rating intermediate lives in ``buffer`` (and, once the fit is done, in
+    # ``centred``): on ten million ratings a fresh array per step costs more in page faults
+    # than the arithmetic. ``take`` with mode="clip" writes into ``out`` directly (the default
+    # mode copies it first to check bounds); the indices are valid by construction.
+    buffer = np.empty_like(centred)
     for _ in range(epochs):
-        residual = user_offset[user_idx]
-        np.subtract(centred, residual, out=residual)
+        np.take(user_offset, user_idx, out=buffer, mode="clip")
+        np.subtract(centred, buffer, out=buffer)
         if weighted:
-            residual *= weight
-        item_effect = np.bincount(item_idx, residual, minlength=n_items) / (reg_item + item_count)
-        residual = item_effect[item_idx]
-        np.subtract(centred, residual, out=residual)
+            buffer *= weight
+        item_effect = np.bincount(item_idx, buffer, minlength=n_items) / (reg_item + item_count)
+        np.take(item_effect, item_idx, out=buffer, mode="clip")
+        np.subtract(centred, buffer, out=buffer)
         if weighted:
-            residual *= weight
+            buffer *= weight
         previous = user_offset
-        user_offset = np.bincount(user_idx, residual, minlength=n_users) / (reg_user + user_count)
+        user_offset = np.bincount(user_idx, buffer, minlength=n_users) / (reg_user + user_count)
         if n_users and float(np.max(np.abs(user_offset - previous))) <= tolerance:
             break
 
-    corrected = centred - user_offset[user_idx]
-    if weighted:
-        corrected *= weight
-    corrected_sum = np.bincount(item_idx, corrected, minlength=n_items)
+    corrected = buffer  # the ratings with the raters' offsets taken out
+    np.take(user_offset, user_idx, out=corrected, mode="clip")
+    np.subtract(centred, corrected, out=corrected)
+    corrected_sum = np.bincount(
+        item_idx, corrected * weight if weighted else corrected, minlength=n_items
+    )
     item_evidence = np.divide(
         corrected_sum, item_count, out=np.zeros(n_items), where=item_count > 0
     )
@@ -273,7 +322,9 @@ def debias(
     # ridge estimates, so each counts as n/(n + λ) of a parameter (its effective degrees of
     # freedom), not as a whole one: with most people rating one or two sub-agents, counting
     # whole parameters would leave almost no degrees of freedom and inflate σ² several-fold.
-    residual = rating - global_mean - user_offset[user_idx] - item_effect[item_idx]
+    residual = centred  # no longer needed as itself
+    np.take(item_effect, item_idx, out=residual, mode="clip")
+    np.subtract(corrected, residual, out=residual)
     fitted = float(
         np.sum(user_count / (user_count + reg_user)) + np.sum(item_count / (item_count + reg_item))
     )
@@ -285,7 +336,9 @@ def debias(
     # pooled σ² with `noise_prior` pseudo-ratings: ratings pressed against the top of the scale
     # agree with each other, and treating them as noisy as the catalog average would keep the
     # best sub-agents needlessly uncertain (and needlessly explored).
-    spread = centred - user_offset[user_idx] - item_evidence[item_idx]
+    spread = residual
+    np.take(item_evidence, item_idx, out=spread, mode="clip")
+    np.subtract(corrected, spread, out=spread)
     spread *= spread
     if weighted:
         spread *= weight

@@ -145,12 +145,13 @@ class ShardedConfig:
                 )
             )
 
-    def close(self) -> list[ShardInfo]:
+    def close(self, placeholder: bool = True) -> list[ShardInfo]:
         for category, split in list(self._parts) + list(self._open) + list(self._pending):
             self.close_group(category, split)
-        if not self.shards:
+        if not self.shards and placeholder:
             # A config with no rows still gets one empty shard with its schema, so every
-            # config of the card loads (as zero rows) and the columns are documented.
+            # config of the card loads (as zero rows) and the columns are documented. (Not
+            # when several writers share a config: the caller adds it once, if none wrote.)
             path = self.root / self.config / "train-00000-of-00001.parquet"
             path.parent.mkdir(parents=True, exist_ok=True)
             pq.write_table(self.schema.empty_table(), path, store_schema=self.store_schema)

@@ -26,7 +26,7 @@ import hmac
 import itertools
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
@@ -158,7 +158,7 @@ class ExportParameters:
     sibling_window: int = rewards.DEFAULT_SIBLING_WINDOW
     # Batches bound memory: versions' text per batch, ratings per Arrow batch.
     text_batch: int = 1024
-    ratings_batch: int = 1_000_000
+    ratings_batch: int = 1000000
     max_rows_per_shard: int = 5_000_000
     max_bytes_per_shard: int = 256 * 1024 * 1024
 
@@ -540,29 +540,39 @@ class RewardExport:
                     max_rows=p.max_rows_per_shard,
                     max_bytes=p.max_bytes_per_shard,
                 )
-        ratings_config = ShardedConfig(
-            directory,
-            "ratings",
-            RATINGS_WRITE_SCHEMA,
-            max_rows=p.max_rows_per_shard,
-            max_bytes=p.max_bytes_per_shard,
-            store_schema=False,
-        )
+        # One ratings writer per thread that writes ratings: a group (category, split) is
+        # written by one thread only, so their files never collide.
+        ratings_configs = [
+            ShardedConfig(
+                directory,
+                "ratings",
+                RATINGS_WRITE_SCHEMA,
+                max_rows=p.max_rows_per_shard,
+                max_bytes=p.max_bytes_per_shard,
+                store_schema=False,
+            )
+            for _thread in range(2)
+        ]
         openai = JsonLines(directory, "openai") if p.openai_jsonl else None
         counts: dict[str, dict[str, int]] = {name: {} for name in [*configs, "ratings", "openai"]}
         source = _LockedTexts(texts)
 
         # The ratings (numeric; Arrow's C++ encoder, which releases the GIL, does most of the
         # work) are written on a second thread while this one builds the text rows. They need
-        # only the model, so they start before the pair search below. (A writer thread per
-        # kind, so that encoding overlapped row building, was tried: on two cores both are
-        # already busy, and the extra threads only added contention, 0.5-2 s.)
+        # only the model, so they start before the pair search below. The text rows take less
+        # time than the ratings, so this thread then takes ratings groups too, until none is
+        # left. (A writer thread per kind, so that encoding overlapped row building, was tried:
+        # on two cores both are already busy, and the extra threads only added contention.)
         started = time.perf_counter()
         tick = _Ticker(self.progress, self.rating_rows.size)
+        ratings_groups = deque(
+            sorted(self._ratings_groups(), key=lambda group: group[1].size, reverse=True)
+        )
         ratings_error: list[BaseException] = []
         ratings_thread = threading.Thread(
             target=self._write_ratings,
-            args=(ratings_config, counts["ratings"], source, tick, ratings_error),
+            args=(ratings_groups, ratings_configs[0], counts["ratings"], source, tick),
+            kwargs={"errors": ratings_error},
             name="export-ratings",
         )
         ratings_thread.start()
@@ -591,12 +601,16 @@ class RewardExport:
                 pair_groups,
                 tick,
             )
+            self._write_ratings(ratings_groups, ratings_configs[1], counts["ratings"], source, tick)
         finally:
             ratings_thread.join()
         if ratings_error:
             raise ratings_error[0]
         shards = [shard for config in configs.values() for shard in config.close()]
-        shards += ratings_config.close()
+        ratings_shards = [s for config in ratings_configs for s in config.close(placeholder=False)]
+        # Sorted, so the manifest does not depend on which thread wrote which group; the
+        # empty placeholder (a config with no rows) once, not once per writer.
+        shards += sorted(ratings_shards, key=lambda shard: shard.path) or ratings_configs[0].close()
         if openai is not None:
             shards += openai.close()
         self.seconds["write"] = time.perf_counter() - started
@@ -660,41 +674,54 @@ class RewardExport:
             for config in configs.values():
                 config.close_group(category, split)
 
-    def ratings_batches(self, source: TextSource | None) -> Iterator[tuple[str, str, pa.Table]]:
-        """(category, split, table) of the ``ratings`` rows, group by group, in batches of
-        ``ratings_batch`` rows."""
-        p = self.parameters
+    def _ratings_groups(self) -> list[tuple[int, np.ndarray]]:
+        """(group code, rating rows) of each group (split × category) with ratings to write,
+        in code order."""
         rows_all = self.rating_rows
         groups = self._group_of(self.item[rows_all])
         order = np.argsort(groups, kind="stable")
         rows_all, groups = rows_all[order], groups[order]
+        return [(code, rows_all[a:b]) for code, a, b in _group_runs(groups)]
+
+    def ratings_batches(self, source: TextSource | None) -> Iterator[tuple[str, str, pa.Table]]:
+        """(category, split, table) of the ``ratings`` rows, group by group, in batches of
+        ``ratings_batch`` rows."""
+        for code, rows in self._ratings_groups():
+            for table in self._ratings_tables(code, rows, source):
+                yield (*self._group_name(code), table)
+
+    def _ratings_tables(
+        self, code: int, rows: np.ndarray, source: TextSource | None
+    ) -> Iterator[pa.Table]:
+        p = self.parameters
         rater_names = self.rater_names()
         scrubber = source.comment_scrubber() if p.include_comments else None
-        for code, a, b in _group_runs(groups):
-            category, split = self._group_name(code)
-            for start in range(a, b, p.ratings_batch):
-                rows = rows_all[start : min(start + p.ratings_batch, b)]
-                yield (
-                    category,
-                    split,
-                    self._ratings_table(rows, rater_names, category, source, scrubber),
-                )
+        category, _split = self._group_name(code)
+        for start in range(0, rows.size, p.ratings_batch):
+            batch = rows[start : start + p.ratings_batch]
+            yield self._ratings_table(batch, rater_names, category, source, scrubber)
 
-    def _write_ratings(self, config, counts, source, tick, errors) -> None:
+    def _write_ratings(self, groups, config, counts, source, tick, errors=None) -> None:
+        """Write ratings groups taken from ``groups`` until it is empty. On the ratings thread,
+        ``errors`` takes what went wrong, for the main thread to raise."""
         try:
-            current = None
-            for category, split, table in self.ratings_batches(source):
-                if current is not None and current != (category, split):
-                    config.close_group(*current)
-                current = (category, split)
-                config.write(category, split, table)
+            while True:
+                try:
+                    code, rows = groups.popleft()  # atomic: two threads take from one deque
+                except IndexError:
+                    return
+                category, split = self._group_name(code)
                 key = f"{category}/{split}"
-                counts[key] = counts.get(key, 0) + table.num_rows
-                tick(table.num_rows)
-            if current is not None:
-                config.close_group(*current)
-        except BaseException as error:  # handed to the main thread, which re-raises it
+                for table in self._ratings_tables(code, rows, source):
+                    config.write(category, split, table)
+                    counts[key] = counts.get(key, 0) + table.num_rows
+                    tick(table.num_rows)
+                config.close_group(category, split)
+        except BaseException as error:
+            if errors is None:
+                raise
             errors.append(error)
+            groups.clear()  # the other thread stops too
 
     def _write_shapes(self, configs, kind, category, split, table, counts) -> None:
         """The standard table, and (if asked) the same rows with messages for text."""

@@ -55,10 +55,11 @@ from evolution.ranking import (
     LOWER_BOUND_Z,
     LineagePosterior,
     LineagePrior,
+    common_scale_table,
     debias,
     estimate_lineage_prior,
     lineage_posterior,
-    to_common_scale,
+    rating_levels,
 )
 from evolution.tree import Forest
 
@@ -128,11 +129,10 @@ def estimate_rewards(
     n = forest.n
     item = np.asarray(ratings.item_idx, dtype=np.int64)
     user = np.asarray(ratings.user_idx, dtype=np.int64)
-    value = np.asarray(ratings.value, dtype=np.float64)
-    thumb = (
-        np.zeros(value.shape, bool) if ratings.is_thumb is None else np.asarray(ratings.is_thumb)
-    )
-    z = to_common_scale(value, thumb)
+    thumb = None if ratings.is_thumb is None else np.asarray(ratings.is_thumb, bool)
+    # Every per-rating figure of the value alone is a small table read at each rating's code.
+    levels = rating_levels(ratings.value, thumb)
+    z = levels.per_code(common_scale_table(levels))
     baseline = debias(user, item, z, n_users, n, epochs=epochs)
     prior = estimate_lineage_prior(forest, baseline.item_evidence, baseline.item_precision)
     posterior = lineage_posterior(
@@ -151,12 +151,15 @@ def estimate_rewards(
         pairs = np.unique(item * max(n_users, 1) + user)
         raters = np.bincount(pairs // max(n_users, 1), minlength=n)
     z_sum = np.bincount(item, z, minlength=n)
-    # Stars, thumbs down and thumbs up counted in one pass: kind 0, 2, 3 of item·4 + kind.
-    kind = thumb.astype(np.int64) * 2 + (thumb & (value > 0.5))
-    by_kind = np.bincount(item * 4 + kind, minlength=4 * n).reshape(n, 4)
-    stars_count, thumbs_down, thumbs_up = by_kind[:, 0], by_kind[:, 2], by_kind[:, 3]
-    stars_sum = np.bincount(item, np.where(thumb, 0.0, value), minlength=n)
-    del kind, by_kind
+    # Stars, thumbs down and thumbs up counted in one pass: class 0, 2, 3 of item·4 + class.
+    level = levels.levels
+    rating_class = np.vstack([np.zeros_like(level), 2 + (level > 0.5)]).astype(np.uint8)
+    key = item * 4
+    key += levels.per_code(rating_class)
+    by_class = np.bincount(key, minlength=4 * n).reshape(n, 4)
+    del key
+    stars_count, thumbs_down, thumbs_up = by_class[:, 0], by_class[:, 2], by_class[:, 3]
+    stars_sum = np.bincount(item, levels.per_code([level, np.zeros_like(level)]), minlength=n)
 
     if ratings.propensity is None:
         propensity = np.full(item.shape, np.nan)
@@ -205,16 +208,23 @@ def eligible_items(estimate: RewardEstimate, k: int) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- splits
-_MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
-
-
 def splitmix64(values: np.ndarray) -> np.ndarray:
     """A fixed 64-bit mix (Steele et al.'s SplitMix64 finalizer) of integer keys."""
+    return _splitmix64_in_place(np.asarray(values).astype(np.uint64))
+
+
+def _splitmix64_in_place(x: np.ndarray) -> np.ndarray:
+    """``splitmix64`` overwriting the uint64 array ``x`` (one scratch array, not one per step:
+    on ten million keys each temporary costs more in page faults than its arithmetic)."""
+    shifted = np.empty_like(x)
     with np.errstate(over="ignore"):
-        x = np.asarray(values).astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
-        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return (x ^ (x >> np.uint64(31))) & _MASK64
+        x += np.uint64(0x9E3779B97F4A7C15)
+        x ^= np.right_shift(x, np.uint64(30), out=shifted)
+        x *= np.uint64(0xBF58476D1CE4E5B9)
+        x ^= np.right_shift(x, np.uint64(27), out=shifted)
+        x *= np.uint64(0x94D049BB133111EB)
+        x ^= np.right_shift(x, np.uint64(31), out=shifted)
+    return x
 
 
 def is_test_root(root_ids: np.ndarray, test_share: float) -> np.ndarray:
@@ -272,14 +282,18 @@ def _co_rated_candidates(
     only use a few pairs, and proposing one per rating would cost a sort of every rating."""
     user = np.asarray(ratings.user_idx, dtype=np.int64)
     item = np.asarray(ratings.item_idx, dtype=np.int64)
+    # Every rating's place in the pseudo-random order, then one mask for "eligible and in the
+    # sample" and one compaction (the hash of a rating does not depend on which are kept).
+    shuffle = user * np.int64(1_000_003)
+    shuffle += item
+    shuffle = _splitmix64_in_place(shuffle.view(np.uint64))
     keep = eligible[item]
-    user, item = user[keep], item[keep]
-    if item.size < 2:
+    kept = int(np.count_nonzero(keep))
+    if kept < 2:
         return np.zeros((0, 2), np.int64), np.zeros(0, np.int64)
-    shuffle = splitmix64(user * np.int64(1_000_003) + item)
-    if item.size > max_ratings:
-        sampled = shuffle < np.uint64(int(max_ratings / item.size * 2.0**64))
-        user, item, shuffle = user[sampled], item[sampled], shuffle[sampled]
+    if kept > max_ratings:
+        keep &= shuffle < np.uint64(int(max_ratings / kept * 2.0**64))
+    user, item, shuffle = user[keep], item[keep], shuffle[keep]
     # One sort key: the user in the high bits, the shuffle in the low ones.
     order = np.argsort((user << np.int64(32)) | (shuffle >> np.uint64(33)).astype(np.int64))
     user, item = user[order], item[order]

@@ -26,6 +26,7 @@ from evolution.ranking import (
     fork_gain,
     lineage_posterior,
     rank,
+    rating_levels,
     rising_score,
     sample_lineage,
     to_common_scale,
@@ -88,6 +89,33 @@ def test_censoring_bounds_of_end_of_scale_ratings():
     assert bound == pytest.approx([-1.5 / root2, 0, 0, 1.5 / root2, 0, 0])
     # Inside the scale the bound is the rating's own value on the common scale.
     assert bound[1:3] == pytest.approx(to_common_scale(value, thumb)[1:3])
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int64, np.float64])
+def test_whole_number_ratings_take_the_table_path_with_the_same_numbers(dtype):
+    """Stars and thumbs of any numeric type read the 16-entry table; half stars (any other
+    value) are numbered by np.unique. Both give the formula's numbers."""
+    rng = np.random.default_rng(3)
+    thumb = rng.random(5000) < 0.3
+    value = np.where(thumb, rng.integers(0, 2, 5000), rng.integers(1, 6, 5000)).astype(dtype)
+    levels = rating_levels(value, thumb)
+    assert levels.code.dtype == np.uint8 and levels.levels.size == 8
+    z = to_common_scale(value, thumb)
+    for kind in (False, True):
+        mine = value[thumb == kind].astype(float)
+        assert z[thumb == kind] == pytest.approx((mine - mine.mean()) / mine.std(), abs=1e-12)
+
+    half = value.astype(float) + np.where(thumb, 0.0, 0.5 * (rng.random(5000) < 0.2))
+    levels = rating_levels(half, thumb)
+    assert levels.code.dtype == np.intp and 0.5 in levels.levels % 1
+    z = to_common_scale(half, thumb)
+    stars = half[~thumb]
+    assert z[~thumb] == pytest.approx((stars - stars.mean()) / stars.std(), abs=1e-12)
+    bound, direction = censoring_bounds(half, thumb)
+    # 4.5 stars is inside the scale; only 5 is a top box.
+    assert set(direction[~thumb & (half == 4.5)]) == {0}
+    assert set(direction[~thumb & (half == 5)]) == {1}
+    assert bound[~thumb & (half == 4.5)] == pytest.approx(z[~thumb & (half == 4.5)])
 
 
 def one_scale_baseline(n_items: int, user_offset=(0.0,), global_mean=0.0, noise_var=1.0):
