@@ -433,11 +433,14 @@ class RewardExport:
         else:
             self.touched = np.bincount(self.item[feedback.is_new], minlength=n) > 0
             self.rating_rows = np.flatnonzero(self.eligible[self.item] & feedback.is_new)
-        self._raters: list[pa.Array | BaseException] = []
-        self._rater_thread = threading.Thread(
-            target=self._make_pseudonyms, args=(pseudonym_key,), name="export-pseudonyms"
+        self.root_id = catalog.subagent_id[self.forest.root]
+        self.test = rewards.is_test_root(self.root_id, parameters.test_share)
+        self.category = np.asarray(catalog.category, dtype=np.int32)
+        self._prepared: dict[str, object] = {}
+        self._prepare_thread = threading.Thread(
+            target=self._prepare, args=(pseudonym_key,), name="export-prepare"
         )
-        self._rater_thread.start()
+        self._prepare_thread.start()
         self.progress("model", 0, 1)
         self.estimate = rewards.estimate_rewards(
             self.forest,
@@ -452,13 +455,40 @@ class RewardExport:
             n_users=int(self.user_ids.size),
         )
         self.seconds["model"] = time.perf_counter() - started
-
         assert np.array_equal(
             self.eligible, rewards.eligible_items(self.estimate, parameters.k_anonymity)
         )
-        self.root_id = catalog.subagent_id[self.forest.root]
-        self.test = rewards.is_test_root(self.root_id, parameters.test_share)
-        self.category = np.asarray(catalog.category, dtype=np.int32)
+
+    def _prepare(self, key: bytes) -> None:
+        """On a second thread while the model is fitted (the caller draws ``key`` for this
+        export and keeps it nowhere): what the writing needs and the model does not decide,
+        namely the raters' pseudonyms, the ratings' groups and the co-rated pair candidates."""
+        try:
+            started = time.perf_counter()
+            exported = np.flatnonzero(
+                np.bincount(self.user_idx[self.rating_rows], minlength=self.user_ids.size)
+            )
+            # Users with no exported rating never appear in a written row: their slot stays
+            # blank rather than costing an HMAC.
+            names = np.zeros(self.user_ids.size, dtype=f"S{PSEUDONYM_HEX}")
+            names[exported] = pseudonyms(self.user_ids[exported], key)
+            self._prepared["raters"] = names
+            self.seconds["pseudonyms"] = time.perf_counter() - started
+            self._prepared["ratings_groups"] = self._ratings_groups()
+            self._prepared["co_rated"] = rewards.co_rated_candidates(
+                RatingArrays(self.user_idx, self.item, self.feedback.rating, unique_pairs=True),
+                self.eligible,
+                self.category,
+                self.test,
+            )
+        except BaseException as error:  # re-raised by _prepared_value, on the caller's thread
+            self._prepared["error"] = error
+
+    def _prepared_value(self, name: str):
+        self._prepare_thread.join()
+        if "error" in self._prepared:
+            raise self._prepared["error"]
+        return self._prepared[name]
 
     # The pairs and labels are computed when first asked for: ``write`` starts writing the
     # ratings (which need only the model) first, so the pair search overlaps that.
@@ -475,6 +505,7 @@ class RewardExport:
             confidence=self.parameters.confidence,
             sibling_window=self.parameters.sibling_window,
             max_pairs_per_item=self.parameters.max_pairs_per_item,
+            co_rated=self._prepared_value("co_rated"),
         )
         self.seconds["pairs"] = time.perf_counter() - started
         return pairs
@@ -488,27 +519,9 @@ class RewardExport:
             confidence=self.parameters.confidence,
         )
 
-    def _make_pseudonyms(self, key: bytes) -> None:
-        started = time.perf_counter()
-        try:
-            exported = np.flatnonzero(
-                np.bincount(self.user_idx[self.rating_rows], minlength=self.user_ids.size)
-            )
-            # Users with no exported rating never appear in a written row: their slot stays
-            # blank rather than costing an HMAC.
-            names = np.zeros(self.user_ids.size, dtype=f"S{PSEUDONYM_HEX}")
-            names[exported] = pseudonyms(self.user_ids[exported], key)
-            self._raters.append(names)
-        except BaseException as error:  # re-raised by rater_names, on the caller's thread
-            self._raters.append(error)
-        self.seconds["pseudonyms"] = time.perf_counter() - started
-
     def rater_names(self) -> np.ndarray:
         """Pseudonym of every user index (``S32``; blank for users with no exported rating)."""
-        self._rater_thread.join()
-        if isinstance(self._raters[0], BaseException):
-            raise self._raters[0]
-        return self._raters[0]
+        return self._prepared_value("raters")
 
     # ------------------------------------------------------------------ groups
     def _group_of(self, nodes: np.ndarray) -> np.ndarray:
@@ -566,7 +579,11 @@ class RewardExport:
         started = time.perf_counter()
         tick = _Ticker(self.progress, self.rating_rows.size)
         ratings_groups = deque(
-            sorted(self._ratings_groups(), key=lambda group: group[1].size, reverse=True)
+            sorted(
+                self._prepared_value("ratings_groups"),
+                key=lambda group: group[1].size,
+                reverse=True,
+            )
         )
         ratings_error: list[BaseException] = []
         ratings_thread = threading.Thread(
@@ -686,7 +703,7 @@ class RewardExport:
     def ratings_batches(self, source: TextSource | None) -> Iterator[tuple[str, str, pa.Table]]:
         """(category, split, table) of the ``ratings`` rows, group by group, in batches of
         ``ratings_batch`` rows."""
-        for code, rows in self._ratings_groups():
+        for code, rows in self._prepared_value("ratings_groups"):
             for table in self._ratings_tables(code, rows, source):
                 yield (*self._group_name(code), table)
 

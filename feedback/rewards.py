@@ -69,6 +69,7 @@ DEFAULT_CONFIDENCE = 0.95
 DEFAULT_K_ANONYMITY = 5
 DEFAULT_TEST_SHARE = 0.1
 DEFAULT_SIBLING_WINDOW = 3
+DEFAULT_CO_RATED_SAMPLE_PER_ITEM = 12
 DEFAULT_MAX_PAIRS_PER_ITEM = 8
 MIN_CATEGORY_FOR_OWN_REFERENCE = 3
 
@@ -269,6 +270,24 @@ def _sibling_candidates(forest: Forest, eligible: np.ndarray, window: int) -> np
     return np.concatenate(out) if out else np.zeros((0, 2), np.int64)
 
 
+def co_rated_candidates(
+    ratings: RatingArrays,
+    eligible: np.ndarray,
+    category: np.ndarray,
+    test: np.ndarray,
+    *,
+    sample_per_item: int = DEFAULT_CO_RATED_SAMPLE_PER_ITEM,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The co-rated candidate pairs of ``select_pairs`` and how many users proposed each. They
+    depend on who rated what, not on the model: a caller can find them while it fits the
+    model and hand them to ``select_pairs``."""
+    eligible = np.asarray(eligible, dtype=bool)
+    budget = sample_per_item * max(int(eligible.sum()), 1)
+    return _co_rated_candidates(
+        ratings, eligible, np.asarray(category), np.asarray(test, dtype=bool), budget
+    )
+
+
 def _co_rated_candidates(
     ratings: RatingArrays,
     eligible: np.ndarray,
@@ -352,9 +371,12 @@ def select_pairs(
     sibling_window: int = DEFAULT_SIBLING_WINDOW,
     max_pairs_per_item: int = DEFAULT_MAX_PAIRS_PER_ITEM,
     relations: tuple[str, ...] = RELATIONS,
-    co_rated_sample_per_item: int = 12,
+    co_rated_sample_per_item: int = DEFAULT_CO_RATED_SAMPLE_PER_ITEM,
+    co_rated: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Pairs:
-    """Preference pairs whose debiased margin is confident (module docstring, 2)."""
+    """Preference pairs whose debiased margin is confident (module docstring, 2).
+    ``co_rated``: the co-rated candidates, if already found (``co_rated_candidates`` with the
+    same ratings, eligibility, categories and splits)."""
     eligible = np.asarray(eligible, dtype=bool)
     category = np.asarray(category)
     test = np.asarray(test, dtype=bool)
@@ -370,8 +392,9 @@ def select_pairs(
         codes.append(np.full(len(found), SIBLING, np.int8))
         co_counts.append(np.zeros(len(found), np.int64))
     if "co_rated" in relations:
-        budget = co_rated_sample_per_item * max(int(eligible.sum()), 1)
-        found, counts = _co_rated_candidates(ratings, eligible, category, test, budget)
+        found, counts = co_rated or co_rated_candidates(
+            ratings, eligible, category, test, sample_per_item=co_rated_sample_per_item
+        )
         blocks.append(found)
         codes.append(np.full(len(found), CO_RATED, np.int8))
         co_counts.append(counts)
