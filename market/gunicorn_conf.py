@@ -13,3 +13,12 @@ errorlog = "-"
 # gunicorn's control socket defaults to one path per user; several servers on a host (tests,
 # benchmarks) would overwrite each other's. Sprig does not use it.
 control_socket_disable = True
+
+
+def post_worker_init(worker) -> None:
+    """Each worker builds its suggestion index as it starts, off the request path."""
+    from market.suggestions import warm_up
+
+    app = getattr(worker, "wsgi", None)
+    if getattr(app, "extensions", None) is not None:  # the Flask app, not some other WSGI
+        warm_up(app)

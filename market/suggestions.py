@@ -613,3 +613,21 @@ def service_for(app) -> SuggestionService:
 
 
 _SERVICE_LOCK = threading.Lock()
+
+
+def warm_up(app) -> threading.Thread:
+    """Build the app's suggestion index now, on a background thread. gunicorn calls this as
+    each worker starts (``market.gunicorn_conf.post_worker_init``): at 100,000 sub-agents the
+    build takes seconds, and otherwise the first fork suggestion or CJK search a fresh worker
+    serves would wait for it. A failed build (the database not up yet) is logged; the first
+    request that needs the index then builds it, as without a warm-up."""
+
+    def build() -> None:
+        try:
+            service_for(app).index  # noqa: B018 - the property builds the index
+        except Exception:
+            log.exception("suggestion index warm-up failed; the first request will build it")
+
+    thread = threading.Thread(target=build, name="suggestion-index-warm-up", daemon=True)
+    thread.start()
+    return thread

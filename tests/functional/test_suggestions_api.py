@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from sqlmodel import select
 
@@ -310,3 +312,22 @@ def test_listing_changes_by_other_processes_are_swept_in(
     service.refresh_seconds = service.sweep_seconds = 0.0
     assert ids(ask(client, coding_agent, "quince jam planner")) == [hidden["id"]]
     assert hidden["id"] in service.index
+
+
+def test_a_worker_builds_its_index_as_it_starts(app, client, creator):
+    """gunicorn's post_worker_init hook builds the suggestion index on a thread of its own,
+    before any request asks for it, and the index holds what is listed."""
+    from types import SimpleNamespace
+
+    from market import gunicorn_conf
+
+    listed = publish(client, creator, title="Warm water log")
+    service = service_for(app)
+    assert service._index is None  # nothing has asked for it yet
+    started = set(threading.enumerate())
+    gunicorn_conf.post_worker_init(SimpleNamespace(wsgi=app))
+    (warm_up,) = [t for t in threading.enumerate() if t not in started]
+    assert warm_up.name == "suggestion-index-warm-up"
+    warm_up.join(timeout=60)
+    assert service._index is not None
+    assert listed["id"] in {match.subagent_id for match in service.index.search("water log")}

@@ -296,7 +296,9 @@ def test_each_ratings_row_names_its_rater_by_the_runs_pseudonym(tmp_path, world_
     written, rows_read = set(), 0
     for path in tmp_path.glob("ratings/*/*.parquet"):
         table = pq.read_table(path, columns=["rater", "version_id"])
-        written |= set(zip(table["rater"].to_pylist(), table["version_id"].to_pylist()))
+        written |= set(
+            zip(table["rater"].to_pylist(), table["version_id"].to_pylist(), strict=True)
+        )
         rows_read += table.num_rows
     rows = export.rating_rows
     expected = {
