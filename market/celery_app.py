@@ -46,6 +46,10 @@ def celery_config(settings: Settings) -> dict:
                 "task": "sprig.recount_counters",
                 "schedule": crontab(minute=17, hour=3),
             },
+            "forget-old-exposure-contexts": {
+                "task": "sprig.forget_old_contexts",
+                "schedule": crontab(minute=47, hour=3),
+            },
         },
     }
 

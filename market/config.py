@@ -39,6 +39,9 @@ class Settings:
     # minus the settle time, so a rating still being committed is left whole for the next run.
     export_dir: str = str(Path("var") / "exports")
     export_settle_seconds: int = 5
+    # The main agent's context text logged with each exposure (the user's request in their
+    # own words) is erased this many days after the decision (nightly job).
+    context_retention_days: int = 30
     log_level: str = "INFO"
     testing: bool = False
     # The web sign-in picker that lets anyone act as any demo person: only for the embedded

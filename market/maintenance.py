@@ -1,4 +1,4 @@
-"""Repair jobs for denormalized counters.
+"""Nightly jobs: repairing denormalized counters, and forgetting old request text.
 
 ``install_count`` and ``fork_count`` are kept in step by the write paths with atomic
 increments; a nightly recount from the source rows catches any drift (a crash between
@@ -7,9 +7,12 @@ statements cannot cause one, since both happen in one transaction, but manual fi
 
 from __future__ import annotations
 
-from sqlalchemy import func, select, update
+from datetime import datetime, timedelta
+
+from sqlalchemy import bindparam, func, select, text, update
 from sqlmodel import Session
 
+from evolution.models import Exposure
 from market.models import Install, SubAgent
 
 
@@ -33,3 +36,33 @@ def recount_counters(session: Session) -> dict:
     if drifted:
         session.execute(update(SubAgent).values(install_count=installs, fork_count=forks))
     return {"drifted": drifted}
+
+
+# The exposure's raw context text set to JSON null, its other keys kept; only rows that still
+# have text, so a second run touches nothing. (No portable JSON update: one statement each.)
+_FORGET_CONTEXT = {
+    "postgresql": (
+        "UPDATE exposure SET context = jsonb_set(context::jsonb, '{context}', 'null')::json "
+        "WHERE created_at < :cutoff AND context->>'context' IS NOT NULL"
+    ),
+    "sqlite": (
+        "UPDATE exposure SET context = json_set(context, '$.context', json('null')) "
+        "WHERE created_at < :cutoff AND json_extract(context, '$.context') IS NOT NULL"
+    ),
+}
+
+
+def forget_old_contexts(session: Session, now: datetime, keep_days: int) -> dict:
+    """Erase the main agent's context text from exposures older than ``keep_days``.
+
+    The context is what a user asked for, in their own words ("something for my pregnancy
+    diet"): personal data that is never exported or shown, kept only so that a recent decision
+    can be replayed. After ``keep_days`` it is erased; the rest of the decision (category,
+    propensities, slot distributions, pool settings) stays for off-policy evaluation."""
+    cutoff = now - timedelta(days=keep_days)
+    statement = text(_FORGET_CONTEXT[session.get_bind().dialect.name]).bindparams(
+        # Typed as the column, so the time is written the way the column stores it.
+        bindparam("cutoff", type_=Exposure.__table__.c.created_at.type)
+    )
+    erased = session.execute(statement, {"cutoff": cutoff}).rowcount
+    return {"erased": erased, "before": cutoff.isoformat()}

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import time
 
+from feedback.models import utcnow
 from market.celery_app import celery
 from market.config import load_settings
 from market.db import make_engine, session_scope
 from market.feedback_store import run_rollup
-from market.maintenance import recount_counters
+from market.maintenance import forget_old_contexts, recount_counters
 from market.ranking import run_ranking
 from market.reward_exports import execute_run
 
@@ -22,6 +23,14 @@ def _engine():
 def recount_counters_task() -> dict:
     with session_scope(_engine()) as session:
         return recount_counters(session)
+
+
+@celery.task(name="sprig.forget_old_contexts")
+def forget_old_contexts_task() -> dict:
+    """Erase exposure context text older than SPRIG_CONTEXT_RETENTION_DAYS (beat: nightly)."""
+    keep_days = load_settings().context_retention_days
+    with session_scope(_engine()) as session:
+        return forget_old_contexts(session, utcnow(), keep_days)
 
 
 @celery.task(name="sprig.rollup")
