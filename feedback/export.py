@@ -158,7 +158,7 @@ class ExportParameters:
     sibling_window: int = rewards.DEFAULT_SIBLING_WINDOW
     # Batches bound memory: versions' text per batch, ratings per Arrow batch.
     text_batch: int = 1024
-    ratings_batch: int = 1000000
+    ratings_batch: int = 1_000_000
     max_rows_per_shard: int = 5_000_000
     max_bytes_per_shard: int = 256 * 1024 * 1024
 
