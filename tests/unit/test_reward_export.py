@@ -310,3 +310,40 @@ def test_each_ratings_row_names_its_rater_by_the_runs_pseudonym(tmp_path, world_
     # Each rating once (both threads write ratings groups), under its own rater's pseudonym.
     assert rows_read == len(written) == rows.size > 1000
     assert written == expected
+
+
+class _Broken(SyntheticTexts):
+    """A text source that fails on the first read of one kind, as a lost database would."""
+
+    def __init__(self, catalog, failing: str) -> None:
+        super().__init__(catalog)
+        self.failing = failing
+
+    def versions(self, version_ids):
+        if self.failing == "versions":
+            raise ConnectionError("text store went away")
+        return super().versions(version_ids)
+
+    def comments(self, feedback_ids):
+        if self.failing == "comments":
+            raise ConnectionError("comment store went away")
+        return {}
+
+
+@pytest.mark.parametrize("failing", ["versions", "comments"])
+def test_a_failure_on_either_thread_is_raised_and_stops_both(tmp_path, world_inputs, failing):
+    """The text rows fail on the main thread, the ratings' comments on the ratings thread (and
+    on the main thread once it helps with ratings): either way write() raises that error and
+    returns only once no export thread is left running."""
+    import threading
+
+    catalog, feedback, _quality = world_inputs
+    export = RewardExport(
+        catalog,
+        feedback,
+        ExportParameters(include_comments=True, ratings_batch=500),
+        pseudonym_key=secrets.token_bytes(32),
+    )
+    with pytest.raises(ConnectionError, match="went away"):
+        export.write(tmp_path, _Broken(catalog, failing))
+    assert not [t for t in threading.enumerate() if t.name.startswith("export-")]
