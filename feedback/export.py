@@ -585,10 +585,11 @@ class RewardExport:
                 reverse=True,
             )
         )
+        scrubber = self._comment_scrubber(source)
         ratings_error: list[BaseException] = []
         ratings_thread = threading.Thread(
             target=self._write_ratings,
-            args=(ratings_groups, ratings_configs[0], counts["ratings"], source, tick),
+            args=(ratings_groups, ratings_configs[0], counts["ratings"], source, scrubber, tick),
             kwargs={"errors": ratings_error},
             name="export-ratings",
         )
@@ -618,7 +619,9 @@ class RewardExport:
                 pair_groups,
                 tick,
             )
-            self._write_ratings(ratings_groups, ratings_configs[1], counts["ratings"], source, tick)
+            self._write_ratings(
+                ratings_groups, ratings_configs[1], counts["ratings"], source, scrubber, tick
+            )
         finally:
             ratings_thread.join()
         if ratings_error:
@@ -703,22 +706,27 @@ class RewardExport:
     def ratings_batches(self, source: TextSource | None) -> Iterator[tuple[str, str, pa.Table]]:
         """(category, split, table) of the ``ratings`` rows, group by group, in batches of
         ``ratings_batch`` rows."""
+        scrubber = self._comment_scrubber(source)
         for code, rows in self._prepared_value("ratings_groups"):
-            for table in self._ratings_tables(code, rows, source):
+            for table in self._ratings_tables(code, rows, source, scrubber):
                 yield (*self._group_name(code), table)
 
+    def _comment_scrubber(self, source: TextSource | None) -> Scrubber | None:
+        """One scrubber per export (it reads every handle from the database), if comments
+        are exported at all."""
+        return source.comment_scrubber() if self.parameters.include_comments else None
+
     def _ratings_tables(
-        self, code: int, rows: np.ndarray, source: TextSource | None
+        self, code: int, rows: np.ndarray, source: TextSource | None, scrubber: Scrubber | None
     ) -> Iterator[pa.Table]:
         p = self.parameters
         rater_names = self.rater_names()
-        scrubber = source.comment_scrubber() if p.include_comments else None
         category, _split = self._group_name(code)
         for start in range(0, rows.size, p.ratings_batch):
             batch = rows[start : start + p.ratings_batch]
             yield self._ratings_table(batch, rater_names, category, source, scrubber)
 
-    def _write_ratings(self, groups, config, counts, source, tick, errors=None) -> None:
+    def _write_ratings(self, groups, config, counts, source, scrubber, tick, errors=None) -> None:
         """Write ratings groups taken from ``groups`` until it is empty. On the ratings thread,
         ``errors`` takes what went wrong, for the main thread to raise."""
         try:
@@ -729,7 +737,7 @@ class RewardExport:
                     return
                 category, split = self._group_name(code)
                 key = f"{category}/{split}"
-                for table in self._ratings_tables(code, rows, source):
+                for table in self._ratings_tables(code, rows, source, scrubber):
                     config.write(category, split, table)
                     counts[key] = counts.get(key, 0) + table.num_rows
                     tick(table.num_rows)

@@ -347,3 +347,26 @@ def test_a_failure_on_either_thread_is_raised_and_stops_both(tmp_path, world_inp
     with pytest.raises(ConnectionError, match="went away"):
         export.write(tmp_path, _Broken(catalog, failing))
     assert not [t for t in threading.enumerate() if t.name.startswith("export-")]
+
+
+def test_the_handle_list_for_scrubbing_comments_is_read_once(tmp_path, world_inputs):
+    """comment_scrubber reads every handle from the database: once per export, however many
+    groups and threads write ratings."""
+
+    class Counting(SyntheticTexts):
+        scrubbers = 0
+
+        def comment_scrubber(self):
+            Counting.scrubbers += 1
+            return super().comment_scrubber()
+
+    catalog, feedback, _quality = world_inputs
+    export = RewardExport(
+        catalog,
+        feedback,
+        ExportParameters(include_comments=True, ratings_batch=500),
+        pseudonym_key=secrets.token_bytes(32),
+    )
+    result = export.write(tmp_path, Counting(catalog))
+    assert len(result.counts["ratings"]["by_group"]) >= 4  # several groups, two threads
+    assert Counting.scrubbers == 1
