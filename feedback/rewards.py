@@ -278,27 +278,17 @@ def co_rated_candidates(
     *,
     sample_per_item: int = DEFAULT_CO_RATED_SAMPLE_PER_ITEM,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The co-rated candidate pairs of ``select_pairs`` and how many users proposed each. They
-    depend on who rated what, not on the model: a caller can find them while it fits the
-    model and hand them to ``select_pairs``."""
+    """The co-rated candidate pairs of ``select_pairs``: consecutive items of each user's
+    ratings in a pseudo-random order, same category and split only; returns the unique pairs
+    and how many users proposed each. At most ``sample_per_item`` ratings per eligible version
+    (a fixed pseudo-random sample) propose pairs: each version can only use a few pairs, and
+    proposing one per rating would cost a sort of every rating. They depend on who rated what,
+    not on the model: a caller can find them while it fits the model and hand them to
+    ``select_pairs``."""
     eligible = np.asarray(eligible, dtype=bool)
-    budget = sample_per_item * max(int(eligible.sum()), 1)
-    return _co_rated_candidates(
-        ratings, eligible, np.asarray(category), np.asarray(test, dtype=bool), budget
-    )
-
-
-def _co_rated_candidates(
-    ratings: RatingArrays,
-    eligible: np.ndarray,
-    category: np.ndarray,
-    test: np.ndarray,
-    max_ratings: int,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Consecutive items of each user's ratings in a pseudo-random order, same category and
-    split only; returns the unique pairs and how many users proposed each. At most
-    ``max_ratings`` ratings (a fixed pseudo-random sample) propose pairs: each version can
-    only use a few pairs, and proposing one per rating would cost a sort of every rating."""
+    category = np.asarray(category)
+    test = np.asarray(test, dtype=bool)
+    max_ratings = sample_per_item * max(int(eligible.sum()), 1)
     user = np.asarray(ratings.user_idx, dtype=np.int64)
     item = np.asarray(ratings.item_idx, dtype=np.int64)
     # Every rating's place in the pseudo-random order, then one mask for "eligible and in the
