@@ -287,9 +287,18 @@ fi
     die "initdb failed"
 }
 # fsync/synchronous_commit/full_page_writes are off ONLY because this is a
-# throwaway test cluster deleted after the run: never do this elsewhere.
+# throwaway test cluster deleted after the run: never do this elsewhere.  They go
+# in postgresql.conf, not on the command line, so that a test can turn durability
+# back on with ALTER SYSTEM (which the command line would override): the fault
+# tests crash PostgreSQL and must run with fsync and synchronous_commit on.
+"${as_pg[@]}" tee -a "$PGDATA_DIR/postgresql.conf" >/dev/null <<'CONF'
+# test-services.sh: a throwaway cluster (durability off for speed)
+fsync = off
+synchronous_commit = off
+full_page_writes = off
+CONF
 (cd "$D" && "${as_pg[@]}" "$PGBIN/pg_ctl" -D "$PGDATA_DIR" -l "$D/pg/log" \
-    -o "-c listen_addresses=127.0.0.1 -p $PG_PORT -k $D/pg -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+    -o "-c listen_addresses=127.0.0.1 -p $PG_PORT -k $D/pg" \
     -w -t 60 start >/dev/null 9>&-) || {
     show_log "$D/pg/log"
     die "PostgreSQL did not start on port $PG_PORT"

@@ -4,7 +4,8 @@ Client threads send event batches to a real gunicorn (2 gthread workers) and ret
 until it gets a 202 (connection errors and 5xx are retried), until every fault is done.
 Meanwhile the test ``kill -9``s a busy worker three times (each time only once both workers
 are serving, so it is one worker down, not all), ``kill -9``s Redis and starts it again, and
-stops PostgreSQL for two seconds. During the outages requests must get 503 with Retry-After or
+crashes PostgreSQL (an immediate stop) for two seconds, with fsync and
+synchronous_commit on. During the outages requests must get 503 with Retry-After or
 a connection error (a known bug also gives 500s, counted and shown), never hang; afterwards
 batches must be accepted again. At the end every event of every accepted batch must be stored,
 once: rows == unique ids sent, nothing lost, no id reported ``stored`` twice. The figures
@@ -262,8 +263,11 @@ class Services:
             check=False,
         )
 
-    def stop_postgres(self) -> None:
-        done = self.pg_ctl("-m", "fast", "-w", "-t", "60", "stop")
+    def crash_postgres(self) -> None:
+        """Stop PostgreSQL as a crash would (``immediate``: no checkpoint, no flush of its
+        buffers; the next start replays the WAL), so an acknowledged commit that only sat in
+        memory is gone afterwards."""
+        done = self.pg_ctl("-m", "immediate", "-w", "-t", "60", "stop")
         assert done.returncode == 0, done.stderr
 
     def start_postgres(self) -> None:
@@ -324,12 +328,44 @@ def _seed(database_url: str) -> Seed:
     return Seed(url=url, token=service.token, users=users, targets=targets)
 
 
+DURABILITY_SETTINGS = ("fsync", "synchronous_commit", "full_page_writes")
+
+
+def _durability(database_url: str) -> dict[str, str]:
+    with psycopg.connect(_admin_conninfo(database_url), autocommit=True) as admin:
+        return {name: admin.execute(f"SHOW {name}").fetchone()[0] for name in DURABILITY_SETTINGS}
+
+
+@contextlib.contextmanager
+def durable_postgres(database_url: str):
+    """The test cluster runs with durability off for speed (scripts/test-services.sh); a test
+    that crashes PostgreSQL and counts what survived needs it on, or an acknowledged commit
+    still in memory would be lost and the test would blame the code. ALTER SYSTEM outranks
+    postgresql.conf and survives the restarts; all three settings take effect on reload."""
+
+    def apply(statements: list[str]) -> None:
+        with psycopg.connect(_admin_conninfo(database_url), autocommit=True) as admin:
+            for statement in statements:
+                admin.execute(statement)
+            admin.execute("SELECT pg_reload_conf()")
+
+    apply([f"ALTER SYSTEM SET {name} = on" for name in DURABILITY_SETTINGS])
+    try:
+        assert _wait(lambda: set(_durability(database_url).values()) == {"on"}, 10), (
+            f"durability did not turn on: {_durability(database_url)}"
+        )
+        yield
+    finally:
+        apply([f"ALTER SYSTEM RESET {name}" for name in DURABILITY_SETTINGS])
+
+
 @pytest.fixture
 def faults_database(database_url, backend):
     if backend != "postgresql":
         pytest.skip("real-process fault tests run on PostgreSQL only")
     seed = _seed(database_url)
-    yield seed
+    with durable_postgres(database_url):
+        yield seed
     _drop_database(database_url)
 
 
@@ -688,18 +724,20 @@ def test_every_accepted_event_survives_worker_kill_redis_and_postgres_restarts(
             # the rate limiter gives up on Redis after 0.25 s and counts locally
             assert median < 0.5, f"requests slowed down while Redis was down: {latencies}"
 
-        # (c) PostgreSQL down for PG_OUTAGE_S, then up again: 503 (Retry-After) or connection
-        # errors meanwhile, no hang, and batches accepted again soon after
+        # (c) PostgreSQL crashes (immediate stop, under load) and is down for PG_OUTAGE_S,
+        # then recovers from its WAL: 503 (Retry-After) or connection errors meanwhile, no
+        # hang, batches accepted again soon after, and every acknowledged batch still there
         if restart_shared:
             mark = ledger.accepted_batches
             assert _wait(lambda mark=mark: traffic_after(mark), 60), "ingestion stalled"
             with startup_lock():
                 pg_down_at = time.monotonic()
-                faults_at.append(("postgres down", pg_down_at))
-                services.stop_postgres()
+                faults_at.append(("postgres crash", pg_down_at))
+                services.crash_postgres()
                 time.sleep(PG_OUTAGE_S)
                 services.start_postgres()
             pg_up_at = time.monotonic()
+            figures["pg_durability_after_restart"] = _durability(seed.url)
             assert _wait(lambda: _first_202_after(ledger, pg_up_at) is not None, 60), (
                 "no batch accepted after PostgreSQL came back"
             )
@@ -771,6 +809,8 @@ def test_every_accepted_event_survives_worker_kill_redis_and_postgres_restarts(
 
     assert not ledger.failed_batches, ledger.failed_batches[:5]
     assert ledger.accepted_batches == ledger.started_batches
+    if "pg_durability_after_restart" in figures:
+        assert set(figures["pg_durability_after_restart"].values()) == {"on"}, figures
     assert not lost, f"{len(lost)} accepted events are missing"
     assert len(stored) == len(stored_set) == len(ledger.sent_ids)
     assert stored_set == ledger.sent_ids
