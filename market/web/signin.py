@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import hmac
 import secrets
+import unicodedata
 from datetime import timedelta
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
-from flask import current_app, request, session
+from flask import current_app, request, session, url_for
 from sqlmodel import select
 
 from market.api.deps import db
@@ -94,6 +95,34 @@ def _start_session(auth: dict) -> None:
 
 def sign_out() -> None:
     session.clear()
+
+
+def same_site_path(target: str | None) -> str:
+    r"""Where a browser may be sent back to (a ``next`` after sign-in): ``target`` when it is
+    a path on this site, else browse. No open redirect.
+
+    Browsers repair a Location before following it: they drop tabs and newlines anywhere,
+    trim spaces and control characters at the ends and read a backslash as a slash, so
+    ``/\t/evil.example`` is followed as ``//evil.example``, another host. So the target is
+    refused unless it is already clean of all that: only visible characters (no control,
+    format or space characters of any script), no backslash, starting with exactly one ``/``,
+    with no empty or dot segment in its path; and resolved against this site it must stay on
+    this site.
+    """
+    fallback = url_for("web.browse_page")
+    if not target or not target.startswith("/") or "\\" in target:
+        return fallback
+    if any(unicodedata.category(ch)[0] in "CZ" for ch in target):
+        return fallback
+    path = target.split("#", 1)[0].split("?", 1)[0]
+    segments = path.split("/")[1:]
+    if "" in segments[:-1] or any(s in (".", "..") for s in segments):
+        return fallback
+    here = urlsplit(request.host_url)
+    there = urlsplit(urljoin(request.host_url, target))
+    if (there.scheme, there.netloc) != (here.scheme, here.netloc):
+        return fallback
+    return target
 
 
 def csrf_token() -> str:
