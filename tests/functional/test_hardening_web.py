@@ -3,14 +3,20 @@ for every copy of its cookie, and a preview is never served as the page itself."
 
 from __future__ import annotations
 
+import hashlib
 import re
+from datetime import timedelta
 
 import pytest
+from sqlmodel import select, update
 
-from tests.factories import make_user
+from market.db import session_scope
+from market.models import Install, WebSession, utcnow
+from tests.factories import make_user, publish
 
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 NEXT = re.compile(r'name="next" value="([^"]*)"')
+COOKIE = "sprig_session"
 
 
 def text(response) -> str:
@@ -84,3 +90,104 @@ def test_sign_in_returns_to_a_path_of_this_site(client, bob, target):
         target.replace("&", "&amp;")
     )
     assert sign_in(client, bob, target).headers["Location"] == target
+
+
+# ---- 10. signing out ends the session on the server ---------------------------------------
+
+
+def copy_of_cookie(client) -> str:
+    return client.get_cookie(COOKIE).value
+
+
+def browser_with(app, cookie: str):
+    other = app.test_client()
+    other.set_cookie(COOKIE, cookie)
+    return other
+
+
+def signed_in_as_demo_person(app, client, handle: str) -> None:
+    app.extensions["sprig.settings"] = app.extensions["sprig.settings"].with_overrides(
+        {"demo_signin": True}
+    )
+    picked = client.post("/signin", data={"csrf": csrf_of(client), "demo_handle": handle})
+    assert picked.status_code == 302
+
+
+@pytest.mark.parametrize("how", ["token", "demo picker"])
+def test_a_cookie_copied_before_sign_out_signs_no_one_in_after_it(app, client, engine, bob, how):
+    root = publish(client, make_user(engine, "alice"), title="Water Tracker")["id"]
+    if how == "token":
+        sign_in(client, bob)
+    else:
+        signed_in_as_demo_person(app, client, "bob")
+    form_token = csrf_of(client, f"/s/{root}")
+    copied = copy_of_cookie(client)
+    # The copy works while the session lives (so what follows tests the sign-out).
+    assert browser_with(app, copied).get("/me/installs").status_code == 200
+
+    assert client.post("/signout", data={"csrf": csrf_of(client, "/")}).status_code == 302
+
+    replay = browser_with(app, copied)
+    page = replay.get("/me/installs")
+    assert page.status_code == 302 and page.headers["Location"].startswith("/signin")
+    assert "Sign out" not in text(replay.get(f"/s/{root}"))
+    imported = browser_with(app, copied).post(f"/s/{root}/import", data={"csrf": form_token})
+    assert imported.status_code == 302 and imported.headers["Location"].startswith("/signin")
+    with session_scope(engine) as session:
+        assert session.exec(select(Install).where(Install.user_id == bob.id)).first() is None
+        assert session.exec(select(WebSession.ended_at)).one() is not None
+
+
+def test_signing_in_again_ends_the_browsers_previous_session(app, client, engine, bob):
+    sign_in(client, bob)
+    copied = copy_of_cookie(client)
+    sign_in(client, make_user(engine, "carol"))
+    assert browser_with(app, copied).get("/me/installs").status_code == 302
+    assert client.get("/me/installs").status_code == 200
+
+
+def test_the_cookie_holds_a_key_the_table_keeps_only_hashed(app, client, engine, bob):
+    sign_in(client, bob)
+    cookie = app.session_interface.get_signing_serializer(app).loads(copy_of_cookie(client))
+    key = cookie["auth"]["key"]
+    assert bob.token not in str(cookie)
+    with session_scope(engine) as session:
+        row = session.exec(select(WebSession)).one()
+    assert row.key_hash == hashlib.sha256(key.encode()).hexdigest() and row.user_id == bob.id
+    assert key not in row.key_hash
+
+
+def test_last_use_is_written_only_when_stale_and_slides_the_expiry(client, engine, bob):
+    sign_in(client, bob)
+    long_ago = utcnow() - timedelta(days=3)
+    with session_scope(engine) as session:
+        session.exec(update(WebSession).values(last_seen_at=long_ago, expires_at=long_ago))
+    assert client.get("/me/installs").status_code == 302  # expired: signed out
+
+    sign_in(client, bob)
+    with session_scope(engine) as session:
+        fresh = session.exec(select(WebSession).order_by(WebSession.id.desc())).first()
+    assert client.get("/me/installs").status_code == 200
+    with session_scope(engine) as session:
+        unchanged = session.get(WebSession, fresh.id)
+        assert unchanged.last_seen_at == fresh.last_seen_at  # a fresh session is not rewritten
+        session.exec(
+            update(WebSession)
+            .where(WebSession.id == fresh.id)
+            .values(last_seen_at=long_ago, expires_at=utcnow() + timedelta(hours=1))
+        )
+    assert client.get("/me/installs").status_code == 200
+    with session_scope(engine) as session:
+        touched = session.get(WebSession, fresh.id)
+    assert touched.last_seen_at > fresh.last_seen_at
+    assert touched.expires_at > fresh.expires_at
+    # Written on its own connection before a form's own write, which still goes through.
+    root = publish(client, make_user(engine, "alice"), title="Water Tracker")["id"]
+    form_token = csrf_of(client, f"/s/{root}")
+    with session_scope(engine) as session:
+        session.exec(update(WebSession).values(last_seen_at=long_ago))
+    imported = client.post(f"/s/{root}/import", data={"csrf": form_token})
+    assert imported.status_code == 302 and imported.headers["Location"] == f"/s/{root}"
+    with session_scope(engine) as session:
+        assert session.exec(select(Install).where(Install.user_id == bob.id)).one()
+        assert session.get(WebSession, fresh.id).last_seen_at > touched.last_seen_at
