@@ -12,11 +12,12 @@ from sqlmodel import select, update
 
 from market.db import session_scope
 from market.models import Install, WebSession, utcnow
-from tests.factories import make_user, publish
+from tests.factories import bundle, make_user, publish
 
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 NEXT = re.compile(r'name="next" value="([^"]*)"')
 COOKIE = "sprig_session"
+FRAMED = {"Sec-Fetch-Dest": "iframe"}
 
 
 def text(response) -> str:
@@ -191,3 +192,52 @@ def test_last_use_is_written_only_when_stale_and_slides_the_expiry(client, engin
     with session_scope(engine) as session:
         assert session.exec(select(Install).where(Install.user_id == bob.id)).one()
         assert session.get(WebSession, fresh.id).last_seen_at > touched.last_seen_at
+
+
+# ---- 12. a preview is served into our frames only -----------------------------------------
+
+
+@pytest.fixture
+def preview(client, engine):
+    alice = make_user(engine, "alice")
+    files = bundle("PREVIEW-CONTENT")
+    files["files"]["logo.svg"] = (
+        '<svg xmlns="http://www.w3.org/2000/svg"><script>top.location="https://evil.example"'
+        "</script></svg>"
+    )
+    subagent = publish(client, alice, title="Water Tracker", bundle=files)
+    page = text(client.get(f"/s/{subagent['id']}"))
+    src = re.search(r'<iframe src="([^"]+)"', page).group(1)
+    return {"id": subagent["id"], "html": src, "base": src.rsplit("/", 1)[0]}
+
+
+@pytest.mark.parametrize("headers", [{"Sec-Fetch-Dest": "document"}, {}])
+def test_a_preview_opened_as_the_page_is_refused(client, preview, headers):
+    response = client.get(preview["html"], headers=headers)
+    assert response.status_code == 403 and response.mimetype == "text/html"
+    body = text(response)
+    assert "PREVIEW-CONTENT" not in body and "app.js" not in body
+    assert f'href="/s/{preview["id"]}"' in body
+    assert "frame-ancestors 'none'" in response.headers["Content-Security-Policy"]
+    assert response.headers["Cache-Control"] == "no-store"
+    svg = client.get(preview["base"] + "/logo.svg", headers=headers)
+    assert svg.status_code == 403 and "evil.example" not in text(svg)
+
+
+def test_any_preview_file_asked_for_as_the_page_is_refused(client, preview):
+    document = {"Sec-Fetch-Dest": "document"}
+    assert client.get(preview["base"] + "/app.js", headers=document).status_code == 403
+
+
+def test_a_framed_preview_and_its_files_are_served(client, preview):
+    framed = client.get(preview["html"], headers=FRAMED)
+    assert framed.status_code == 200 and "PREVIEW-CONTENT" in text(framed)
+    assert "Sec-Fetch-Dest" in framed.headers["Vary"]
+    for dest in ("frame", "iframe"):
+        assert client.get(preview["html"], headers={"Sec-Fetch-Dest": dest}).status_code == 200
+    script = client.get(preview["base"] + "/app.js", headers={"Sec-Fetch-Dest": "script"})
+    assert script.status_code == 200 and script.mimetype == "text/javascript"
+    # Browsers without Fetch Metadata still get the files that never run as a page.
+    assert client.get(preview["base"] + "/app.js").status_code == 200
+    image = client.get(preview["base"] + "/logo.svg", headers={"Sec-Fetch-Dest": "image"})
+    assert image.status_code == 200 and image.mimetype == "image/svg+xml"
