@@ -59,6 +59,27 @@ class ApiToken(SQLModel, table=True):
     )
 
 
+class WebSession(SQLModel, table=True):
+    """A browser's sign-in. The session cookie holds a random key, the table only its SHA-256
+    (a copied table signs no one in); every web request looks the key up, so ending the row
+    (signing out) signs out every copy of the cookie."""
+
+    __tablename__ = "web_session"
+
+    id: int | None = Field(default=None, primary_key=True)
+    key_hash: str = Field(max_length=64, unique=True)
+    user_id: int = Field(foreign_key="user_account.id")
+    # The token signed in with: its scopes apply and revoking it ends the session. None for
+    # the embedded demo's picker, honoured only while the demo sign-in is on.
+    api_token_id: int | None = Field(default=None, foreign_key="api_token.id")
+    created_at: datetime = timestamp_field()
+    last_seen_at: datetime = timestamp_field()
+    expires_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+    ended_at: datetime | None = Field(
+        default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
+    )
+
+
 class SubAgent(SQLModel, table=True):
     __tablename__ = "subagent"
     __table_args__ = (

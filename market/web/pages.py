@@ -357,13 +357,6 @@ def my_installs_page():
     )
 
 
-def _safe_next(target: str | None) -> str:
-    """Only a path on this site (never "//host" or a scheme): no open redirect."""
-    if target and target.startswith("/") and not target.startswith(("//", "/\\")):
-        return target
-    return url_for("web.browse_page")
-
-
 def _demo_people(limit: int = 16) -> list[User]:
     """The demo picker: the most installed creators first, then some people who only import."""
     from sqlmodel import func
@@ -397,7 +390,7 @@ def _demo_people(limit: int = 16) -> list[User]:
 
 @bp.route("/signin", methods=["GET", "POST"])
 def signin_page():
-    target = _safe_next(request.values.get("next"))
+    target = signin.same_site_path(request.values.get("next"))
     error = None
     if request.method == "POST":
         try:

@@ -9,7 +9,9 @@ reach nothing:
   around it, no top-level navigation, no forms, no popups;
 - ``connect-src 'none'`` and ``default-src 'none'``: it cannot call home or load anything but
   its own files (and our small storage stand-in);
-- it is framed only by our own pages (``frame-ancestors 'self'``).
+- it is framed only by our own pages (``frame-ancestors 'self'``), and never served as the
+  page itself (see ``_refusal_unless_framed``): a sandboxed document may still navigate its
+  own tab, so one opened at the top could send the visitor anywhere from our address.
 
 A sandboxed document sends no cookies with its sub-requests (its origin is opaque), so access
 is carried by the URL: a signed, expiring ticket naming the sub-agent and version, issued by
@@ -21,7 +23,7 @@ from __future__ import annotations
 import mimetypes
 import re
 
-from flask import Response, current_app, url_for
+from flask import Response, current_app, render_template, request, url_for
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
 from market import catalog
@@ -40,6 +42,8 @@ PREVIEW_CSP = (
     "frame-ancestors 'self'"
 )
 _TEXT_TYPES = {".js": "text/javascript", ".mjs": "text/javascript", ".md": "text/markdown"}
+# What the browser says a request is for (Fetch Metadata): a frame's document.
+_FRAMED_DESTINATIONS = frozenset({"iframe", "frame"})
 _HEAD = re.compile(r"<head(\s[^>]*)?>", re.IGNORECASE)
 STORAGE_SCRIPT = '<script src="/static/web/preview-storage.js"></script>'
 
@@ -63,8 +67,49 @@ def _with_storage_stand_in(html: str) -> str:
     return html[: match.end()] + STORAGE_SCRIPT + html[match.end() :]
 
 
+def _mimetype(path: str) -> str:
+    suffix = "." + path.rsplit(".", 1)[-1].lower() if "." in path else ""
+    return _TEXT_TYPES.get(suffix) or mimetypes.guess_type(path)[0] or "text/plain"
+
+
+def _runs_as_a_page(mimetype: str) -> bool:
+    """HTML, SVG and XML documents run their scripts when a browser opens them."""
+    return mimetype == "text/html" or mimetype.endswith(("/xml", "+xml"))
+
+
+def _refusal_unless_framed(ticket: str, path: str) -> Response | None:
+    """A small page linking to the sub-agent instead of the file, when the browser asks for a
+    preview file as the page itself rather than inside a frame of ours; else None.
+
+    Browsers name what a request is for in ``Sec-Fetch-Dest``: ``iframe`` (or ``frame``) for
+    the preview in the sub-agent page, ``script``, ``style``, ``image``… for the files it loads,
+    ``document`` for the top page. A file asked for as ``document`` is refused. Browsers send
+    the header only to HTTPS and loopback sites (and Safari only since 16.4), so without it a
+    file that would run as a page is refused too: no preview there, but no way around this
+    check by leaving the header out. The refusal names no bundle content.
+    """
+    destination = request.headers.get("Sec-Fetch-Dest")
+    if destination in _FRAMED_DESTINATIONS:
+        return None
+    if destination is not None and destination != "document":
+        return None
+    if destination is None and not _runs_as_a_page(_mimetype(path)):
+        return None
+    try:
+        subagent_id, _version_id = _serializer().loads(ticket, max_age=TICKET_SECONDS)
+        back = url_for("web.subagent_page", subagent_id=int(subagent_id))
+    except (BadSignature, ValueError, TypeError):
+        back = url_for("web.browse_page")
+    response = Response(render_template("web/preview_unframed.html", back=back), status=403)
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
 @bp.get("/preview/<ticket>/<path:path>")
 def preview_file(ticket: str, path: str):
+    refusal = _refusal_unless_framed(ticket, path)
+    if refusal is not None:
+        return refusal
     try:
         subagent_id, version_id = _serializer().loads(ticket, max_age=TICKET_SECONDS)
     except (BadSignature, ValueError, TypeError):
@@ -83,8 +128,7 @@ def preview_file(ticket: str, path: str):
     content = bundle.files.get(path)
     if content is None:
         raise NotFound(f"The bundle has no file {path!r}.")
-    suffix = "." + path.rsplit(".", 1)[-1].lower() if "." in path else ""
-    mimetype = _TEXT_TYPES.get(suffix) or mimetypes.guess_type(path)[0] or "text/plain"
+    mimetype = _mimetype(path)
     if mimetype == "text/html":
         content = _with_storage_stand_in(content)
     response = Response(content, mimetype=mimetype)
@@ -93,4 +137,6 @@ def preview_file(ticket: str, path: str):
     response.headers["Referrer-Policy"] = "no-referrer"
     # Versions are immutable; the ticket in the URL changes when it is reissued.
     response.headers["Cache-Control"] = "private, max-age=3600"
+    # A copy cached for a frame is never reused for the same URL opened as the page.
+    response.vary.add("Sec-Fetch-Dest")
     return response

@@ -1,29 +1,54 @@
-"""Web sign-in kept in Flask's signed session cookie, and the CSRF token of every form.
+"""Web sign-in: a server-side session per sign-in, named by a random key in Flask's signed
+cookie, and the CSRF token of every form.
 
-The cookie never holds a token: after a token sign-in it holds the token's SHA-256 (what the
-database stores anyway), and every request looks that up again, so revoking the token signs
-the browser out too and the token's scopes still apply. The embedded demo's picker stores a
-user id instead, honoured only while ``demo_signin`` is on.
+The cookie never holds an API token: it holds the key of a ``web_session`` row (the table
+stores only the key's SHA-256), and every web request looks that row up again. Signing out
+ends the row, so a copy of the cookie taken before signs no one in afterwards; a token
+sign-in also ends when its token is revoked, and the token's scopes still apply. The embedded
+demo's picker makes sessions without a token, honoured only while ``demo_signin`` is on.
 """
 
 from __future__ import annotations
 
 import hmac
 import secrets
-from datetime import timedelta
-from urllib.parse import urlsplit
+import unicodedata
+from datetime import datetime, timedelta
+from urllib.parse import urljoin, urlsplit
 
-from flask import current_app, request, session
+from flask import current_app, request, session, url_for
+from sqlalchemy import bindparam, update
 from sqlmodel import select
 
 from market.api.deps import db
 from market.auth import Principal, hash_token, principal_for_token, principal_for_user
+from market.db import session_scope
 from market.errors import BadRequest, Forbidden, Unauthorized
-from market.models import ApiToken, User
+from market.models import ApiToken, User, WebSession, utcnow
 
+# Idle sessions end this long after their last use (the cookie's own lifetime is the same).
 SESSION_LIFETIME = timedelta(days=14)
+# A session's last use is written when it is older than this, not on every request.
+LAST_SEEN_EVERY = timedelta(minutes=5)
 _AUTH_KEY = "auth"
 _CSRF_KEY = "csrf"
+
+# Built once: one lookup by the unique key hash per web request that carries a session.
+_LIVE_SESSION = (
+    select(
+        WebSession,
+        User,
+        ApiToken,
+        (WebSession.last_seen_at < bindparam("seen_before")).label("stale"),
+    )
+    .join(User, User.id == WebSession.user_id)
+    .outerjoin(ApiToken, ApiToken.id == WebSession.api_token_id)
+    .where(
+        WebSession.key_hash == bindparam("key_hash"),
+        WebSession.ended_at.is_(None),
+        WebSession.expires_at > bindparam("now"),
+    )
+)
 
 
 def has_session() -> bool:
@@ -34,32 +59,57 @@ def demo_signin_enabled() -> bool:
     return current_app.extensions["sprig.settings"].demo_signin
 
 
-def session_principal() -> Principal | None:
-    """Who the session cookie signs in, or None. A revoked token or an unknown user clears it."""
+def _cookie_key() -> str | None:
     auth = session.get(_AUTH_KEY)
-    if not isinstance(auth, dict):
+    key = auth.get("key") if isinstance(auth, dict) else None
+    return key if isinstance(key, str) else None
+
+
+def session_principal() -> Principal | None:
+    """Who the session cookie signs in, or None. A session that was ended (signed out),
+    expired, made from a since-revoked token, or by the demo picker while the demo is off
+    signs no one in, and the cookie's sign-in is dropped."""
+    key = _cookie_key()
+    if key is None:
+        session.pop(_AUTH_KEY, None)
         return None
-    principal = None
-    if isinstance(auth.get("token_hash"), str):
-        row = (
-            db()
-            .exec(
-                select(ApiToken, User)
-                .join(User, User.id == ApiToken.user_id)
-                .where(ApiToken.token_hash == auth["token_hash"], ApiToken.revoked_at.is_(None))
-            )
-            .first()
+    now = utcnow()
+    row = (
+        db()
+        .exec(
+            _LIVE_SESSION,
+            params={
+                "key_hash": hash_token(key),
+                "now": now,
+                "seen_before": now - LAST_SEEN_EVERY,
+            },
         )
-        if row is not None:
-            api_token, user = row
-            principal = principal_for_user(user, frozenset(api_token.scopes.split()))
-    elif isinstance(auth.get("demo_user_id"), int) and demo_signin_enabled():
-        user = db().get(User, auth["demo_user_id"])
-        if user is not None and user.kind == "person":
+        .first()
+    )
+    principal = None
+    if row is not None:
+        web_session, user, api_token, stale = row
+        if web_session.api_token_id is not None:
+            if api_token is not None and api_token.revoked_at is None:
+                principal = principal_for_user(user, frozenset(api_token.scopes.split()))
+        elif demo_signin_enabled() and user.kind == "person":
             principal = principal_for_user(user)
+        if principal is not None and stale:
+            _note_use(web_session.id, now)
     if principal is None:
         session.pop(_AUTH_KEY, None)
     return principal
+
+
+def _note_use(web_session_id: int, now: datetime) -> None:
+    """Record the session's use and slide its expiry. On a connection of its own to the
+    writing engine: GET requests read on autocommit connections and never commit."""
+    with session_scope(current_app.extensions["sprig.engine"]) as writer:
+        writer.exec(
+            update(WebSession)
+            .where(WebSession.id == web_session_id, WebSession.ended_at.is_(None))
+            .values(last_seen_at=now, expires_at=now + SESSION_LIFETIME)
+        )
 
 
 def sign_in_with_token(token: str) -> Principal:
@@ -70,7 +120,8 @@ def sign_in_with_token(token: str) -> Principal:
         raise Unauthorized("That token is unknown, revoked or mistyped.") from None
     if principal.kind != "person":
         raise Forbidden("Service tokens are for the API; sign in with a person's token.")
-    _start_session({"token_hash": hash_token(token)})
+    token_id = db().exec(select(ApiToken.id).where(ApiToken.token_hash == hash_token(token))).one()
+    _start_session(principal.user_id, token_id)
     return principal
 
 
@@ -80,20 +131,76 @@ def sign_in_demo_user(handle: str) -> Principal:
     user = db().exec(select(User).where(User.handle == handle)).first()
     if user is None or user.kind != "person":
         raise BadRequest("Pick one of the demo people.")
-    _start_session({"demo_user_id": user.id})
+    _start_session(user.id, None)
     return principal_for_user(user)
 
 
-def _start_session(auth: dict) -> None:
-    # A new session on every sign-in: a CSRF token seen before signing in is not reused.
+def _start_session(user_id: int, api_token_id: int | None) -> None:
+    # A new session on every sign-in: the one this browser had before ends, and a CSRF token
+    # seen before signing in is not reused.
+    _end_session()
+    key = secrets.token_urlsafe(32)
+    now = utcnow()
+    db().add(
+        WebSession(
+            key_hash=hash_token(key),
+            user_id=user_id,
+            api_token_id=api_token_id,
+            created_at=now,
+            last_seen_at=now,
+            expires_at=now + SESSION_LIFETIME,
+        )
+    )
+    db().commit()
     session.clear()
-    session[_AUTH_KEY] = auth
+    session[_AUTH_KEY] = {"key": key}
     session[_CSRF_KEY] = secrets.token_urlsafe(32)
     session.permanent = True
 
 
+def _end_session() -> None:
+    key = _cookie_key()
+    if key is not None:
+        db().exec(
+            update(WebSession)
+            .where(WebSession.key_hash == hash_token(key), WebSession.ended_at.is_(None))
+            .values(ended_at=utcnow())
+        )
+
+
 def sign_out() -> None:
+    """Ends the session on the server, so every copy of the cookie is signed out."""
+    _end_session()
+    db().commit()
     session.clear()
+
+
+def same_site_path(target: str | None) -> str:
+    r"""Where a browser may be sent back to (a ``next`` after sign-in): ``target`` when it is
+    a path on this site, else browse. No open redirect.
+
+    Browsers repair a Location before following it: they drop tabs and newlines anywhere,
+    trim spaces and control characters at the ends and read a backslash as a slash, so
+    ``/\t/evil.example`` is followed as ``//evil.example``, another host. So the target is
+    refused unless it is already clean of all that: only visible characters (no control,
+    format or space characters of any script), no backslash, starting with exactly one ``/``,
+    with no empty or dot segment in its path; and resolved against this site it must stay on
+    this site.
+    """
+    fallback = url_for("web.browse_page")
+    if not target or not target.startswith("/") or "\\" in target:
+        return fallback
+    if any(unicodedata.category(ch)[0] in "CZ" for ch in target):
+        return fallback
+    path = target.split("#", 1)[0].split("?", 1)[0]
+    segments = path.split("/")[1:]
+    if "" in segments[:-1] or any(s in (".", "..") for s in segments):
+        return fallback
+    here = urlsplit(request.host_url)
+    there = urlsplit(urljoin(request.host_url, target))
+    if (there.scheme, there.netloc) != (here.scheme, here.netloc):
+        return fallback
+    return target
 
 
 def csrf_token() -> str:

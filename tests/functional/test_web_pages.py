@@ -431,7 +431,8 @@ def test_tree_children_and_whole_tree_json(client, engine, world):
 def test_preview_is_sandboxed_and_its_ticket_checked(client, world):
     page = text(client.get(f"/s/{world['root']['id']}"))
     src = re.search(r'<iframe src="([^"]+)"', page).group(1)
-    response = client.get(src)
+    framed = {"Sec-Fetch-Dest": "iframe"}  # only ever served into a frame
+    response = client.get(src, headers=framed)
     assert response.status_code == 200 and response.mimetype == "text/html"
     csp = response.headers["Content-Security-Policy"]
     assert csp.startswith("sandbox allow-scripts;") and "allow-same-origin" not in csp
@@ -442,7 +443,7 @@ def test_preview_is_sandboxed_and_its_ticket_checked(client, world):
     assert script.mimetype == "text/javascript"
     ticket = src.split("/")[2]
     forged = src.replace(ticket, ticket[:-2] + ("AA" if not ticket.endswith("AA") else "BB"))
-    assert client.get(forged).status_code == 404
+    assert client.get(forged, headers=framed).status_code == 404
     assert client.get(src.replace("index.html", "nope.js")).status_code == 404
 
 

@@ -1,0 +1,51 @@
+"""Issue 12, point 12, in a real browser: a preview runs framed in its sub-agent's page, and
+opened as the page itself its bundle never runs (so it cannot send the tab elsewhere)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.factories import listing, make_user
+
+pytestmark = pytest.mark.browser
+
+ESCAPE_BUNDLE = {
+    "manifest": {"name": "Escape", "entry": "index.html", "scopes": [], "hosts": []},
+    "files": {
+        "index.html": "<!doctype html><title>Escape</title><body><script src=app.js></script>",
+        # Framed, the sandbox blocks the navigation of the top page; opened at the top, the
+        # document may navigate itself unless it is never served there.
+        "app.js": "document.body.insertAdjacentText('beforeend', 'PREVIEW-RAN');\n"
+        "try { top.location = '/?escaped=1'; } catch (e) {}\n",
+    },
+}
+
+
+def test_a_preview_runs_framed_and_never_as_the_page_itself(live_app, page):
+    author = make_user(live_app.extensions["sprig.engine"], "framer")
+    created = live_app.test_client().post(
+        "/api/v1/subagents",
+        json=listing("Escape artist", bundle=ESCAPE_BUNDLE),
+        headers=author.headers,
+    )
+    assert created.status_code == 201, created.get_json()
+    subagent_id = created.get_json()["id"]
+
+    page.goto(f"/s/{subagent_id}")
+    frame = page.frame_locator("iframe[sandbox='allow-scripts']")
+    frame.get_by_text("PREVIEW-RAN").wait_for()  # framed: the bundle's script runs
+    assert page.url.endswith(f"/s/{subagent_id}")  # ... and cannot navigate the page
+    preview_url = page.locator("iframe[sandbox='allow-scripts']").get_attribute("src")
+
+    response = page.goto(preview_url)
+    page.wait_for_load_state("networkidle")
+    assert page.url.endswith(preview_url), page.url  # still here: nothing navigated away
+    assert "PREVIEW-RAN" not in page.locator("body").inner_text()
+    assert response.status == 403
+    back = page.get_by_role("link", name="Go to the sub-agent")
+    assert back.get_attribute("href") == f"/s/{subagent_id}"
+    back.click()
+    page.wait_for_url(re.compile(rf"/s/{subagent_id}$"))
+    assert page.problems == []
