@@ -20,13 +20,11 @@ import orjson
 from sqlalchemy import (
     ARRAY,
     Integer,
-    and_,
     any_,
     bindparam,
     delete,
     distinct,
     func,
-    or_,
     select,
     text,
     tuple_,
@@ -46,6 +44,7 @@ from feedback.models import (
     RollupDirty,
     UsageEvent,
 )
+from market.access import tree_visible
 from market.db import id_in
 from market.models import Install, SubAgent, User, Version, utcnow
 
@@ -799,22 +798,18 @@ def descendants(
     below = below.union(select(*columns).join(below, SubAgent.parent_id == below.c.id))
     found = select(below.c.id, below.c.ancestry, below.c.author_id)
     if visible_to is not None:
-        found = found.where(
-            or_(
-                below.c.author_id == visible_to,
-                and_(below.c.visibility == "public", below.c.status.in_(("active", "yanked"))),
-            )
-        )
+        found = found.where(tree_visible(below.c, visible_to))
     rows = session.execute(found)
     return {node_id: (ancestry, author_id) for node_id, ancestry, author_id in rows}
 
 
 def lineage_stats(
-    session: Session, own_ids: list[int], author_id: int, start: date, end: date
+    session: Session, own_ids: list[int], author_id: int, start: date, end: date, viewer_id: int
 ) -> dict:
     """Forks of a creator's work, the reach of its lineage and the credit flowing back, over
-    the forks the creator may see (others' private and unlisted ones are not counted)."""
-    below = descendants(session, own_ids, visible_to=author_id)
+    the forks the viewer sees in the tree (for the creator, others' private and unlisted ones
+    are not counted; for a moderator, nor are the creator's own)."""
+    below = descendants(session, own_ids, visible_to=viewer_id)
     others = {node: ancestry for node, (ancestry, author) in below.items() if author != author_id}
     usage = {}
     if below:
