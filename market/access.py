@@ -46,9 +46,20 @@ def viewable_clause(viewer: Principal, subagent=SubAgent):
     return or_(subagent.author_id == viewer.user_id, seen)
 
 
+def publicly_listed(visibility: str, status: str) -> bool:
+    """Listed to everyone: browse and search for strangers, suggestions, recommendations, the
+    ranking's eligible sub-agents and the reward exports."""
+    return visibility == "public" and status == "active"
+
+
+def publicly_listed_clause(subagent=SubAgent):
+    """``publicly_listed`` as an SQL filter, for any alias of the table."""
+    return and_(subagent.visibility == "public", subagent.status == "active")
+
+
 def listed_clause(viewer: Principal):
     """SQL filter for what a viewer sees in lists (browse, search, forks, tree)."""
-    public_active = and_(SubAgent.visibility == "public", SubAgent.status == "active")
+    public_active = publicly_listed_clause()
     if viewer.user_id is None:
         return public_active
     own = SubAgent.author_id == viewer.user_id
@@ -116,6 +127,12 @@ def may_inherit_listing(parent: SubAgent) -> bool:
     return parent.visibility == "public" and parent.status != "quarantined"
 
 
+def may_use(user_id: int, author_id: int, visibility: str) -> bool:
+    """Whose usage events a sub-agent takes: a private one is only ever used by its author.
+    (The PostgreSQL ingest statement in ``market.feedback_store`` states it in SQL.)"""
+    return visibility != "private" or user_id == author_id
+
+
 # ---- figures -----------------------------------------------------------------------------
 
 
@@ -156,6 +173,18 @@ def creator_subagents(session, viewer: Principal, creator: User) -> list[SubAgen
             .order_by(SubAgent.id)
         )
     )
+
+
+# ---- moderation --------------------------------------------------------------------------
+
+
+def can_yank(viewer: Principal, subagent: SubAgent) -> bool:
+    return viewer.user_id == subagent.author_id or viewer.is_moderator
+
+
+def can_moderate(viewer: Principal) -> bool:
+    """Quarantine (and lift it), and read the open reports: moderators."""
+    return viewer.is_moderator
 
 
 # ---- acting for someone ------------------------------------------------------------------

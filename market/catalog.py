@@ -18,8 +18,10 @@ from sqlmodel import Session, func, select
 from market import bundles
 from market.access import (
     can_fulfil_fork_request,
+    can_moderate,
     can_read_files,
     can_view,
+    can_yank,
     may_be_published_for,
     may_inherit_listing,
 )
@@ -472,7 +474,7 @@ def update_listing(session: Session, caller: Principal, subagent: SubAgent, chan
 def yank(
     session: Session, caller: Principal, subagent: SubAgent, reason: str, version_id: int | None
 ) -> None:
-    if subagent.author_id != caller.user_id and not caller.is_moderator:
+    if not can_yank(caller, subagent):
         raise Forbidden("Only the author or a moderator yanks a sub-agent.")
     mark_catalog_changed(session)
     if version_id is not None:
@@ -490,7 +492,7 @@ def yank(
 def quarantine(
     session: Session, caller: Principal, subagent: SubAgent, reason: str, lift: bool
 ) -> None:
-    if not caller.is_moderator:
+    if not can_moderate(caller):
         raise Forbidden("Only moderators quarantine.")
     mark_catalog_changed(session)
     subagent.status = "active" if lift else "quarantined"

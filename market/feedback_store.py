@@ -44,7 +44,7 @@ from feedback.models import (
     RollupDirty,
     UsageEvent,
 )
-from market.access import tree_visible
+from market.access import may_use, tree_visible
 from market.db import id_in
 from market.models import Install, SubAgent, User, Version, utcnow
 
@@ -102,11 +102,8 @@ def _references(session: Session, events: list[EventRow]):
 
 def _reference_problem(event: EventRow, subagents, versions, users) -> str | None:
     subagent = subagents.get(event.subagent_id)
-    # A private sub-agent is only ever used by its author; anything else is treated exactly
-    # like an unknown id, so the answer reveals nothing about it.
-    if subagent is None or (
-        subagent.visibility == "private" and subagent.author_id != event.user_id
-    ):
+    # Anything else is treated exactly like an unknown id: the answer reveals nothing.
+    if subagent is None or not may_use(event.user_id, subagent.author_id, subagent.visibility):
         return "unknown sub-agent"
     if versions.get(event.version_id) != event.subagent_id:
         return "version does not belong to the sub-agent"
@@ -175,8 +172,9 @@ def _store_checked(session, client_id, accepted, now):
 
 # PostgreSQL does the whole batch in one statement: it parses the events from one JSON
 # parameter (in C), keeps those whose references hold (the same rules as
-# _reference_problem), inserts them skipping known ids, and marks their days dirty. Python
-# only serializes the validated batch; a rejected reference is explained afterwards.
+# _reference_problem: market.access.may_use, in SQL), inserts them skipping known ids, and
+# marks their days dirty. Python only serializes the validated batch; a rejected reference
+# is explained afterwards.
 _INGEST_POSTGRES = """
 WITH incoming AS (
     SELECT * FROM json_to_recordset(%(events)s::json) AS e(
