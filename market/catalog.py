@@ -16,7 +16,15 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, func, select
 
 from market import bundles
-from market.access import can_view
+from market.access import (
+    can_fulfil_fork_request,
+    can_moderate,
+    can_read_files,
+    can_view,
+    can_yank,
+    may_be_published_for,
+    may_inherit_listing,
+)
 from market.auth import Principal
 from market.errors import Conflict, Forbidden, NotFound, Unprocessable
 from market.models import (
@@ -97,6 +105,18 @@ def get_version(session: Session, subagent: SubAgent, version_id: int | None) ->
     return version
 
 
+def get_readable_version(
+    session: Session, viewer: Principal, subagent: SubAgent, version_id: int | None
+) -> Version:
+    """A version whose files the viewer may read (bundle, zip, diff, preview, MCP); a yanked
+    one they may not is a 404 that gives the reason."""
+    version = get_version(session, subagent, version_id)
+    if not can_read_files(session, viewer, subagent, version):
+        reason = version.status_reason if version.status == "yanked" else subagent.status_reason
+        raise NotFound(f"Version {version.id} was yanked: {reason or ''}".strip())
+    return version
+
+
 def list_versions(session: Session, subagent: SubAgent) -> list[Version]:
     return list(
         session.exec(
@@ -108,15 +128,18 @@ def list_versions(session: Session, subagent: SubAgent) -> list[Version]:
 def diff_base(
     session: Session, viewer: Principal, subagent: SubAgent, version: Version, against: str
 ) -> Version | None:
-    """What a diff compares ``version`` with: the parent version a fork was made from (when
-    the viewer may see the parent) or the previous version; None compares with nothing."""
+    """What a diff compares ``version`` with: the parent version a fork was made from or the
+    previous version, when the viewer may read that version's files; None compares with
+    nothing."""
+    owner, base = subagent, None
     if against == "parent" and subagent.parent_version_id:
-        parent = session.get(SubAgent, subagent.parent_id)
-        if parent is not None and can_view(viewer, parent):
-            return session.get(Version, subagent.parent_version_id)
+        owner = session.get(SubAgent, subagent.parent_id)
+        base = session.get(Version, subagent.parent_version_id)
     elif against == "previous" and version.number > 1:
-        return next(v for v in list_versions(session, subagent) if v.number == version.number - 1)
-    return None
+        base = next(v for v in list_versions(session, subagent) if v.number == version.number - 1)
+    if base is None or owner is None or not can_read_files(session, viewer, owner, base):
+        return None
+    return base
 
 
 def load_bundle(session: Session, version: Version) -> bundles.Bundle:
@@ -140,9 +163,10 @@ def resolve_publisher(session: Session, caller: Principal, on_behalf_of: str | N
         return session.get(User, caller.user_id)
     caller.require("publish:on-behalf")
     user = session.exec(select(User).where(User.handle == on_behalf_of)).first()
-    if user is None or user.kind != "person":
+    if user is None or not may_be_published_for(user):
         raise Unprocessable(
-            f"No person with handle {on_behalf_of!r}.",
+            f"No person with handle {on_behalf_of!r} to publish for: a service publishes "
+            "for people who are neither moderators nor services.",
             errors=[{"location": "on_behalf_of", "message": "unknown handle"}],
         )
     return user
@@ -283,6 +307,13 @@ def fork_as_requested(session: Session, who: Principal, parent_id: int, body, bu
     the parent must be visible to the caller, who may publish on behalf of a person."""
     parent = get_visible(session, who, parent_id)
     publisher = resolve_publisher(session, who, body.on_behalf_of)
+    if body.fork_request_id is not None:
+        request = session.get(ForkRequest, body.fork_request_id)
+        if not can_fulfil_fork_request(who, publisher, request):
+            raise Forbidden(
+                "Only the coding agent fulfils a fork request, publishing on behalf of the "
+                "person who asked for it."
+            )
     return fork(
         session,
         publisher,
@@ -340,7 +371,7 @@ def fork(
         session,
         SubAgent(
             title=title,
-            summary=summary or parent.summary,
+            summary=summary or (parent.summary if may_inherit_listing(parent) else ""),
             story=story,
             category=category or parent.category,
             tags=[],
@@ -360,7 +391,9 @@ def fork(
     )
     if not created:
         return child, session.get(Version, child.latest_version_id), False
-    _set_tags(session, child, list(parent.tags if tags is None else tags))
+    if tags is None:
+        tags = parent.tags if may_inherit_listing(parent) else []
+    _set_tags(session, child, list(tags))
     version = _new_version(session, child, bundle, 1, "")
     version.created_at = now
     if visibility != "private":
@@ -441,7 +474,7 @@ def update_listing(session: Session, caller: Principal, subagent: SubAgent, chan
 def yank(
     session: Session, caller: Principal, subagent: SubAgent, reason: str, version_id: int | None
 ) -> None:
-    if subagent.author_id != caller.user_id and not caller.is_moderator:
+    if not can_yank(caller, subagent):
         raise Forbidden("Only the author or a moderator yanks a sub-agent.")
     mark_catalog_changed(session)
     if version_id is not None:
@@ -459,7 +492,7 @@ def yank(
 def quarantine(
     session: Session, caller: Principal, subagent: SubAgent, reason: str, lift: bool
 ) -> None:
-    if not caller.is_moderator:
+    if not can_moderate(caller):
         raise Forbidden("Only moderators quarantine.")
     mark_catalog_changed(session)
     subagent.status = "active" if lift else "quarantined"

@@ -20,13 +20,11 @@ import orjson
 from sqlalchemy import (
     ARRAY,
     Integer,
-    and_,
     any_,
     bindparam,
     delete,
     distinct,
     func,
-    or_,
     select,
     text,
     tuple_,
@@ -46,6 +44,7 @@ from feedback.models import (
     RollupDirty,
     UsageEvent,
 )
+from market.access import may_use, tree_visible
 from market.db import id_in
 from market.models import Install, SubAgent, User, Version, utcnow
 
@@ -103,11 +102,8 @@ def _references(session: Session, events: list[EventRow]):
 
 def _reference_problem(event: EventRow, subagents, versions, users) -> str | None:
     subagent = subagents.get(event.subagent_id)
-    # A private sub-agent is only ever used by its author; anything else is treated exactly
-    # like an unknown id, so the answer reveals nothing about it.
-    if subagent is None or (
-        subagent.visibility == "private" and subagent.author_id != event.user_id
-    ):
+    # Anything else is treated exactly like an unknown id: the answer reveals nothing.
+    if subagent is None or not may_use(event.user_id, subagent.author_id, subagent.visibility):
         return "unknown sub-agent"
     if versions.get(event.version_id) != event.subagent_id:
         return "version does not belong to the sub-agent"
@@ -176,8 +172,9 @@ def _store_checked(session, client_id, accepted, now):
 
 # PostgreSQL does the whole batch in one statement: it parses the events from one JSON
 # parameter (in C), keeps those whose references hold (the same rules as
-# _reference_problem), inserts them skipping known ids, and marks their days dirty. Python
-# only serializes the validated batch; a rejected reference is explained afterwards.
+# _reference_problem: market.access.may_use, in SQL), inserts them skipping known ids, and
+# marks their days dirty. Python only serializes the validated batch; a rejected reference
+# is explained afterwards.
 _INGEST_POSTGRES = """
 WITH incoming AS (
     SELECT * FROM json_to_recordset(%(events)s::json) AS e(
@@ -799,22 +796,18 @@ def descendants(
     below = below.union(select(*columns).join(below, SubAgent.parent_id == below.c.id))
     found = select(below.c.id, below.c.ancestry, below.c.author_id)
     if visible_to is not None:
-        found = found.where(
-            or_(
-                below.c.author_id == visible_to,
-                and_(below.c.visibility == "public", below.c.status.in_(("active", "yanked"))),
-            )
-        )
+        found = found.where(tree_visible(below.c, visible_to))
     rows = session.execute(found)
     return {node_id: (ancestry, author_id) for node_id, ancestry, author_id in rows}
 
 
 def lineage_stats(
-    session: Session, own_ids: list[int], author_id: int, start: date, end: date
+    session: Session, own_ids: list[int], author_id: int, start: date, end: date, viewer_id: int
 ) -> dict:
     """Forks of a creator's work, the reach of its lineage and the credit flowing back, over
-    the forks the creator may see (others' private and unlisted ones are not counted)."""
-    below = descendants(session, own_ids, visible_to=author_id)
+    the forks the viewer sees in the tree (for the creator, others' private and unlisted ones
+    are not counted; for a moderator, nor are the creator's own)."""
+    below = descendants(session, own_ids, visible_to=viewer_id)
     others = {node: ancestry for node, (ancestry, author) in below.items() if author != author_id}
     usage = {}
     if below:

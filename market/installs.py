@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from sqlalchemy import and_, or_, update
+from sqlalchemy import and_, update
 from sqlmodel import Session, select
 
-from market.access import can_view
+from market.access import can_view, sees_every_fork_request, viewable_clause
 from market.auth import Principal
 from market.catalog import get_version
 from market.errors import Conflict, Forbidden
 from market.feedback_store import log_install
-from market.models import ForkRequest, Install, SubAgent, User, Version, utcnow
+from market.models import ForkRequest, Install, SubAgent, User, utcnow
 from market.pagination import decode_cursor, encode_cursor
 from market.schemas import ForkRequestList, InstallList
 from market.serialize import card_out, fork_request_out, install_out
@@ -106,17 +106,6 @@ def _count(session: Session, subagent_id: int, delta: int) -> None:
     )
 
 
-def has_installed(session: Session, user_id: int | None, version: Version) -> bool:
-    if user_id is None:
-        return False
-    return (
-        session.exec(
-            select(Install.id).where(Install.user_id == user_id, Install.version_id == version.id)
-        ).first()
-        is not None
-    )
-
-
 def my_installs(session: Session, caller: Principal, *, limit: int, cursor: str | None):
     caller.require()
     statement = (
@@ -172,16 +161,12 @@ def fork_request_queue(
         .join(SubAgent, SubAgent.id == ForkRequest.subagent_id)
         .where(ForkRequest.status == status)
     )
-    sees_all = caller.is_moderator or "publish:on-behalf" in caller.scopes
-    if not sees_all:
+    if not sees_every_fork_request(caller):
         if caller.kind != "person":
             raise Forbidden("The fork-request queue needs the publish:on-behalf scope.")
         statement = statement.where(ForkRequest.requester_id == caller.user_id)
     # Requests for what the caller may no longer see (made private, quarantined) drop out.
-    own = SubAgent.author_id == caller.user_id
-    statement = statement.where(or_(SubAgent.visibility != "private", own))
-    if not caller.is_moderator:
-        statement = statement.where(or_(SubAgent.status != "quarantined", own))
+    statement = statement.where(viewable_clause(caller))
     if cursor:
         (last_id,) = decode_cursor(cursor, (int,))
         statement = statement.where(and_(ForkRequest.id > last_id))

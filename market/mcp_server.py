@@ -135,7 +135,7 @@ def build_server(
         with call() as (session, who):
             viewer = who()
             subagent = catalog.get_visible(session, viewer, subagent_id)
-            version = catalog.get_version(session, subagent, version_id)
+            version = catalog.get_readable_version(session, viewer, subagent, version_id)
             base = catalog.diff_base(session, viewer, subagent, version, against)
             diff = bundles.diff_bundles(
                 catalog.load_bundle(session, base) if base else None,

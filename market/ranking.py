@@ -31,7 +31,7 @@ from evolution.models import RankingRun, RaterOffset, SubAgentScore
 from evolution.ranking import Ratings, Scores, rank, usage_stats
 from evolution.tree import Forest
 from feedback.models import Feedback, UsageEvent
-from market.access import can_view
+from market.access import can_view, publicly_listed
 from market.catalog import mark_catalog_changed
 from market.db import session_scope
 from market.models import SubAgent, utcnow
@@ -104,9 +104,7 @@ def load_inputs(session: Session, now: datetime, mark: dict) -> RankingInputs:
     parents = np.fromiter(
         (r[1] if r[1] is not None else -1 for r in rows), dtype=np.int64, count=len(rows)
     )
-    eligible = np.fromiter(
-        (r[2] == "public" and r[3] == "active" for r in rows), dtype=bool, count=len(rows)
-    )
+    eligible = np.fromiter((publicly_listed(r[2], r[3]) for r in rows), dtype=bool, count=len(rows))
     item_age = np.fromiter(
         ((now - _as_utc(r[4])).total_seconds() / 86400 for r in rows),
         dtype=np.float64,

@@ -47,6 +47,7 @@ from sqlmodel import Session, select
 
 from evolution.explore import POLICY_VERSION, choose_slate
 from evolution.models import Exposure, RankingRun, SubAgentScore
+from market.access import publicly_listed_clause
 from market.browse import search_terms
 from market.character_search import TextMatcher, relevant_ids, written_without_spaces
 from market.models import Install, SubAgent, Version, utcnow
@@ -198,11 +199,7 @@ def _lineage_priors(session: Session, rows: list) -> dict[int, tuple[float, floa
 
 def _eligible(user_id: int, category: str | None, include_owned: bool) -> list:
     """Clauses over subagent joined to its latest version (``Version``)."""
-    clauses = [
-        SubAgent.visibility == "public",
-        SubAgent.status == "active",
-        Version.status == "active",
-    ]
+    clauses = [publicly_listed_clause(), Version.status == "active"]
     if category:
         clauses.append(SubAgent.category == category)
     if not include_owned:

@@ -43,6 +43,7 @@ from feedback.export import (
 from feedback.models import ExportRun, Feedback, utcnow
 from feedback.rewards import VersionText
 from feedback.scrub import Scrubber
+from market.access import publicly_listed_clause
 from market.errors import Conflict, NotFound
 from market.models import BundleBlob, SubAgent, User, Version
 
@@ -246,11 +247,7 @@ def _exportable_versions():
             SubAgent.category,
         )
         .join(SubAgent, SubAgent.id == Version.subagent_id)
-        .where(
-            SubAgent.visibility == "public",
-            SubAgent.status == "active",
-            Version.status == "active",
-        )
+        .where(publicly_listed_clause(), Version.status == "active")
         .order_by(Version.subagent_id, Version.number)
     )
 

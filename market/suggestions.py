@@ -59,6 +59,7 @@ from evolution.text_index import (
 from evolution.themes import FeedbackNote, group_themes
 from feedback.models import Feedback
 from feedback.scrub import scrub_contact_details
+from market.access import publicly_listed, publicly_listed_clause
 from market.models import BundleBlob, SubAgent, Version
 from market.suggestion_schemas import (
     ImprovementOut,
@@ -107,7 +108,7 @@ class _TtlCache:
                 self._entries.popitem(last=False)
 
 
-_LISTED = (SubAgent.visibility == "public", SubAgent.status == "active")
+_LISTED = (publicly_listed_clause(),)
 _DOCUMENT_COLUMNS = (
     SubAgent.id,
     SubAgent.title,
@@ -283,7 +284,7 @@ class SuggestionService:
             found, listed = set(), []
             for row in rows:
                 found.add(row.id)
-                if row.visibility == "public" and row.status == "active":
+                if publicly_listed(row.visibility, row.status):
                     listed.append(_document(row))
                     self._indexed_at[row.id] = row.updated_at
                 elif self._index.remove(row.id):
@@ -337,7 +338,7 @@ class SuggestionService:
         chosen, hidden = [], []
         for suggestion in ranked:
             row = rows.get(suggestion.subagent_id)
-            listed = row is not None and row.visibility == "public" and row.status == "active"
+            listed = row is not None and publicly_listed(row.visibility, row.status)
             if not listed:
                 hidden.append(suggestion.subagent_id)
             elif row.version_status == "active":

@@ -7,6 +7,7 @@ from pydantic import BaseModel
 from sqlmodel import select
 
 from market import installs
+from market.access import can_moderate
 from market.api.deps import caller, db
 from market.errors import Forbidden
 from market.models import Report
@@ -75,7 +76,7 @@ def reports(query: PageQuery):
     """Open reports, for moderators."""
     who = caller()
     who.require()
-    if not who.is_moderator:
+    if not can_moderate(who):
         raise Forbidden("Only moderators read reports.")
     statement = select(Report).where(Report.status == "open")
     if query.cursor:

@@ -11,7 +11,6 @@ from flask import current_app, send_file
 from market import browse, bundles, catalog, installs
 from market.api.deps import caller, commit, db, read_body_with_bundle
 from market.character_search import matcher_for
-from market.errors import NotFound
 from market.ranking import EmbeddedSchedule
 from market.schemas import (
     BrowseQuery,
@@ -167,11 +166,7 @@ def get_bundle(subagent_id: int, version_id: int, query: BundleQuery):
     session = db()
     who = caller()
     subagent = catalog.get_visible(session, who, subagent_id)
-    version = catalog.get_version(session, subagent, version_id)
-    yanked = version.status == "yanked" or subagent.status == "yanked"
-    privileged = who.user_id == subagent.author_id or who.is_moderator
-    if yanked and not privileged and not installs.has_installed(session, who.user_id, version):
-        raise NotFound(f"Version {version_id} was yanked: {version.status_reason or ''}".strip())
+    version = catalog.get_readable_version(session, who, subagent, version_id)
     bundle = catalog.load_bundle(session, version)
     if query.format == "zip":
         return send_file(
@@ -253,7 +248,7 @@ def get_diff(subagent_id: int, query: DiffQuery):
     session = db()
     who = caller()
     subagent = catalog.get_visible(session, who, subagent_id)
-    version = catalog.get_version(session, subagent, query.version_id)
+    version = catalog.get_readable_version(session, who, subagent, query.version_id)
     base = catalog.diff_base(session, who, subagent, version, query.against.value)
     diff = bundles.diff_bundles(
         catalog.load_bundle(session, base) if base else None,

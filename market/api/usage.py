@@ -9,10 +9,10 @@ from datetime import date, timedelta
 import orjson
 from apiflask import APIBlueprint
 from flask import Response, current_app, request
-from sqlmodel import select
 
 from market import catalog, recommendations
 from market import feedback_store as usage
+from market.access import can_read_full_stats, creator_for_stats, creator_subagents
 from market.api.deps import caller, commit, db, fresh_rollups, parse_model
 from market.errors import BadRequest, Forbidden, NotFound, PayloadTooLarge, SprigError
 from market.models import SubAgent, User, utcnow
@@ -166,7 +166,7 @@ def subagent_stats(subagent_id: int, query: StatsQuery):
     session = db()
     who = caller()
     subagent = catalog.get_visible(session, who, subagent_id)
-    if who.user_id != subagent.author_id and not who.is_moderator:
+    if not can_read_full_stats(who, subagent):
         return SubAgentStats(
             subagent_id=subagent.id,
             view="public",
@@ -185,7 +185,9 @@ def subagent_stats(subagent_id: int, query: StatsQuery):
         install_count=subagent.install_count,
         fork_count=subagent.fork_count,
         rating=usage.rating_summary(session, [subagent.id]),
-        lineage=usage.lineage_stats(session, [subagent.id], subagent.author_id, start, end),
+        lineage=usage.lineage_stats(
+            session, [subagent.id], subagent.author_id, start, end, who.user_id
+        ),
         **figures,
     )
 
@@ -198,16 +200,10 @@ def creator_stats(handle: str, query: StatsQuery):
     session = db()
     who = caller()
     who.require()
-    creator = session.exec(select(User).where(User.handle == handle)).first()
-    if creator is None:
-        raise NotFound(f"No creator {handle!r}.")
-    if who.user_id != creator.id and not who.is_moderator:
-        raise Forbidden("Only the creator and moderators see a creator's stats.")
+    creator = creator_for_stats(session, who, handle)
     start, end = _window(query)
     fresh_rollups()
-    own = list(
-        session.exec(select(SubAgent).where(SubAgent.author_id == creator.id).order_by(SubAgent.id))
-    )
+    own = creator_subagents(session, who, creator)
     ids = [s.id for s in own]
     figures = usage.usage_stats(session, ids, start, end, query.granularity)
     per_subagent = usage.per_subagent_summary(session, own, start, end)
@@ -218,6 +214,6 @@ def creator_stats(handle: str, query: StatsQuery):
         ),
         subagents=per_subagent,
         rating=usage.rating_summary(session, ids),
-        lineage=usage.lineage_stats(session, ids, creator.id, start, end),
+        lineage=usage.lineage_stats(session, ids, creator.id, start, end, who.user_id),
         **figures,
     )

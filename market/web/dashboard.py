@@ -17,10 +17,10 @@ from sqlmodel import select
 
 from feedback.models import DailyStats
 from market import feedback_store as usage
-from market.access import tree_clause
+from market.access import creator_for_stats, creator_subagents, tree_clause
 from market.api.deps import caller, db, fresh_rollups
 from market.db import id_in
-from market.errors import BadRequest, Forbidden, NotFound
+from market.errors import BadRequest
 from market.models import SubAgent, User, utcnow
 from market.web import charts
 from market.web.blueprint import bp
@@ -46,19 +46,6 @@ def _window_days() -> int:
     if not raw.isdigit() or int(raw) not in WINDOWS:
         raise BadRequest(f"The window is one of {', '.join(map(str, WINDOWS))} days.")
     return int(raw)
-
-
-def _creator(handle: str) -> User:
-    """The creator whose figures the caller may read: themselves, or anyone for moderators."""
-    viewer = caller()
-    if len(handle) > 40:
-        raise NotFound(f"No creator {handle!r}.")
-    creator = db().exec(select(User).where(User.handle == handle)).first()
-    if creator is None or creator.kind != "person":
-        raise NotFound(f"No creator {handle!r}.")
-    if viewer.user_id != creator.id and not viewer.is_moderator:
-        raise Forbidden("Only the creator and moderators see a creator's dashboard.")
-    return creator
 
 
 @bp.get("/dashboard")
@@ -96,15 +83,13 @@ def _retention_chart(cohorts: list[dict]) -> charts.Chart | None:
 @bp.get("/creators/<handle>")
 def dashboard_page(handle: str):
     days = _window_days()
-    creator = _creator(handle)
-    session = db()
+    session, viewer = db(), caller()
+    creator = creator_for_stats(session, viewer, handle)
     end = utcnow().date()
     start = end - timedelta(days=days - 1)
     granularity = "week" if days > 90 else "day"
     fresh_rollups()
-    own = list(
-        session.exec(select(SubAgent).where(SubAgent.author_id == creator.id).order_by(SubAgent.id))
-    )
+    own = creator_subagents(session, viewer, creator)
     ids = [s.id for s in own]
     figures = usage.usage_stats(session, ids, start, end, granularity)
     labels = [point["period_start"][5:] for point in figures["series"]]
@@ -120,7 +105,7 @@ def dashboard_page(handle: str):
         row["sparkline"] = charts.sparkline(row["daily_active_users"])
         row["peak"] = max(row["daily_active_users"], default=0)
     table.sort(key=lambda r: (-r["installs"], -r["install_count"], r["id"]))
-    lineage = usage.lineage_stats(session, ids, creator.id, start, end)
+    lineage = usage.lineage_stats(session, ids, creator.id, start, end, viewer.user_id)
     forks_by_others = []
     if ids:
         forks_by_others = list(
@@ -131,7 +116,7 @@ def dashboard_page(handle: str):
                 .where(
                     id_in(session, SubAgent.parent_id, ids),
                     SubAgent.author_id != creator.id,
-                    tree_clause(caller()),
+                    tree_clause(viewer),
                 )
                 .order_by(SubAgent.install_count.desc(), SubAgent.id)
                 .limit(10)
@@ -174,16 +159,12 @@ def _csv_cell(value):
 def dashboard_csv(handle: str):
     """One row per sub-agent and day of the window with any activity."""
     days = _window_days()
-    creator = _creator(handle)
-    session = db()
+    session, viewer = db(), caller()
+    creator = creator_for_stats(session, viewer, handle)
     end = utcnow().date()
     start = end - timedelta(days=days - 1)
     fresh_rollups()
-    titles = dict(
-        session.execute(
-            select(SubAgent.id, SubAgent.title).where(SubAgent.author_id == creator.id)
-        ).all()
-    )
+    titles = {s.id: s.title for s in creator_subagents(session, viewer, creator)}
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(CSV_FIELDS)

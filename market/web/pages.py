@@ -16,11 +16,12 @@ from sqlmodel import select
 import evolution.ranking
 from evolution.models import RankingRun
 from market import browse, bundles, catalog, installs
+from market.access import can_read_files
 from market.api.deps import caller, commit, db
 from market.auth import ANONYMOUS
 from market.character_search import matcher_for
 from market.errors import BadRequest, NotFound, SprigError
-from market.models import Install, SubAgent, User, Version
+from market.models import Install, SubAgent, User
 from market.schemas import CATEGORIES, BrowseSort
 from market.web import figures, lineage_view, preview, signin
 from market.web.blueprint import bp
@@ -167,8 +168,8 @@ def subagent_page(subagent_id: int):
             better = None
     forks = browse.forks_of(session, viewer, subagent, limit=6, cursor=None)
     preview_url = None
-    if latest is not None and subagent.status != "quarantined":
-        preview_url = preview.url_for_version(subagent.id, latest)
+    if latest is not None and can_read_files(session, viewer, subagent, latest):
+        preview_url = preview.url_for_version(viewer, subagent.id, latest)
     return render_template(
         "web/subagent.html",
         subagent=subagent,
@@ -309,13 +310,9 @@ def diff_page(subagent_id: int):
     subagent, author, latest = catalog.get_visible_detail(session, viewer, subagent_id)
     if latest is None:
         raise NotFound(f"Sub-agent {subagent_id} has no version yet.")
-    base, parent = None, None
-    if subagent.parent_version_id:
-        parent = session.get(SubAgent, subagent.parent_id)
-        if parent is not None and catalog.can_view(viewer, parent):
-            base = session.get(Version, subagent.parent_version_id)
-        else:
-            parent = None
+    latest = catalog.get_readable_version(session, viewer, subagent, latest.id)
+    base = catalog.diff_base(session, viewer, subagent, latest, "parent")
+    parent = session.get(SubAgent, subagent.parent_id) if base is not None else None
     diff = bundles.diff_bundles(
         catalog.load_bundle(session, base) if base else None,
         catalog.load_bundle(session, latest),

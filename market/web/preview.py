@@ -14,8 +14,11 @@ reach nothing:
   own tab, so one opened at the top could send the visitor anywhere from our address.
 
 A sandboxed document sends no cookies with its sub-requests (its origin is opaque), so access
-is carried by the URL: a signed, expiring ticket naming the sub-agent and version, issued by
-the sub-agent page after the viewer's access was checked.
+is carried by the URL: a signed, expiring ticket naming the sub-agent, the version and the
+viewer, issued by the sub-agent page. Every request asks ``market.access`` again, for that
+viewer and the sub-agent's and version's current state, as the bundle download does: a link
+issued while the sub-agent was public stops working the moment it is made private, yanked or
+quarantined.
 """
 
 from __future__ import annotations
@@ -27,9 +30,11 @@ from flask import Response, current_app, render_template, request, url_for
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
 from market import catalog
+from market.access import can_read_files
 from market.api.deps import db
+from market.auth import ANONYMOUS, Principal, principal_for_user
 from market.errors import NotFound
-from market.models import SubAgent, Version
+from market.models import SubAgent, User, Version
 from market.web.blueprint import bp
 
 TICKET_SECONDS = 6 * 3600
@@ -52,8 +57,8 @@ def _serializer() -> URLSafeTimedSerializer:
     return URLSafeTimedSerializer(current_app.config["SECRET_KEY"], salt=_SALT)
 
 
-def url_for_version(subagent_id: int, version: Version) -> str:
-    ticket = _serializer().dumps([subagent_id, version.id])
+def url_for_version(viewer: Principal, subagent_id: int, version: Version) -> str:
+    ticket = _serializer().dumps([subagent_id, version.id, viewer.user_id])
     entry = version.manifest.get("entry") or "index.html"
     return url_for("web.preview_file", ticket=ticket, path=entry)
 
@@ -111,17 +116,22 @@ def preview_file(ticket: str, path: str):
     if refusal is not None:
         return refusal
     try:
-        subagent_id, version_id = _serializer().loads(ticket, max_age=TICKET_SECONDS)
+        subagent_id, version_id, viewer_id = _serializer().loads(ticket, max_age=TICKET_SECONDS)
     except (BadSignature, ValueError, TypeError):
         raise NotFound("This preview link expired; reload the page.") from None
     session = db()
     subagent = session.get(SubAgent, subagent_id)
     version = session.get(Version, version_id)
+    viewer = ANONYMOUS
+    if viewer_id is not None:
+        user = session.get(User, viewer_id)
+        viewer = principal_for_user(user) if user is not None else None
     if (
         subagent is None
         or version is None
+        or viewer is None
         or version.subagent_id != subagent.id
-        or subagent.status == "quarantined"
+        or not can_read_files(session, viewer, subagent, version)
     ):
         raise NotFound("Nothing to preview here.")
     bundle = catalog.load_bundle(session, version)

@@ -7,7 +7,8 @@ Each sub-agent under test lives in a small world built through the API:
         └── C  alice's public fork of X (made before a yank or quarantine)
     R  alice's root, published straight into the state (visibility in the publish body)
     Y  alice's root born public, installed by alice, bob and the moderator, a fork request
-       from bob, then moved into the state (PATCH visibility / yank / quarantine)
+       from bob, a preview link issued to every caller, then moved into the state (PATCH
+       visibility / yank / quarantine)
 
 States: public, unlisted, private (publish/fork body), yanked (POST /yank by alice),
 quarantined (POST /quarantine by the moderator). Callers: owner (alice), other (bob),
@@ -22,16 +23,21 @@ module ends, like the ``app`` fixture does after each test.
 
 from __future__ import annotations
 
+import csv
+import io
 import itertools
 import json
+import re
 from dataclasses import dataclass, field
 
 import pytest
 from sqlalchemy import text
 
 from market.app import create_app
+from market.mcp_server import build_server
 from tests.conftest import _wipe
 from tests.factories import Actor, bundle, fork, make_user, publish
+from tests.functional import test_mcp_server as mcp
 
 API = "/api/v1"
 STATES = ("public", "unlisted", "private", "yanked", "quarantined")
@@ -54,14 +60,21 @@ def sees(state: str, actor: str) -> bool:
     return SEES[state].split()[ACTORS.index(actor)] == "Y"
 
 
-READS = ("detail", "versions", "bundle", "forks", "lineage", "tree", "diff")
+# Every way to read a version's files: the bundle (JSON and zip), the diff (API, page, MCP),
+# the preview the sub-agent page offers, and a preview link of Y issued while it was public.
+FILE_READS = ("bundle", "zip", "diff", "diff-page", "mcp-diff", "preview", "preview-issued-before")
+READS = ("detail", "versions", "forks", "lineage", "tree", *FILE_READS)
 
 
 def expected_read(state: str, actor: str, endpoint: str) -> int:
     if not sees(state, actor):
         return 404
-    if endpoint == "bundle" and state == "yanked" and actor not in ("owner", "moderator"):
-        return 404  # yanked bytes: only the author, moderators and those who installed it
+    if endpoint in FILE_READS and state == "yanked":
+        # Yanked files: only the author, moderators and those who installed that version
+        # (nobody installed X; Y was installed before its yank).
+        readers = ("owner", "moderator", *(INSTALLERS if endpoint.endswith("before") else ()))
+        if actor not in readers:
+            return 404
     return 200
 
 
@@ -159,6 +172,7 @@ class World:
     ids: dict[str, int] = field(default_factory=dict)
     version: dict[str, int] = field(default_factory=dict)
     word: str = ""
+    previews: dict[str, str] = field(default_factory=dict)  # Y's, issued to each actor
 
 
 @pytest.fixture(scope="module")
@@ -233,6 +247,9 @@ def build(shared: Shared, state: str, *, with_lists: bool = False) -> World:
         _ok(client.post(f"{y_url}/install", json={}, headers=shared.actors[who]), 201)
     asked = {"text": "for a family of four"}
     _ok(client.post(f"{y_url}/fork-requests", json=asked, headers=shared.actors["other"]), 201)
+    for who in ACTORS:
+        page = client.get(f"/s/{y['id']}", headers=shared.actors[who])
+        world.previews[who] = preview_src(page)
     if state in ("unlisted", "private"):
         patch = {"visibility": state}
         _ok(client.patch(y_url, json=patch, headers=shared.actors["owner"]), 200)
@@ -278,12 +295,47 @@ def listed_ids(endpoint: str, body: dict) -> set[int]:
     return {card["id"] for card in body["items"]}
 
 
-def read(client, world: World, endpoint: str, headers):
-    url = f"{API}/subagents/{world.ids['X']}"
+@dataclass
+class Answer:
+    """A page's or an MCP tool's answer, read like an API response."""
+
+    status_code: int
+    detail: str | None = None  # None: a page, whose 404 is not a problem document
+
+    def get_json(self) -> dict:
+        return {"detail": self.detail}
+
+
+def preview_src(page) -> str | None:
+    match = re.search(r'<iframe src="([^"]+)"', page.get_data(as_text=True))
+    return match.group(1).replace("&amp;", "&") if match else None
+
+
+def read(shared: Shared, world: World, endpoint: str, actor: str):
+    client, headers, x = shared.client, world.actors[actor], world.ids["X"]
+    if endpoint == "diff-page":
+        return Answer(client.get(f"/s/{x}/diff", headers=headers).status_code)
+    if endpoint == "preview":  # the preview the page offers, if it offers one
+        page = client.get(f"/s/{x}", headers=headers)
+        src = preview_src(page) if page.status_code == 200 else None
+        return Answer(client.get(src).status_code if src else 404)
+    if endpoint == "preview-issued-before":
+        return Answer(client.get(world.previews[actor]).status_code)
+    if endpoint == "mcp-diff":
+        token = shared.users[actor].token if actor in shared.users else None
+        server = build_server(shared.engine, token=token)
+        [result] = mcp.call_tools(server, ("get_diff", {"subagent_id": x}))
+        if not result.is_error:
+            return Answer(200)
+        message = result.content[0].text
+        status = int(re.search(r"\((\d{3})\)", message).group(1))
+        return Answer(status, message.split("): ", 1)[1])
+    url = f"{API}/subagents/{x}"
     path = {
         "detail": "",
         "versions": "/versions",
         "bundle": f"/versions/{world.version['X']}/bundle",
+        "zip": f"/versions/{world.version['X']}/bundle?format=zip",
         "forks": "/forks",
         "lineage": "/lineage",
         "tree": "/tree",
@@ -385,12 +437,15 @@ def _xfail_if(request, reason: str | None) -> None:
 @pytest.mark.parametrize("state,actor,endpoint", _rows(READS))
 def test_read(shared, state, actor, endpoint):
     world = world_for(shared, state)
-    response = read(shared.client, world, endpoint, world.actors[actor])
+    response = read(shared, world, endpoint, actor)
     expected = expected_read(state, actor, endpoint)
     assert response.status_code == expected, response.get_json()
-    if expected == 404 and not sees(state, actor):
+    detail = (response.get_json() or {}).get("detail") if expected == 404 else None
+    if expected == 404 and not sees(state, actor) and detail is not None:
         # What a sub-agent that never existed answers: no existence leak.
-        assert response.get_json()["detail"] == f"No sub-agent {world.ids['X']}."
+        assert detail == f"No sub-agent {world.ids['X']}."
+    elif expected == 404 and detail is not None:
+        assert detail == f"Version {world.version['X']} was yanked: data loss bug"
     if expected == 200 and endpoint == "detail":
         body = response.get_json()
         assert body["id"] == world.ids["X"] and body["visibility"] == (
@@ -454,6 +509,50 @@ def test_list(request, shared, state, actor, endpoint):
     # Whatever the caller may not open never shows up in a list, not even as an id.
     hidden = {ids[n] for n in ("X", "R", "Y") if not sees(state, actor)}
     assert not hidden & subagent_ids(body), json.dumps(body)[:600]
+
+
+# A creator's figures: the API, the dashboard page and its CSV. Y (installed, so it has daily
+# figures) is among them for its author, and for a moderator only if the moderator may open it.
+FIGURES = ("creator-stats", "dashboard", "dashboard-csv")
+
+
+def expected_figures(state: str, actor: str, endpoint: str) -> tuple[int, bool]:
+    """(status, whether Y's figures are shown)."""
+    if actor == "owner":
+        return 200, True
+    if actor == "moderator":
+        return 200, sees(state, actor)
+    if actor == "anonymous" and endpoint == "creator-stats":
+        return 401, False  # the API asks for a token before looking anyone up
+    return 404, False  # what an unknown handle answers
+
+
+@pytest.mark.parametrize("state,actor,endpoint", _rows(FIGURES))
+def test_figures(shared, state, actor, endpoint):
+    world = world_for(shared, state)
+    url = {
+        "creator-stats": f"{API}/creators/alice/stats",
+        "dashboard": "/creators/alice",
+        "dashboard-csv": "/creators/alice/stats.csv",
+    }[endpoint]
+    response = shared.client.get(url, headers=world.actors[actor])
+    status, shows_y = expected_figures(state, actor, endpoint)
+    assert response.status_code == status
+    if status != 200:
+        if endpoint == "creator-stats":
+            assert response.get_json()["status"] == status
+        return
+    if endpoint == "creator-stats":
+        shown = {row["id"] for row in response.get_json()["subagents"]}
+    elif endpoint == "dashboard":
+        page = response.get_data(as_text=True)
+        shown = {int(i) for i in re.findall(r'href="/s/(\d+)"', page)}
+    else:
+        rows = csv.DictReader(io.StringIO(response.get_data(as_text=True)))
+        shown = {int(row["subagent_id"]) for row in rows}
+    assert (world.ids["Y"] in shown) == shows_y
+    if not sees(state, actor):
+        assert not {world.ids[n] for n in ("X", "R", "Y")} & shown
 
 
 # ---- what one table row cannot say -------------------------------------------------------

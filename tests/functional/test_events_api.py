@@ -482,8 +482,9 @@ def test_creator_stats_are_for_the_creator(client, world):
     send(client, world, [event(world), event(world, user_id=world.alice.id)])
     url = f"{API}/creators/alice/stats"
     assert_problem(client.get(url), 401)
-    assert_problem(client.get(url, headers=world.bob.headers), 403)
-    assert_problem(client.get(url, headers=world.service.headers), 403)
+    # Someone else's stats answer what an unknown handle does: no enumeration.
+    assert_problem(client.get(url, headers=world.bob.headers), 404)
+    assert_problem(client.get(url, headers=world.service.headers), 404)
     assert_problem(client.get(f"{API}/creators/nobody/stats", headers=world.bob.headers), 404)
     response = client.get(url, headers=world.alice.headers)
     assert response.status_code == 200, response.get_json()

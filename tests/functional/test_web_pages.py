@@ -459,10 +459,11 @@ def test_dashboard_for_its_creator_only_with_charts_and_csv(client, engine, worl
         headers=world["bob"].headers,
     )
     client.post(f"/api/v1/subagents/{root['id']}/install", json={}, headers=world["bob"].headers)
-    assert client.get("/creators/alice").status_code == 403  # anonymous
+    # Someone else's dashboard answers what an unknown handle does: no enumeration.
+    assert client.get("/creators/alice").status_code == 404  # anonymous
     sign_in(client, world["bob"])
-    assert client.get("/creators/alice").status_code == 403
-    assert client.get("/creators/alice/stats.csv").status_code == 403
+    assert client.get("/creators/alice").status_code == 404
+    assert client.get("/creators/alice/stats.csv").status_code == 404
     client.post("/signout", data={"csrf": csrf_of(client, "/")})
     sign_in(client, alice)
     assert client.get("/dashboard").headers["Location"] == "/creators/alice"
