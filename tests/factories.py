@@ -11,6 +11,9 @@ from market.models import User
 
 _counter = itertools.count(1)
 
+# What a browser sends for the preview iframe: preview files are served only into a frame.
+FRAMED = {"Sec-Fetch-Dest": "iframe"}
+
 
 @dataclass
 class Actor:

@@ -82,6 +82,15 @@ def _runs_as_a_page(mimetype: str) -> bool:
     return mimetype == "text/html" or mimetype.endswith(("/xml", "+xml"))
 
 
+def _read_ticket(ticket: str) -> tuple[int, int, int | None] | None:
+    """(sub-agent id, version id, viewer's user id or None) from a valid, unexpired ticket."""
+    try:
+        subagent_id, version_id, viewer_id = _serializer().loads(ticket, max_age=TICKET_SECONDS)
+        return int(subagent_id), int(version_id), None if viewer_id is None else int(viewer_id)
+    except (BadSignature, ValueError, TypeError):
+        return None
+
+
 def _refusal_unless_framed(ticket: str, path: str) -> Response | None:
     """A small page linking to the sub-agent instead of the file, when the browser asks for a
     preview file as the page itself rather than inside a frame of ours; else None.
@@ -100,11 +109,11 @@ def _refusal_unless_framed(ticket: str, path: str) -> Response | None:
         return None
     if destination is None and not _runs_as_a_page(_mimetype(path)):
         return None
-    try:
-        subagent_id, _version_id = _serializer().loads(ticket, max_age=TICKET_SECONDS)
-        back = url_for("web.subagent_page", subagent_id=int(subagent_id))
-    except (BadSignature, ValueError, TypeError):
+    fields = _read_ticket(ticket)
+    if fields is None:
         back = url_for("web.browse_page")
+    else:
+        back = url_for("web.subagent_page", subagent_id=fields[0])
     response = Response(render_template("web/preview_unframed.html", back=back), status=403)
     response.headers["Cache-Control"] = "no-store"
     return response
@@ -115,10 +124,10 @@ def preview_file(ticket: str, path: str):
     refusal = _refusal_unless_framed(ticket, path)
     if refusal is not None:
         return refusal
-    try:
-        subagent_id, version_id, viewer_id = _serializer().loads(ticket, max_age=TICKET_SECONDS)
-    except (BadSignature, ValueError, TypeError):
-        raise NotFound("This preview link expired; reload the page.") from None
+    fields = _read_ticket(ticket)
+    if fields is None:
+        raise NotFound("This preview link expired; reload the page.")
+    subagent_id, version_id, viewer_id = fields
     session = db()
     subagent = session.get(SubAgent, subagent_id)
     version = session.get(Version, version_id)
@@ -145,8 +154,9 @@ def preview_file(ticket: str, path: str):
     response.headers["Content-Security-Policy"] = PREVIEW_CSP
     response.headers["X-Frame-Options"] = "SAMEORIGIN"
     response.headers["Referrer-Policy"] = "no-referrer"
-    # Versions are immutable; the ticket in the URL changes when it is reissued.
-    response.headers["Cache-Control"] = "private, max-age=3600"
+    # Asked again on every load: the files never change, but whether this viewer may still
+    # read them does (the sub-agent made private, yanked or quarantined since).
+    response.headers["Cache-Control"] = "private, no-cache"
     # A copy cached for a frame is never reused for the same URL opened as the page.
     response.vary.add("Sec-Fetch-Dest")
     return response

@@ -36,7 +36,7 @@ from sqlalchemy import text
 from market.app import create_app
 from market.mcp_server import build_server
 from tests.conftest import _wipe
-from tests.factories import Actor, bundle, fork, make_user, publish
+from tests.factories import FRAMED, Actor, bundle, fork, make_user, publish
 from tests.functional import test_mcp_server as mcp
 
 API = "/api/v1"
@@ -318,9 +318,9 @@ def read(shared: Shared, world: World, endpoint: str, actor: str):
     if endpoint == "preview":  # the preview the page offers, if it offers one
         page = client.get(f"/s/{x}", headers=headers)
         src = preview_src(page) if page.status_code == 200 else None
-        return Answer(client.get(src).status_code if src else 404)
+        return Answer(client.get(src, headers=FRAMED).status_code if src else 404)
     if endpoint == "preview-issued-before":
-        return Answer(client.get(world.previews[actor]).status_code)
+        return Answer(client.get(world.previews[actor], headers=FRAMED).status_code)
     if endpoint == "mcp-diff":
         token = shared.users[actor].token if actor in shared.users else None
         server = build_server(shared.engine, token=token)

@@ -19,7 +19,7 @@ from sqlalchemy import func, select
 from market.db import session_scope
 from market.mcp_server import build_server
 from market.models import ForkRequest, SubAgent, Version
-from tests.factories import bundle, fork, listing, make_user, publish
+from tests.factories import FRAMED, bundle, fork, listing, make_user, publish
 from tests.functional import test_mcp_server as mcp
 
 API = "/api/v1"
@@ -282,7 +282,7 @@ def test_a_preview_link_stops_working_when_the_subagent_may_no_longer_be_read(
     }
     links["anonymous"] = preview_src(client, shown["id"])
     for link in links.values():
-        assert client.get(link).status_code == 200
+        assert client.get(link, headers=FRAMED).status_code == 200
     if change == "private":
         response = client.patch(url, json={"visibility": "private"}, headers=alice.headers)
     elif change == "yank":
@@ -296,7 +296,8 @@ def test_a_preview_link_stops_working_when_the_subagent_may_no_longer_be_read(
     assert response.status_code == 200
     readers = {"alice"} if change == "private" else {"alice", "mod"}
     for name, link in links.items():
-        assert client.get(link).status_code == (200 if name in readers else 404), name
+        expected = 200 if name in readers else 404
+        assert client.get(link, headers=FRAMED).status_code == expected, name
     # The page offers no new link to those who may not read the files.
     if change in ("yank", "yank-version"):
         assert preview_src(client, shown["id"]) is None

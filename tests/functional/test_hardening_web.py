@@ -12,12 +12,11 @@ from sqlmodel import select, update
 
 from market.db import session_scope
 from market.models import Install, WebSession, utcnow
-from tests.factories import bundle, make_user, publish
+from tests.factories import FRAMED, bundle, make_user, publish
 
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 NEXT = re.compile(r'name="next" value="([^"]*)"')
 COOKIE = "sprig_session"
-FRAMED = {"Sec-Fetch-Dest": "iframe"}
 
 
 def text(response) -> str:
