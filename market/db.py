@@ -13,6 +13,7 @@ from pathlib import Path
 
 from sqlalchemy import ARRAY, Engine, Integer, any_, bindparam, create_engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 
@@ -68,6 +69,25 @@ def session_scope(engine: Engine) -> Iterator[Session]:
         raise
     finally:
         session.close()
+
+
+def insert_unless_exists(session: Session, row, find):
+    """Insert ``row``, or return the row a concurrent request inserted first under the same
+    unique key: ``(row, True)`` or ``(existing, False)``, as a repeated request would get.
+
+    The insert runs in a savepoint, so its unique violation leaves the transaction usable.
+    Both databases report the violation only once the other transaction has committed, so
+    ``find`` (a read of the row by that key) then sees its row."""
+    try:
+        with session.begin_nested():
+            session.add(row)
+            session.flush()
+    except IntegrityError:
+        existing = find()
+        if existing is None:
+            raise
+        return existing, False
+    return row, True
 
 
 def id_in(session: Session, column, ids):
