@@ -19,7 +19,7 @@ from market import bundles
 from market.access import can_view
 from market.auth import Principal
 from market.counters import lock_subagent, recount_forks
-from market.db import insert_unless_exists
+from market.db import begin_writing, insert_unless_exists
 from market.errors import Conflict, Forbidden, NotFound, Unprocessable
 from market.models import (
     BundleBlob,
@@ -393,6 +393,7 @@ def publish_version(
         ).one()
         or 0
     ) + 1
+    begin_writing(session)
     try:
         with session.begin_nested():
             version = _new_version(session, subagent, bundle, number, changelog)

@@ -16,6 +16,7 @@ from sqlalchemy.orm import aliased
 from sqlmodel import Session
 
 from market.access import counted_fork_clause
+from market.db import begin_writing
 from market.models import Install, SubAgent
 
 _CHILD = aliased(SubAgent, name="child")
@@ -45,19 +46,13 @@ def lock_subagent(session: Session, subagent_id: int) -> SubAgent:
     Every write that recounts a counter of the sub-agent, or must not be done twice by
     concurrent requests (a first install, a fork request), takes this first, before reading
     what it decides on. PostgreSQL locks the row FOR NO KEY UPDATE (rows that merely reference
-    it, such as events and ratings, are still inserted meanwhile). SQLite has a single writer:
-    a write that changes nothing starts the transaction and takes the database's write lock
-    (its driver begins a transaction only at the first write, so reads before it are not part
-    of one)."""
+    it, such as events and ratings, are still inserted meanwhile); SQLite has a single writer,
+    so its write lock is taken instead."""
     if session.get_bind().dialect.name == "postgresql":
         return session.get(
             SubAgent, subagent_id, with_for_update={"key_share": True}, populate_existing=True
         )
-    session.execute(
-        update(SubAgent.__table__)
-        .where(SubAgent.__table__.c.id == subagent_id)
-        .values(install_count=SubAgent.__table__.c.install_count)
-    )
+    begin_writing(session)
     return session.get(SubAgent, subagent_id, populate_existing=True)
 
 
