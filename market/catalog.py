@@ -12,14 +12,13 @@ import zlib
 from sqlalchemy import bindparam, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, func, select
 
 from market import bundles
 from market.access import can_view
 from market.auth import Principal
 from market.counters import lock_subagent, recount_forks
-from market.db import begin_writing, insert_unless_exists
+from market.db import insert_unless_exists
 from market.errors import Conflict, Forbidden, NotFound, Unprocessable
 from market.models import (
     BundleBlob,
@@ -379,6 +378,9 @@ def publish_version(
         if not can_view(viewer_for(publisher), subagent):
             raise NotFound(f"No sub-agent {subagent.id}.")
         raise Forbidden("Only the author publishes new versions of a sub-agent.")
+    # Versions of one sub-agent take turns: whether these bytes are a version already, and
+    # the next number, are read once the previous publish has committed.
+    subagent = lock_subagent(session, subagent.id)
     if subagent.status == "quarantined":
         raise Conflict("A quarantined sub-agent takes no new versions.")
     existing = session.exec(
@@ -393,22 +395,7 @@ def publish_version(
         ).one()
         or 0
     ) + 1
-    begin_writing(session)
-    try:
-        with session.begin_nested():
-            version = _new_version(session, subagent, bundle, number, changelog)
-    except IntegrityError:
-        # A concurrent identical publish won the race: return what it stored.
-        session.refresh(subagent)
-        existing = session.exec(
-            select(Version).where(
-                Version.subagent_id == subagent.id, Version.sha256 == bundle.sha256
-            )
-        ).first()
-        if existing is None:
-            raise Conflict("Another version was published at the same moment; retry.") from None
-        return existing, False
-    return version, True
+    return _new_version(session, subagent, bundle, number, changelog), True
 
 
 # ---- edits and moderation --------------------------------------------------------------

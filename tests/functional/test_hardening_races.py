@@ -18,7 +18,7 @@ from sqlalchemy import func, select
 
 from feedback.models import Feedback
 from market.db import session_scope
-from market.models import ForkRequest, Install, Report, SubAgent
+from market.models import ForkRequest, Install, Report, SubAgent, Version
 from tests.factories import bundle, fork, make_user, publish
 
 API = "/api/v1"
@@ -229,3 +229,23 @@ def test_simultaneous_forks_count_every_one(app, client, engine, alice):
     codes = _race(app, requests)
     assert Counter(codes) == {201: N}
     assert _counters(engine, root["id"])[1] == N == len(_anonymous_fork_ids(client, root["id"]))
+
+
+# ---- versions published at once --------------------------------------------------------
+
+
+def test_simultaneous_versions_are_all_published_with_their_own_numbers(app, client, engine, alice):
+    root = publish(client, alice)
+    path = f"{API}/subagents/{root['id']}/versions"
+    distinct = [
+        ("POST", path, {"json": {"bundle": bundle(f"v{i}")}, "headers": alice.headers})
+        for i in range(N)
+    ]
+    assert _race(app, distinct) == [201] * N
+    same = {"json": {"bundle": bundle("the same")}, "headers": alice.headers}
+    assert _first_then_repeats(_race(app, [("POST", path, same)] * N))
+    with session_scope(engine) as session:
+        numbers = session.execute(
+            select(Version.number).where(Version.subagent_id == root["id"])
+        ).scalars()
+        assert sorted(numbers) == list(range(1, N + 3))

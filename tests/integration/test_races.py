@@ -393,7 +393,8 @@ def test_simultaneous_identical_fork_requests(server):
 # ---- publishes and forks ----------------------------------------------------------------
 
 
-def test_identical_publishes_make_one_subagent_and_one_version(server):
+def test_publishes_and_versions(server):
+    # Identical bytes at once: one sub-agent, then one version.
     body = listing("Publish Race")
     _first_then_repeats(race(server, [Call(server.author, "POST", "/subagents", body)] * CLIENTS))
     assert server.scalar("SELECT count(*) FROM subagent WHERE title = 'Publish Race'") == 1
@@ -405,6 +406,19 @@ def test_identical_publishes_make_one_subagent_and_one_version(server):
         "SELECT count(*) FROM subagent_version WHERE subagent_id = :i", i=subagent_id
     )
     assert versions == 2
+    # Different versions at once: each published, numbered 3, 4, ... without a gap or a clash.
+    distinct = [
+        Call(server.author, "POST", path, {"bundle": bundle(f"version {i}")})
+        for i in range(CLIENTS)
+    ]
+    assert _codes(race(server, distinct)) == [201] * CLIENTS
+    numbers = server.scalar(
+        "SELECT count(DISTINCT number) FROM subagent_version WHERE subagent_id = :i"
+        " AND number BETWEEN 1 AND :n",
+        i=subagent_id,
+        n=CLIENTS + 2,
+    )
+    assert numbers == CLIENTS + 2
 
 
 def test_simultaneous_forks(server):
