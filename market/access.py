@@ -80,6 +80,12 @@ def tree_visible(subagent, user_id):
     return or_(public, subagent.author_id == user_id)
 
 
+def counted_fork_clause(child):
+    """What a sub-agent's ``fork_count`` counts among its children (any alias of the table):
+    exactly the forks its fork list shows an anonymous viewer."""
+    return tree_visible(child, None)
+
+
 def hidden_among(session, viewer: Principal, ids) -> set[int]:
     """Which of these sub-agent ids the viewer may not see (to blank references to them)."""
     wanted = {i for i in ids if i is not None}

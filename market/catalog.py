@@ -9,10 +9,9 @@ from __future__ import annotations
 import json
 import zlib
 
-from sqlalchemy import bindparam, text, update
+from sqlalchemy import bindparam, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, func, select
 
 from market import bundles
@@ -26,6 +25,8 @@ from market.access import (
     may_inherit_listing,
 )
 from market.auth import Principal
+from market.counters import lock_subagent, recount_forks
+from market.db import insert_unless_exists
 from market.errors import Conflict, Forbidden, NotFound, Unprocessable
 from market.models import (
     BundleBlob,
@@ -244,18 +245,13 @@ def _set_tags(session: Session, subagent: SubAgent, tags: list[str]) -> None:
 
 def _create_subagent(session: Session, subagent: SubAgent) -> tuple[SubAgent, bool]:
     """Insert, or return the one a previous identical request made. (row, created)."""
-    try:
-        with session.begin_nested():
-            session.add(subagent)
-            session.flush()
-    except IntegrityError:
-        existing = session.exec(
+    return insert_unless_exists(
+        session,
+        subagent,
+        lambda: session.exec(
             select(SubAgent).where(SubAgent.dedupe_key == subagent.dedupe_key)
-        ).first()
-        if existing is None:
-            raise
-        return existing, False
-    return subagent, True
+        ).first(),
+    )
 
 
 # ---- publish and fork ------------------------------------------------------------------
@@ -351,6 +347,9 @@ def fork(
     """Fork ``parent`` (which the publisher must be able to see) into a new sub-agent."""
     if not can_view(viewer_for(publisher), parent):
         raise NotFound(f"No sub-agent {parent.id}.")
+    # Forks of one parent take turns (its fork_count is recounted below, and a queued request
+    # is fulfilled once), each reading what the previous one committed.
+    parent = lock_subagent(session, parent.id)
     if parent.status == "quarantined":
         raise Conflict("A quarantined sub-agent cannot be forked.")
     parent_version = get_version(session, parent, parent_version_id)
@@ -396,8 +395,7 @@ def fork(
     _set_tags(session, child, list(tags))
     version = _new_version(session, child, bundle, 1, "")
     version.created_at = now
-    if visibility != "private":
-        _bump(session, parent.id, fork_count=1)
+    recount_forks(session, parent.id)
     if request is not None:
         request.status = "fulfilled"
         request.fulfilled_by_id = child.id
@@ -413,6 +411,9 @@ def publish_version(
         if not can_view(viewer_for(publisher), subagent):
             raise NotFound(f"No sub-agent {subagent.id}.")
         raise Forbidden("Only the author publishes new versions of a sub-agent.")
+    # Versions of one sub-agent take turns: whether these bytes are a version already, and
+    # the next number, are read once the previous publish has committed.
+    subagent = lock_subagent(session, subagent.id)
     if subagent.status == "quarantined":
         raise Conflict("A quarantined sub-agent takes no new versions.")
     existing = session.exec(
@@ -427,26 +428,7 @@ def publish_version(
         ).one()
         or 0
     ) + 1
-    try:
-        with session.begin_nested():
-            version = _new_version(session, subagent, bundle, number, changelog)
-    except IntegrityError:
-        # A concurrent identical publish won the race: return what it stored.
-        session.refresh(subagent)
-        existing = session.exec(
-            select(Version).where(
-                Version.subagent_id == subagent.id, Version.sha256 == bundle.sha256
-            )
-        ).first()
-        if existing is None:
-            raise Conflict("Another version was published at the same moment; retry.") from None
-        return existing, False
-    return version, True
-
-
-def _bump(session: Session, subagent_id: int, **deltas: int) -> None:
-    values = {name: getattr(SubAgent, name) + delta for name, delta in deltas.items()}
-    session.exec(update(SubAgent).where(SubAgent.id == subagent_id).values(**values))
+    return _new_version(session, subagent, bundle, number, changelog), True
 
 
 # ---- edits and moderation --------------------------------------------------------------
@@ -457,18 +439,22 @@ def update_listing(session: Session, caller: Principal, subagent: SubAgent, chan
         raise Forbidden("Only the author edits a sub-agent's listing.")
     mark_catalog_changed(session)
     tags = changes.pop("tags", None)
-    old_visibility = subagent.visibility
     for name, value in changes.items():
         if value is not None:
             setattr(subagent, name, str(value))
     if tags is not None:
         _set_tags(session, subagent, tags)
-    if subagent.parent_id is not None and (old_visibility == "private") != (
-        subagent.visibility == "private"
-    ):
-        _bump(session, subagent.parent_id, fork_count=1 if old_visibility == "private" else -1)
     subagent.updated_at = utcnow()
     session.add(subagent)
+    if changes.get("visibility") is not None:
+        _recount_parent_forks(session, subagent)
+
+
+def _recount_parent_forks(session: Session, subagent: SubAgent) -> None:
+    """After a fork's visibility or status changed: whether its parent counts it may have."""
+    if subagent.parent_id is not None:
+        lock_subagent(session, subagent.parent_id)
+        recount_forks(session, subagent.parent_id)
 
 
 def yank(
@@ -487,6 +473,7 @@ def yank(
     subagent.status, subagent.status_reason = "yanked", reason
     subagent.updated_at = utcnow()
     session.add(subagent)
+    _recount_parent_forks(session, subagent)
 
 
 def quarantine(
@@ -499,6 +486,7 @@ def quarantine(
     subagent.status_reason = None if lift else reason
     subagent.updated_at = utcnow()
     session.add(subagent)
+    _recount_parent_forks(session, subagent)
     if not lift:
         for report in session.exec(
             select(Report).where(Report.subagent_id == subagent.id, Report.status == "open")
@@ -511,14 +499,16 @@ def report(
     session: Session, caller: Principal, subagent: SubAgent, reason: str, detail: str
 ) -> tuple[Report, bool]:
     caller.require()
-    existing = session.exec(
-        select(Report).where(
-            Report.subagent_id == subagent.id, Report.reporter_id == caller.user_id
-        )
-    ).first()
+
+    def filed() -> Report | None:
+        return session.exec(
+            select(Report).where(
+                Report.subagent_id == subagent.id, Report.reporter_id == caller.user_id
+            )
+        ).first()
+
+    existing = filed()
     if existing is not None:
         return existing, False
     row = Report(subagent_id=subagent.id, reporter_id=caller.user_id, reason=reason, detail=detail)
-    session.add(row)
-    session.flush()
-    return row, True
+    return insert_unless_exists(session, row, filed)

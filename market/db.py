@@ -13,6 +13,7 @@ from pathlib import Path
 
 from sqlalchemy import ARRAY, Engine, Integer, any_, bindparam, create_engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 
@@ -68,6 +69,42 @@ def session_scope(engine: Engine) -> Iterator[Session]:
         raise
     finally:
         session.close()
+
+
+def begin_writing(session: Session) -> None:
+    """On SQLite, make this transaction the writer now, waiting for the write lock as long as
+    the busy timeout allows; nothing on PostgreSQL, which locks rows where they are written.
+
+    SQLite has one writer at a time and its driver opens a transaction only at the first
+    INSERT, UPDATE or DELETE. Without this, a savepoint opened before that becomes the
+    transaction itself, and releasing it commits half a write; and a write whose statement
+    reads first (the full-text index trigger of ``subagent`` does) fails at once with
+    "database is locked" when another writer holds the lock, instead of waiting its turn."""
+    connection = session.connection()
+    if connection.dialect.name != "sqlite":
+        return
+    if not connection.connection.dbapi_connection.in_transaction:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def insert_unless_exists(session: Session, row, find):
+    """Insert ``row``, or return the row a concurrent request inserted first under the same
+    unique key: ``(row, True)`` or ``(existing, False)``, as a repeated request would get.
+
+    The insert runs in a savepoint, so its unique violation leaves the transaction usable.
+    Both databases report the violation only once the other transaction has committed, so
+    ``find`` (a read of the row by that key) then sees its row."""
+    begin_writing(session)
+    try:
+        with session.begin_nested():
+            session.add(row)
+            session.flush()
+    except IntegrityError:
+        existing = find()
+        if existing is None:
+            raise
+        return existing, False
+    return row, True
 
 
 def id_in(session: Session, column, ids):

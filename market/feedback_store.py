@@ -44,8 +44,8 @@ from feedback.models import (
     RollupDirty,
     UsageEvent,
 )
-from market.access import may_use, tree_visible
-from market.db import id_in
+from market.access import counted_fork_clause, may_use, tree_visible
+from market.db import id_in, insert_unless_exists
 from market.models import Install, SubAgent, User, Version, utcnow
 
 
@@ -342,37 +342,47 @@ def record_feedback(
 ) -> tuple[Feedback, bool]:
     """One rating per user and version; rating again replaces it. Returns (row, created)."""
     now = now or utcnow()
-    existing = session.execute(
-        select(Feedback).where(Feedback.user_id == user_id, Feedback.version_id == version.id)
+    existing = _rating_of(session, user_id, version.id)
+    if existing is None:
+        row, created = insert_unless_exists(
+            session,
+            Feedback(
+                user_id=user_id,
+                subagent_id=subagent.id,
+                version_id=version.id,
+                client_id=client_id,
+                scale=scale,
+                rating=rating,
+                comment=comment,
+                tags=tags,
+                exposure_id=exposure_id,
+                created_at=now,
+                updated_at=now,
+                updated_day=now.date(),
+            ),
+            lambda: _rating_of(session, user_id, version.id),
+        )
+        if created:
+            mark_dirty(session, [(subagent.id, now.date())])
+            return row, True
+        existing = row  # a concurrent first rating won: this one replaces it, as a retry would
+    mark_dirty(session, [(subagent.id, existing.updated_day), (subagent.id, now.date())])
+    existing.scale, existing.rating = scale, rating
+    existing.comment, existing.tags = comment, tags
+    existing.exposure_id = exposure_id or existing.exposure_id
+    existing.client_id = client_id
+    existing.updated_at = now
+    existing.updated_day = now.date()
+    session.add(existing)
+    return existing, False
+
+
+def _rating_of(session: Session, user_id: int, version_id: int) -> Feedback | None:
+    return session.execute(
+        select(Feedback)
+        .where(Feedback.user_id == user_id, Feedback.version_id == version_id)
+        .execution_options(populate_existing=True)
     ).scalar_one_or_none()
-    if existing is not None:
-        mark_dirty(session, [(subagent.id, existing.updated_day), (subagent.id, now.date())])
-        existing.scale, existing.rating = scale, rating
-        existing.comment, existing.tags = comment, tags
-        existing.exposure_id = exposure_id or existing.exposure_id
-        existing.client_id = client_id
-        existing.updated_at = now
-        existing.updated_day = now.date()
-        session.add(existing)
-        return existing, False
-    row = Feedback(
-        user_id=user_id,
-        subagent_id=subagent.id,
-        version_id=version.id,
-        client_id=client_id,
-        scale=scale,
-        rating=rating,
-        comment=comment,
-        tags=tags,
-        exposure_id=exposure_id,
-        created_at=now,
-        updated_at=now,
-        updated_day=now.date(),
-    )
-    session.add(row)
-    mark_dirty(session, [(subagent.id, now.date())])
-    session.flush()
-    return row, True
 
 
 def log_install(session: Session, user_id: int, subagent_id: int, action: str, at=None) -> None:
@@ -828,8 +838,7 @@ def lineage_stats(
             select(func.count(SubAgent.id)).where(
                 id_in(session, SubAgent.parent_id, own_ids),
                 SubAgent.author_id != author_id,
-                SubAgent.visibility == "public",
-                SubAgent.status.in_(("active", "yanked")),
+                counted_fork_clause(SubAgent),
             )
         ).scalar_one()
     flows = credit.credit_to_ancestors({n: a for n, (a, _) in below.items()}, usage)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from sqlalchemy import and_, update
+from sqlalchemy import and_
 from sqlmodel import Session, select
 
 from market.access import can_view, sees_every_fork_request, viewable_clause
 from market.auth import Principal
 from market.catalog import get_version
+from market.counters import count_install_change, lock_subagent
 from market.errors import Conflict, Forbidden
 from market.feedback_store import log_install
 from market.models import ForkRequest, Install, SubAgent, User, utcnow
@@ -39,10 +40,12 @@ def install(
     exposure_id: str | None,
 ):
     caller.require("install")
+    # Installs of one sub-agent take turns: the install row read below is what the previous
+    # request committed, so concurrent first installs make one row and one 201, and only the
+    # request that turns the install on counts it.
+    subagent = lock_subagent(session, subagent.id)
     version = get_version(session, subagent, version_id)
-    existing = session.exec(
-        select(Install).where(Install.user_id == caller.user_id, Install.subagent_id == subagent.id)
-    ).first()
+    existing = _install_row(session, caller.user_id, subagent.id)
     already_has_version = existing is not None and existing.version_id == version.id
     is_author = subagent.author_id == caller.user_id
     if subagent.status == "quarantined":
@@ -65,45 +68,40 @@ def install(
             exposure_id=exposure_id,
             granted_scopes=scopes,
         )
-        session.add(existing)
-        session.flush()
-        _count(session, subagent.id, +1)
-        log_install(session, caller.user_id, subagent.id, "install", now)
         created = True
     else:
         created = not existing.active
-        if created:
-            _count(session, subagent.id, +1)
-            log_install(session, caller.user_id, subagent.id, "install", now)
         existing.active = True
         existing.version_id = version.id
         existing.granted_scopes = scopes
         existing.updated_at = now
-        session.add(existing)
+    session.add(existing)
+    if created:
+        count_install_change(session, subagent.id, +1)
+        log_install(session, caller.user_id, subagent.id, "install", now)
     return install_out(existing, new_scopes), created
 
 
 def uninstall(session: Session, caller: Principal, subagent: SubAgent) -> bool:
     caller.require("install")
-    existing = session.exec(
-        select(Install).where(Install.user_id == caller.user_id, Install.subagent_id == subagent.id)
-    ).first()
+    lock_subagent(session, subagent.id)  # see install()
+    existing = _install_row(session, caller.user_id, subagent.id)
     if existing is None or not existing.active:
         return False
     existing.active = False
     existing.updated_at = utcnow()
     session.add(existing)
-    _count(session, subagent.id, -1)
+    count_install_change(session, subagent.id, -1)
     log_install(session, caller.user_id, subagent.id, "uninstall", existing.updated_at)
     return True
 
 
-def _count(session: Session, subagent_id: int, delta: int) -> None:
-    session.exec(
-        update(SubAgent)
-        .where(SubAgent.id == subagent_id)
-        .values(install_count=SubAgent.install_count + delta)
-    )
+def _install_row(session: Session, user_id: int, subagent_id: int) -> Install | None:
+    return session.exec(
+        select(Install)
+        .where(Install.user_id == user_id, Install.subagent_id == subagent_id)
+        .execution_options(populate_existing=True)
+    ).first()
 
 
 def my_installs(session: Session, caller: Principal, *, limit: int, cursor: str | None):
@@ -131,6 +129,9 @@ def my_installs(session: Session, caller: Principal, *, limit: int, cursor: str 
 def request_fork(session: Session, caller: Principal, subagent: SubAgent, text: str):
     caller.require("request")
     text = text.strip()
+    # Requests for one sub-agent take turns, so concurrent identical requests find the first
+    # one's row instead of each adding their own (there is no unique key on the text).
+    subagent = lock_subagent(session, subagent.id)
     existing = session.exec(
         select(ForkRequest).where(
             ForkRequest.subagent_id == subagent.id,

@@ -1,8 +1,8 @@
 """Nightly jobs: repairing denormalized counters, and forgetting old request text.
 
-``install_count`` and ``fork_count`` are kept in step by the write paths with atomic
-increments; a nightly recount from the source rows catches any drift (a crash between
-statements cannot cause one, since both happen in one transaction, but manual fixes can).
+``install_count`` and ``fork_count`` are kept exact by every write that changes them
+(``market.counters``); a nightly recount with the same definitions catches any drift left by
+manual fixes of the rows.
 """
 
 from __future__ import annotations
@@ -13,21 +13,13 @@ from sqlalchemy import bindparam, func, select, text, update
 from sqlmodel import Session
 
 from evolution.models import Exposure
-from market.models import Install, SubAgent
+from market.counters import active_installs, counted_forks
+from market.models import SubAgent
 
 
 def recount_counters(session: Session) -> dict:
-    installs = (
-        select(func.count(Install.id))
-        .where(Install.subagent_id == SubAgent.id, Install.active)
-        .scalar_subquery()
-    )
-    child = SubAgent.__table__.alias("child")
-    forks = (
-        select(func.count(child.c.id))
-        .where(child.c.parent_id == SubAgent.id, child.c.visibility != "private")
-        .scalar_subquery()
-    )
+    installs = active_installs(SubAgent.id)
+    forks = counted_forks(SubAgent.id)
     drifted = session.execute(
         select(func.count(SubAgent.id)).where(
             (SubAgent.install_count != installs) | (SubAgent.fork_count != forks)
