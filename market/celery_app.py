@@ -50,6 +50,10 @@ def celery_config(settings: Settings) -> dict:
                 "task": "sprig.forget_old_contexts",
                 "schedule": crontab(minute=47, hour=3),
             },
+            "delete-dead-web-sessions": {
+                "task": "sprig.delete_dead_web_sessions",
+                "schedule": crontab(minute=7, hour=4),
+            },
         },
     }
 

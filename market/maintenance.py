@@ -1,4 +1,5 @@
-"""Nightly jobs: repairing denormalized counters, and forgetting old request text.
+"""Nightly jobs: repairing denormalized counters, forgetting old request text, and deleting
+web sessions that signed no one in any more.
 
 ``install_count`` and ``fork_count`` are kept exact by every write that changes them
 (``market.counters``); a nightly recount with the same definitions catches any drift left by
@@ -9,12 +10,12 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import bindparam, func, select, text, update
+from sqlalchemy import bindparam, delete, func, or_, select, text, update
 from sqlmodel import Session
 
 from evolution.models import Exposure
 from market.counters import active_installs, counted_forks
-from market.models import SubAgent
+from market.models import SubAgent, WebSession
 
 
 def recount_counters(session: Session) -> dict:
@@ -58,3 +59,13 @@ def forget_old_contexts(session: Session, now: datetime, keep_days: int) -> dict
     )
     erased = session.execute(statement, {"cutoff": cutoff}).rowcount
     return {"erased": erased, "before": cutoff.isoformat()}
+
+
+def delete_dead_web_sessions(session: Session, now: datetime) -> dict:
+    """Delete the rows of web sessions that were signed out or ran out: they sign no one in
+    again (a missing row and an ended one are refused alike), and each keeps who signed in
+    from which token and when."""
+    deleted = session.execute(
+        delete(WebSession).where(or_(WebSession.ended_at.is_not(None), WebSession.expires_at < now))
+    ).rowcount
+    return {"deleted": deleted}

@@ -9,7 +9,7 @@ from market.celery_app import celery
 from market.config import load_settings
 from market.db import make_engine, session_scope
 from market.feedback_store import run_rollup
-from market.maintenance import forget_old_contexts, recount_counters
+from market.maintenance import delete_dead_web_sessions, forget_old_contexts, recount_counters
 from market.ranking import run_ranking
 from market.reward_exports import execute_run
 
@@ -31,6 +31,12 @@ def forget_old_contexts_task() -> dict:
     keep_days = load_settings().context_retention_days
     with session_scope(_engine()) as session:
         return forget_old_contexts(session, utcnow(), keep_days)
+
+
+@celery.task(name="sprig.delete_dead_web_sessions")
+def delete_dead_web_sessions_task() -> dict:
+    with session_scope(_engine()) as session:
+        return delete_dead_web_sessions(session, utcnow())
 
 
 @celery.task(name="sprig.rollup")

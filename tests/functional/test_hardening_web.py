@@ -11,6 +11,7 @@ import pytest
 from sqlmodel import select, update
 
 from market.db import session_scope
+from market.maintenance import delete_dead_web_sessions
 from market.models import Install, WebSession, utcnow
 from tests.factories import FRAMED, bundle, make_user, publish
 
@@ -144,6 +145,30 @@ def test_signing_in_again_ends_the_browsers_previous_session(app, client, engine
     sign_in(client, make_user(engine, "carol"))
     assert browser_with(app, copied).get("/me/installs").status_code == 302
     assert client.get("/me/installs").status_code == 200
+
+
+def test_the_nightly_job_deletes_ended_and_expired_sessions_and_keeps_live_ones(
+    app, client, engine, bob
+):
+    sign_in(client, bob)
+    ended = copy_of_cookie(client)
+    sign_in(client, bob)  # ends the first session, starts a second one
+    live = copy_of_cookie(client)
+    expiring = app.test_client()
+    sign_in(expiring, bob)
+    with session_scope(engine) as session:
+        rows = session.exec(select(WebSession).order_by(WebSession.id)).all()
+        assert [row.ended_at is None for row in rows] == [False, True, True]
+        rows[2].expires_at = utcnow() - timedelta(seconds=1)
+        session.add(rows[2])
+    with session_scope(engine) as session:
+        assert delete_dead_web_sessions(session, utcnow()) == {"deleted": 2}
+    with session_scope(engine) as session:
+        assert session.exec(select(WebSession.id)).all() == [rows[1].id]
+        assert delete_dead_web_sessions(session, utcnow()) == {"deleted": 0}
+    assert browser_with(app, live).get("/me/installs").status_code == 200
+    for dead in (ended, expiring.get_cookie(COOKIE).value):
+        assert browser_with(app, dead).get("/me/installs").status_code == 302
 
 
 def test_the_cookie_holds_a_key_the_table_keeps_only_hashed(app, client, engine, bob):

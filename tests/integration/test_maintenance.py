@@ -75,3 +75,4 @@ def test_the_nightly_erasure_is_scheduled():
 
     schedule = celery_config(Settings())["beat_schedule"]
     assert schedule["forget-old-exposure-contexts"]["task"] == "sprig.forget_old_contexts"
+    assert schedule["delete-dead-web-sessions"]["task"] == "sprig.delete_dead_web_sessions"
