@@ -15,6 +15,8 @@ from typing import NamedTuple
 
 import orjson
 
+from feedback.json_limits import first_unstorable
+
 EVENT_KINDS = frozenset({"open", "action", "session_end", "error", "uninstall"})
 MAX_BATCH_EVENTS = 1000
 MAX_PROPERTIES_BYTES = 1024
@@ -92,11 +94,22 @@ def _timestamp(value: object) -> datetime | None:
     return parsed.astimezone(UTC)
 
 
-def _properties_size(properties: dict) -> int:
+def _properties_problem(properties: dict) -> str | None:
+    """Why an event's properties cannot be stored (too big, or text a database refuses)."""
     try:
-        return len(orjson.dumps(properties))
-    except TypeError:  # integers beyond 64 bits: measure them the slow way
-        return len(json.dumps(properties, separators=(",", ":")).encode())
+        data = orjson.dumps(properties)
+    except TypeError:  # integers beyond 64 bits, or a lone surrogate: measured the slow way
+        data = None
+    # orjson writes NUL as the escape \u0000, so properties without one skip the walk.
+    if data is None or b"\\u0000" in data:
+        found = first_unstorable(properties, "properties")
+        if found is not None:
+            return " ".join(found)
+    if data is None:
+        data = json.dumps(properties, separators=(",", ":")).encode()
+    if len(data) > MAX_PROPERTIES_BYTES:
+        return f"properties exceed {MAX_PROPERTIES_BYTES} bytes"
+    return None
 
 
 def parse_event(index: int, raw: object, now: datetime) -> EventRow | Rejection:
@@ -138,8 +151,9 @@ def parse_event(index: int, raw: object, now: datetime) -> EventRow | Rejection:
     properties = raw.get("properties") or {}
     if properties.__class__ is not dict:
         return Rejection(index, event_id, "properties must be an object")
-    if properties and _properties_size(properties) > MAX_PROPERTIES_BYTES:
-        return Rejection(index, event_id, f"properties exceed {MAX_PROPERTIES_BYTES} bytes")
+    problem = _properties_problem(properties) if properties else None
+    if problem is not None:
+        return Rejection(index, event_id, problem)
     exposure_id = raw.get("exposure_id")
     if exposure_id is not None:
         exposure_id = canonical_uuid(exposure_id)

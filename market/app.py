@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import logging
+import re
 
 from apiflask import APIFlask
 from flask import g, request
@@ -11,8 +14,35 @@ from flask import g, request
 from market import problems
 from market.config import Settings, load_settings
 from market.db import is_sqlite, make_engine
+from market.errors import UriTooLong
 
 API_PREFIX = "/api/v1"
+DOCS_PATH = f"{API_PREFIX}/docs"
+# The longest URL (path and query) served. gunicorn's own request-line limit sits above it
+# (market/gunicorn_conf.py), so an over-long URL gets this app's problem, not gunicorn's page.
+MAX_URL_BYTES = 4096
+# Everything but pages (which set their own) and the API docs: nothing may load or run.
+DEFAULT_CSP = "default-src 'none'; frame-ancestors 'none'"
+_INLINE = {
+    kind: re.compile(rb"<%b>(.*?)</%b>" % (kind, kind), re.S) for kind in (b"script", b"style")
+}
+
+
+def docs_csp(html: bytes) -> str:
+    """The API docs page: the vendored Swagger UI files, its own inline script and style
+    (allowed by their hashes, so nothing injected runs), and fetching the document."""
+
+    def hashes(kind: bytes) -> str:
+        return " ".join(
+            f"'sha256-{base64.b64encode(hashlib.sha256(code).digest()).decode()}'"
+            for code in _INLINE[kind].findall(html)
+        )
+
+    return (
+        f"default-src 'none'; script-src 'self' {hashes(b'script')}; "
+        f"style-src 'self' {hashes(b'style')}; img-src 'self' data:; connect-src 'self'; "
+        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    )
 
 
 def create_app(config: dict | Settings | None = None) -> APIFlask:
@@ -22,7 +52,7 @@ def create_app(config: dict | Settings | None = None) -> APIFlask:
         title="Sprig API",
         version="1",
         spec_path=f"{API_PREFIX}/openapi.json",
-        docs_path=f"{API_PREFIX}/docs",
+        docs_path=DOCS_PATH,
         static_folder="web/static",
         static_url_path="/static",
     )
@@ -59,12 +89,20 @@ def create_app(config: dict | Settings | None = None) -> APIFlask:
     )
     logging.getLogger("market").setLevel(settings.log_level)
 
+    @app.before_request
+    def _refuse_long_urls():
+        target = request.environ.get("RAW_URI") or request.full_path
+        if len(target) > MAX_URL_BYTES:
+            raise UriTooLong(f"The URL is {len(target)} bytes long; at most {MAX_URL_BYTES}.")
+
     if settings.read_cache_seconds > 0 and not is_sqlite(settings.database_url):
         install_read_cache(app, settings)
 
     from market.api import register_api
+    from market.api.deps import JsonBodyRequest
 
     register_api(app, API_PREFIX)
+    app.request_class = JsonBodyRequest
     problems.install(app)
 
     from market.web import register_web
@@ -85,10 +123,9 @@ def create_app(config: dict | Settings | None = None) -> APIFlask:
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
         response.headers.setdefault("Referrer-Policy", "strict-origin-when-cross-origin")
         response.headers.setdefault("X-Frame-Options", "DENY")
-        if request.path.startswith(API_PREFIX) and not request.path.endswith("/docs"):
-            response.headers.setdefault(
-                "Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'"
-            )
+        if request.path == DOCS_PATH and response.status_code == 200:
+            response.headers.setdefault("Content-Security-Policy", docs_csp(response.get_data()))
+        response.headers.setdefault("Content-Security-Policy", DEFAULT_CSP)
         return response
 
     return app

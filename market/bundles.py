@@ -32,6 +32,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+from feedback.json_limits import MAX_JSON_DEPTH, first_unstorable, nesting_exceeds
+
 __all__ = [
     "MAX_BUNDLE_BYTES",
     "MAX_COMPRESSION_RATIO",
@@ -82,6 +84,9 @@ MAX_NAME_CHARS = 80
 MAX_DESCRIPTION_CHARS = 500
 MAX_HOSTS = 20
 MAX_DATA_SCHEMA_BYTES = 32 * 1024
+# Nesting levels of a data_schema: deep enough for any real schema, and within the depth every
+# JSON input is held to wherever the manifest arrives (a request body, a zip's manifest.json).
+MAX_DATA_SCHEMA_DEPTH = 32
 MAX_DIFF_BYTES = 200 * 1024
 # A bundle can hold 200 files; without an overall cap one diff response could
 # reach 200 x MAX_DIFF_BYTES.
@@ -476,7 +481,8 @@ def _normalize_manifest(raw: object, files: Mapping[str, str]) -> tuple[dict[str
             unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in name
         ):
             errors.append(_err("bad_manifest", "manifest.name", "name contains control characters"))
-        out["name"] = name
+        else:
+            out["name"] = name
 
     entry = raw.get("entry")
     if entry is None:
@@ -561,14 +567,6 @@ def _normalize_manifest(raw: object, files: Mapping[str, str]) -> tuple[dict[str
                         f"(max {MAX_DESCRIPTION_CHARS})",
                     )
                 )
-            elif _has_surrogate(description) or "\x00" in description:
-                errors.append(
-                    _err(
-                        "bad_manifest",
-                        "manifest.description",
-                        "description contains invalid characters",
-                    )
-                )
             elif description:
                 out["description"] = description
 
@@ -609,9 +607,20 @@ def _normalize_manifest(raw: object, files: Mapping[str, str]) -> tuple[dict[str
                             f"data_schema is {size} bytes (max {MAX_DATA_SCHEMA_BYTES})",
                         )
                     )
+                elif nesting_exceeds(text, MAX_DATA_SCHEMA_DEPTH):
+                    errors.append(
+                        _err(
+                            "bad_manifest",
+                            "manifest.data_schema",
+                            f"data_schema nests more than {MAX_DATA_SCHEMA_DEPTH} levels deep",
+                        )
+                    )
                 else:
                     # Round trip detaches the caller's object and turns tuples into lists.
                     out["data_schema"] = json.loads(text)
+    unstorable = first_unstorable(out, "manifest")
+    if unstorable is not None:
+        errors.append(_err("bad_manifest", *unstorable))
     return out, errors
 
 
@@ -857,6 +866,13 @@ def _parse_manifest_json(data: bytes) -> object:
             "manifest.json is not UTF-8 text",
             errors=[_err("bad_manifest", MANIFEST_FILENAME, "not UTF-8 text")],
         ) from exc
+    if nesting_exceeds(text):
+        msg = f"nested more than {MAX_JSON_DEPTH} levels deep"
+        raise BundleError(
+            "bad_manifest",
+            f"{MANIFEST_FILENAME}: {msg}",
+            errors=[_err("bad_manifest", MANIFEST_FILENAME, msg)],
+        )
     try:
         return json.loads(text, object_pairs_hook=no_dupes, parse_constant=no_constants)
     except json.JSONDecodeError as exc:
@@ -866,8 +882,8 @@ def _parse_manifest_json(data: bytes) -> object:
             f"{loc}: invalid JSON ({exc.msg})",
             errors=[_err("bad_manifest", loc, f"invalid JSON: {exc.msg}")],
         ) from exc
-    except (ValueError, RecursionError) as exc:
-        msg = str(exc) if isinstance(exc, ValueError) else "nested too deeply"
+    except ValueError as exc:
+        msg = str(exc)
         raise BundleError(
             "bad_manifest",
             f"{MANIFEST_FILENAME}: {msg}",
@@ -1068,8 +1084,16 @@ def _manifest_strings(value: Any, path: str = "manifest") -> Iterator[tuple[str,
             yield from _manifest_strings(v, f"{path}[{i}]")
 
 
-def _targets(bundle: Bundle) -> Iterator[tuple[str, str, bool]]:
-    """(location prefix, text, has line numbers) for every scanned string."""
+def _targets(
+    bundle: Bundle | None, listing: Mapping[str, str] | None
+) -> Iterator[tuple[str, str, bool]]:
+    """(location prefix, text, has line numbers) for every scanned string: the listing's text
+    (title, summary, story, …, located by field name), then the bundle's manifest and files."""
+    for field, text in (listing or {}).items():
+        if text:
+            yield field, text, False
+    if bundle is None:
+        return
     for loc, s in _manifest_strings(bundle.manifest):
         yield loc, s, False
     for path, text in bundle.files.items():
@@ -1185,9 +1209,13 @@ def _personal_matcher(key: str, value: str) -> _Matcher | None:
     return _words_matcher(key, words)
 
 
-def find_personal_values(bundle: Bundle, values: Mapping[str, str | None]) -> list[Finding]:
+def find_personal_values(
+    bundle: Bundle | None,
+    values: Mapping[str, str | None],
+    listing: Mapping[str, str] | None = None,
+) -> list[Finding]:
     """Find the publisher's own profile values (email, phone, name, address, ...)
-    in file contents and manifest strings. A finding's ``kind`` is the key in
+    in file contents, manifest strings and ``listing`` texts. A finding's ``kind`` is the key in
     ``values``: emails match exactly, phones on their digits with separators,
     anything else as whole words with any whitespace between them."""
     matchers = [
@@ -1199,7 +1227,7 @@ def find_personal_values(bundle: Bundle, values: Mapping[str, str | None]) -> li
     if not matchers:
         return findings
     seen: set[tuple[str, str]] = set()
-    for prefix, text, numbered in _targets(bundle):
+    for prefix, text, numbered in _targets(bundle, listing):
         lines = _Lines(text) if numbered else None
         low: str | None = None
         compact: str | None = None
@@ -1337,10 +1365,11 @@ def _mixed_case_and_digit(token: str) -> bool:
     )
 
 
-def find_secrets(bundle: Bundle) -> list[Finding]:
-    """Find obvious credentials (see :data:`SECRET_KINDS`) in files and manifest strings."""
+def find_secrets(bundle: Bundle | None, listing: Mapping[str, str] | None = None) -> list[Finding]:
+    """Find obvious credentials (see :data:`SECRET_KINDS`) in files, manifest strings and
+    ``listing`` texts."""
     findings: list[Finding] = []
-    for prefix, text, numbered in _targets(bundle):
+    for prefix, text, numbered in _targets(bundle, listing):
         lines = _Lines(text) if numbered else None
         spans: list[tuple[int, int]] = []
         for kind, _label, regex, keep in _SECRET_PATTERNS:
@@ -1378,13 +1407,19 @@ _PERSONAL_LABELS = {
 }
 
 
-def check_publishable(bundle: Bundle, personal_values: Mapping[str, str | None]) -> None:
-    """Raise BundleError(422) if the bundle holds a secret or the publisher's personal data.
+def check_publishable(
+    bundle: Bundle | None,
+    personal_values: Mapping[str, str | None],
+    listing: Mapping[str, str] | None = None,
+) -> None:
+    """Raise BundleError(422) if the bundle, or the text published beside it (``listing``:
+    field name → text, such as the title, summary and story), holds a secret or the
+    publisher's personal data.
 
     Secrets take precedence for ``code``; ``errors`` lists every finding either way.
     """
-    secrets = find_secrets(bundle)
-    personal = find_personal_values(bundle, personal_values)
+    secrets = find_secrets(bundle, listing)
+    personal = find_personal_values(bundle, personal_values, listing)
     if not secrets and not personal:
         return
     errors = [

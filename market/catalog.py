@@ -186,9 +186,10 @@ def personal_values(user: User) -> dict[str, str | None]:
     }
 
 
-def checked_bundle(bundle: bundles.Bundle, publisher: User) -> bundles.Bundle:
-    bundles.check_publishable(bundle, personal_values(publisher))
-    return bundle
+def check_publishable(bundle: bundles.Bundle | None, publisher: User, **listing: str) -> None:
+    """Refuse a secret or the publisher's own details in the bundle or in the text published
+    with it (title, summary, story, changelog: ``listing``), with the same scanners."""
+    bundles.check_publishable(bundle, personal_values(publisher), listing)
 
 
 # ---- storing bundles -------------------------------------------------------------------
@@ -272,7 +273,7 @@ def publish(
 ) -> tuple[SubAgent, Version, bool]:
     """Publish a new root sub-agent. Identical bytes from the same author return the existing
     one (created=False)."""
-    checked_bundle(bundle, publisher)
+    check_publishable(bundle, publisher, title=title, summary=summary, story=story)
     now = created_at or utcnow()
     subagent, created = _create_subagent(
         session,
@@ -363,7 +364,7 @@ def fork(
             )
         if request.status != "open":
             raise Conflict(f"Fork request {fork_request_id} is already {request.status}.")
-    checked_bundle(bundle, publisher)
+    check_publishable(bundle, publisher, title=title, summary=summary, story=story)
     now = created_at or utcnow()
     ancestry = f"{parent.ancestry}/{parent.id}" if parent.ancestry else str(parent.id)
     child, created = _create_subagent(
@@ -421,7 +422,7 @@ def publish_version(
     ).first()
     if existing is not None:
         return existing, False
-    checked_bundle(bundle, publisher)
+    check_publishable(bundle, publisher, changelog=changelog)
     number = (
         session.exec(
             select(func.max(Version.number)).where(Version.subagent_id == subagent.id)
@@ -437,6 +438,8 @@ def publish_version(
 def update_listing(session: Session, caller: Principal, subagent: SubAgent, changes: dict) -> None:
     if subagent.author_id != caller.user_id:
         raise Forbidden("Only the author edits a sub-agent's listing.")
+    text = {name: changes[name] for name in ("title", "summary", "story") if changes.get(name)}
+    check_publishable(None, session.get(User, subagent.author_id), **text)
     mark_catalog_changed(session)
     tags = changes.pop("tags", None)
     for name, value in changes.items():

@@ -44,3 +44,11 @@ class Unprocessable(SprigError):
 
 class ServiceUnavailable(SprigError):
     status, title = 503, "Service unavailable"
+
+
+class UriTooLong(SprigError):
+    status, title = 414, "URI too long"
+
+
+class UnsupportedMediaType(SprigError):
+    status, title = 415, "Unsupported media type"

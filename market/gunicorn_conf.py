@@ -10,6 +10,9 @@ timeout = 30
 graceful_timeout = 10
 accesslog = os.environ.get("SPRIG_ACCESS_LOG") or None
 errorlog = "-"
+# gunicorn answers a request line over this with its own HTML page; the app refuses URLs over
+# 4 KiB itself (market.app.MAX_URL_BYTES) with a problem document, so this sits above that.
+limit_request_line = 8190
 # gunicorn's control socket defaults to one path per user; several servers on a host (tests,
 # benchmarks) would overwrite each other's. Sprig does not use it.
 control_socket_disable = True

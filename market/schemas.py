@@ -22,6 +22,8 @@ from pydantic import (
     model_validator,
 )
 
+from feedback.json_limits import first_unstorable
+
 CATEGORIES = (
     "diet",
     "hydration",
@@ -120,12 +122,14 @@ class StrictInput(BaseModel):
 
     @field_validator("*", mode="after")
     @classmethod
-    def _no_nul(cls, value):
-        # PostgreSQL text cannot hold NUL; refuse it here rather than fail at the database.
-        if isinstance(value, str) and "\x00" in value:
-            raise ValueError("must not contain NUL characters")
-        if isinstance(value, list) and any(isinstance(v, str) and "\x00" in v for v in value):
-            raise ValueError("must not contain NUL characters")
+    def _storable(cls, value):
+        # Text a database cannot store (NUL, lone surrogates): a 422 naming the field rather
+        # than a failure at the database. Free-form objects (a bundle's manifest and files)
+        # are the bundle checks' to judge, in either wire format (market.bundles).
+        found = first_unstorable(value) if isinstance(value, str | list) else None
+        if found is not None:
+            where, reason = found
+            raise ValueError(f"{where} {reason}" if where else reason)
         return value
 
 

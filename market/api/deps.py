@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from flask import current_app, g, request
+import orjson
+from flask import Request, current_app, g, request
 from pydantic import BaseModel, ValidationError
 from sqlmodel import Session
 
+from feedback.json_limits import MAX_JSON_DEPTH, nesting_exceeds
 from market import bundles
 from market import feedback_store as usage
 from market.auth import ANONYMOUS, Principal, principal_for_token
 from market.catalog import commit_catalog_write
 from market.db import session_scope
-from market.errors import BadRequest, Unauthorized, Unprocessable
+from market.errors import BadRequest, Unauthorized, Unprocessable, UnsupportedMediaType
 
 
 def db() -> Session:
@@ -55,6 +58,50 @@ def fresh_rollups() -> None:
         usage.run_rollup(session)
 
 
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_json(raw: bytes | str, what: str = "The body") -> Any:
+    """A JSON request body (or a JSON form field), the one way every endpoint reads one: its
+    depth is checked on the raw text before a parser recurses into it, and ``null`` is refused
+    (APIFlask would read it as an empty object)."""
+    if nesting_exceeds(raw):
+        raise BadRequest(f"{what} nests arrays and objects more than {MAX_JSON_DEPTH} deep.")
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        # orjson refuses lone surrogates and integers beyond 64 bits; Python's parser reads
+        # them, so the models can refuse such a value naming its field (and an event alone).
+        try:
+            value = json.loads(raw, parse_constant=_not_json)
+        except ValueError as error:
+            raise BadRequest(f"{what} is not valid JSON ({error}).") from None
+    if value is None:
+        raise BadRequest(f"{what} is JSON `null`; send an object.")
+    return value
+
+
+class JsonBodyRequest(Request):
+    """The request class: APIFlask's body inputs and the publish bodies read JSON through
+    ``get_json``, so this is where a body must say it is JSON (whatever ``force`` asks) and
+    goes through :func:`parse_json`. A problem is always raised (``silent`` is not honoured)."""
+
+    def get_json(self, force: bool = False, silent: bool = False, cache: bool = True) -> Any:
+        return self.json_body(self.get_data(cache=cache))
+
+    def json_body(self, data: bytes) -> Any:
+        """``data``, the body this request carried (read here or, capped, by the caller)."""
+        if not data:
+            raise BadRequest("A JSON body is required.")
+        if not self.is_json:
+            raise UnsupportedMediaType(
+                "Send the body as `application/json`.",
+                errors=[{"location": "headers.Content-Type", "message": "unsupported"}],
+            )
+        return parse_json(data)
+
+
 def _pydantic_errors(error: ValidationError, prefix: str) -> list[dict]:
     return [
         {
@@ -84,11 +131,7 @@ def read_body_with_bundle(model: type[BaseModel]) -> tuple[BaseModel, bundles.Bu
                 "Multipart uploads carry a `metadata` field with the JSON listing.",
                 errors=[{"location": "form.metadata", "message": "missing"}],
             )
-        try:
-            data = json.loads(raw)
-        except ValueError:
-            raise BadRequest("The `metadata` field is not valid JSON.") from None
-        body = parse_model(model, data, "form.metadata")
+        body = parse_model(model, parse_json(raw, "The `metadata` field"), "form.metadata")
         upload = request.files.get("bundle")
         if upload is None:
             raise Unprocessable(
@@ -98,15 +141,12 @@ def read_body_with_bundle(model: type[BaseModel]) -> tuple[BaseModel, bundles.Bu
         if getattr(body, "bundle", None) is not None:
             raise Unprocessable("Send the bundle either as JSON or as a zip, not both.")
         return body, bundles.bundle_from_zip(upload.stream)
-    if request.mimetype != "application/json":
-        raise Unprocessable(
+    if request.get_data() and not request.is_json:
+        raise UnsupportedMediaType(
             "Send `application/json` or `multipart/form-data`.",
             errors=[{"location": "headers.Content-Type", "message": "unsupported"}],
         )
-    data = request.get_json(silent=True)
-    if data is None:
-        raise BadRequest("The body is not valid JSON.")
-    body = parse_model(model, data)
+    body = parse_model(model, request.get_json())
     if body.bundle is None:
         raise Unprocessable(
             "A bundle is required (JSON `bundle`, or a zip upload).",

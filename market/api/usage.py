@@ -67,10 +67,7 @@ def post_events():
     data = request.stream.read(MAX_BATCH_BYTES + 1)
     if len(data) > MAX_BATCH_BYTES:
         raise PayloadTooLarge("A batch is at most 1 MiB.")
-    try:
-        raw = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        raise BadRequest("The body is not valid JSON.") from None
+    raw = request.json_body(data)
     events = raw.get("events") if isinstance(raw, dict) else None
     if isinstance(events, list) and len(events) > 1000:
         raise PayloadTooLarge("A batch is at most 1,000 events.")
