@@ -102,7 +102,7 @@ def _roots() -> list[dict[str, Any]]:
 
 @dataclass(frozen=True)
 class Apps:
-    """The pieces of every generated app (see :func:`market.demo.content._render_js`)."""
+    """The pieces of every generated app (see :mod:`market.demo.render`)."""
 
     prelude_js: str
     bootstrap_js: str
