@@ -1,0 +1,3 @@
+resetFields();
+init();
+FEATURES.forEach((start) => start());
