@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import zipfile
 
 from apiflask import APIBlueprint
 from flask import current_app, send_file
@@ -170,23 +169,12 @@ def get_bundle(subagent_id: int, version_id: int, query: BundleQuery):
     bundle = catalog.load_bundle(session, version)
     if query.format == "zip":
         return send_file(
-            io.BytesIO(_zip(bundle)),
+            io.BytesIO(bundles.bundle_to_zip(bundle)),
             mimetype="application/zip",
             as_attachment=True,
             download_name=f"subagent-{subagent.id}-v{version.number}.zip",
         )
     return BundleOut(sha256=bundle.sha256, manifest=bundle.manifest, files=bundle.files)
-
-
-def _zip(bundle: bundles.Bundle) -> bytes:
-    import json
-
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr("manifest.json", json.dumps(bundle.manifest, indent=2, sort_keys=True))
-        for path, content in bundle.files.items():
-            archive.writestr(path, content)
-    return buffer.getvalue()
 
 
 @bp.post("/subagents/<int(max=2147483647):subagent_id>/forks")
