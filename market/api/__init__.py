@@ -42,6 +42,53 @@ def _forbid_nul(schema: dict) -> None:
             _forbid_nul(child)
 
 
+# OpenAPI links: where an answer's ids lead (clients and stateful fuzzers follow them).
+# source (path, method) → link name → (target path, method, parameters).
+_SUBAGENT = {"subagent_id": "$response.body#/id"}
+_SUBAGENT_LINKS = {
+    "GetSubAgent": ("/subagents/{subagent_id}", "get", _SUBAGENT),
+    "ListVersions": ("/subagents/{subagent_id}/versions", "get", _SUBAGENT),
+    "GetLineage": ("/subagents/{subagent_id}/lineage", "get", _SUBAGENT),
+    "Fork": ("/subagents/{subagent_id}/forks", "post", _SUBAGENT),
+    "Install": ("/subagents/{subagent_id}/install", "post", _SUBAGENT),
+    "GetLatestBundle": (
+        "/subagents/{subagent_id}/versions/{version_id}/bundle",
+        "get",
+        {**_SUBAGENT, "version_id": "$response.body#/latest_version/id"},
+    ),
+}
+LINKS = {
+    ("/subagents", "post"): _SUBAGENT_LINKS,
+    ("/subagents/{subagent_id}/forks", "post"): _SUBAGENT_LINKS,
+    ("/subagents/{subagent_id}/versions", "post"): {
+        "GetBundle": (
+            "/subagents/{subagent_id}/versions/{version_id}/bundle",
+            "get",
+            {
+                "subagent_id": "$request.path.subagent_id",
+                "version_id": "$response.body#/id",
+            },
+        ),
+    },
+    ("/exports", "post"): {
+        "GetExport": ("/exports/{run_id}", "get", {"run_id": "$response.body#/id"}),
+    },
+}
+# Operations with a per-client rate limit (a 429 with Retry-After).
+RATE_LIMITED = {("/events", "post")}
+# What an export file download really is, by the file's kind.
+EXPORT_FILE_TYPES = (
+    "application/vnd.apache.parquet",
+    "application/jsonl",
+    "text/markdown",
+    "application/json",
+)
+
+
+def _operation_ref(path: str, method: str) -> str:
+    return "#/paths/" + path.replace("~", "~0").replace("/", "~1") + "/" + method
+
+
 def complete_spec(spec: dict, prefix: str) -> dict:
     """Add what APIFlask leaves out: bodies parsed by hand (JSON or zip), bearer auth, the
     400/401/403/404/409/413 problems every operation may return."""
@@ -90,9 +137,10 @@ def complete_spec(spec: dict, prefix: str) -> dict:
             },
         }
     for name, schema in schemas.items():
-        if name.endswith("In"):  # request bodies only: responses may echo what was sent
+        # request bodies (and multipart metadata) only: responses may echo what was sent
+        if name.endswith(("In", "InMetadata")):
             _forbid_nul(schema)
-    for path_item in spec["paths"].values():
+    for path, path_item in spec["paths"].items():
         for method, operation in path_item.items():
             if method not in {"get", "post", "put", "patch", "delete"}:
                 continue
@@ -102,16 +150,22 @@ def complete_spec(spec: dict, prefix: str) -> dict:
             if body is not None:
                 body["required"] = True
             responses = operation.setdefault("responses", {})
-            for status, description in (
-                ("400", "Malformed request"),
+            problems = [
+                ("400", "Malformed request (also: a body that is JSON `null`, or nested too deep)"),
                 ("401", "Token missing or invalid"),
                 ("403", "Not allowed"),
                 ("404", "Not found (or not visible to the caller)"),
                 ("409", "Conflicts with the current state"),
                 ("413", "Too large"),
+                ("414", "URL longer than 4,096 bytes"),
                 ("422", "Invalid input"),
                 ("503", "Temporarily unavailable"),
-            ):
+            ]
+            if body is not None:
+                problems.append(("415", "The body is not of a type this operation reads"))
+            if (path.removeprefix(prefix), method) in RATE_LIMITED:
+                problems.append(("429", "Rate limit reached; retry after `Retry-After` seconds"))
+            for status, description in problems:
                 responses.setdefault(status, {"description": description})
                 # Every error is a problem document, whatever APIFlask assumed.
                 responses[status]["content"] = problem_ref
@@ -130,4 +184,23 @@ def complete_spec(spec: dict, prefix: str) -> dict:
         bundle_get["responses"]["200"]["content"]["application/zip"] = {
             "schema": {"type": "string", "format": "binary"}
         }
+    export_file = spec["paths"].get(prefix + "/exports/{run_id}/files/{path}", {}).get("get")
+    if export_file is not None:
+        export_file["responses"]["200"]["content"] = {
+            media_type: {"schema": {"type": "string", "format": "binary"}}
+            for media_type in EXPORT_FILE_TYPES
+        }
+    for (path, method), links in LINKS.items():
+        operation = spec["paths"].get(prefix + path, {}).get(method)
+        if operation is None:
+            continue
+        for status in ("200", "201", "202"):
+            if status in operation["responses"]:
+                operation["responses"][status]["links"] = {
+                    name: {
+                        "operationRef": _operation_ref(prefix + target, verb),
+                        "parameters": parameters,
+                    }
+                    for name, (target, verb, parameters) in links.items()
+                }
     return spec

@@ -91,17 +91,18 @@ def _event(user_id: int, sub: dict, **fields) -> dict:
     return body
 
 
+@pytest.mark.parametrize("text", [NUL, LONE], ids=["nul", "lone-surrogate"])
 def test_one_unstorable_event_is_rejected_alone_and_the_rest_stored(
-    app, client, engine, alice, bob, collector
+    app, client, engine, alice, bob, collector, text
 ):
     app.config["PROPAGATE_EXCEPTIONS"] = False  # a crash answers 500, as in production
     sub = publish(client, alice)
     good = [_event(bob.id, sub, properties={"n": i}) for i in range(3)]
     bad = [
-        _event(bob.id, sub, properties={"note": NUL}),
-        _event(bob.id, sub, properties={NUL: 1}),
-        _event(bob.id, sub, properties={"deep": [{"x": LONE}]}),
-        _event(bob.id, sub, properties={LONE: "x"}),
+        _event(bob.id, sub, properties={"note": text}),
+        _event(bob.id, sub, properties={text: 1}),
+        _event(bob.id, sub, properties={"deep": [{"x": text}]}),
+        _event(bob.id, sub, properties={"a": 1, f"b{text}": "x"}),
     ]
     items = [good[0], bad[0], good[1], bad[1], bad[2], good[2], bad[3]]
     response = client.post(
@@ -470,6 +471,34 @@ def test_every_response_has_a_csp(client):
     assert client.get(f"{API}/nope").headers["Content-Security-Policy"] == (
         "default-src 'none'; frame-ancestors 'none'"
     )
+
+
+# ---- the document says all of this -------------------------------------------------------
+
+
+def test_the_document_describes_these_answers(client):
+    spec = client.get(f"{API}/openapi.json").get_json()
+    operations = [
+        (path, method, operation)
+        for path, item in spec["paths"].items()
+        for method, operation in item.items()
+    ]
+    assert [f"{m} {p}" for p, m, op in operations if "414" not in op["responses"]] == []
+    with_body = [(p, m, op) for p, m, op in operations if "requestBody" in op]
+    assert with_body
+    assert [f"{m} {p}" for p, m, op in with_body if "415" not in op["responses"]] == []
+    assert "429" in spec["paths"][f"{API}/events"]["post"]["responses"]
+    created = spec["paths"][f"{API}/subagents"]["post"]["responses"]["201"]["links"]
+    assert {"GetSubAgent", "ListVersions", "Fork", "Install", "GetLatestBundle"} <= set(created)
+    download = spec["paths"][f"{API}/exports/{{run_id}}/files/{{path}}"]["get"]["responses"]["200"]
+    assert {"text/markdown", "application/vnd.apache.parquet"} <= set(download["content"])
+
+
+def test_an_over_long_url_is_414_problem_json_in_process(client):
+    response = client.get(f"{API}/health?pad=" + "x" * 5000)
+    problem = assert_problem(response, 414)
+    assert "4096" in problem["detail"]
+    assert client.get(f"{API}/health?pad=" + "x" * 4000).status_code == 200
 
 
 # ---- 13. an over-long URL through gunicorn -------------------------------------------------
