@@ -69,15 +69,14 @@ from scipy.stats import spearmanr
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.baselines import bayesian_average, wilson_lower_bound  # noqa: E402
 from evolution.explore import thompson_slates  # noqa: E402
 from evolution.ranking import (  # noqa: E402
     Ratings,
     Scores,
-    bayesian_average,
     rank,
     sample_lineage,
     to_common_scale,
-    wilson_lower_bound,
 )
 from evolution.tree import Forest  # noqa: E402
 
