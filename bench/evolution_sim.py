@@ -1,13 +1,13 @@
 """A simulated Sprig community with known truth: which policy finds and shows the best branches?
 
-The world (shared/evolution-notes.md): roots in categories with latent quality q ~ N(0, 1) and an
-evolvability e; each fork gives q_child = q_parent + e_parent + δ with δ a tweak, an improvement
-or a break; users with a leniency b, a discrimination a and a taste per category w, active
-following a Zipf law. Each session shows one user a slate of sub-agents; the user's utility for
-one of them is s = a·(q + w_category) + b + ε; the user rates it with probability σ(−1 + 0.8|s|)
+The world: roots in categories with latent quality q ~ N(0, 1) and an evolvability e; each fork
+gives q_child = q_parent + e_parent + δ with δ a tweak, an improvement or a break; users with a
+leniency b, a discrimination a and a taste per category w, active following a Zipf law. Each
+session shows one user a slate of sub-agents; the user's utility for one of them is
+s = a·(q + w_category) + b + ε; the user rates it with probability σ(−1 + 0.8|s|)
 (missing not at random: people rate what they love or hate), in stars (s cut at ±0.5, ±1.5) or
-thumbs (s > 0), uses it with probability σ(s) and, having used it, is still using it a week later
-with probability σ(q + 0.3b − 1).
+thumbs (s > 0), uses it with probability σ(s) and, having used it, is still using it a week
+later with probability σ(q + 0.3b − 1).
 
 A policy decides (a) which sub-agents each session shows and (b) which sub-agent the coding agent
 forks next; it sees only what Sprig would see (ratings, uses, retention, the fork tree), never q.
@@ -42,8 +42,9 @@ Figures, per policy, mean ± sd over seeds:
 * final q*: quality of the best sub-agent in the policy's catalog at the end; q shown: mean q of
   what the policy showed.
 Then the estimators alone: every policy's estimate fitted on one shared log (uniformly random
-exposure and forking), Spearman over all sub-agents and over young forks; and the notes' sanity
-case, the same without leniency spread and with ratings missing at random.
+exposure and forking), Spearman over all sub-agents and over young forks; and a sanity case, the
+same without leniency spread and with ratings missing at random, where every estimator should
+order sub-agents about equally well.
 
     python bench/evolution_sim.py [--quick] [--seeds N] [--users N] [--roots N] [--forks N]
         [--sessions N] [--leniency-sd X] [--broken-share X] [--no-mnar] [--jobs N] ...
@@ -781,7 +782,7 @@ def print_offline_table(summary: dict, title: str) -> None:
 
 
 def targets(summary: dict) -> dict:
-    """The issue's targets: Sprig's regret at most half the best baseline's (on each regret), and
+    """The targets: Sprig's regret at most half the best baseline's (on each regret), and
     its quality estimate's Spearman clearly (here: by at least 0.05) above the mean rating's."""
     baselines = {k: v for k, v in summary.items() if k != "sprig"}
     out: dict = {}
@@ -1001,7 +1002,7 @@ def main(argv: list[str] | None = None) -> dict:
         summary, "the estimators on one shared log (uniformly random exposure and forking)"
     )
     if not args.no_sanity:
-        # The notes' sanity case: without leniency spread and with ratings missing at random,
+        # The sanity case: without leniency spread and with ratings missing at random,
         # every estimator should order sub-agents about equally well.
         sanity = WorldParams(**{**asdict(params), "leniency_sd": 0.0, "mnar": False})
         sanity_summary = evaluate(sanity, seeds, names, args.jobs, offline_only=True)

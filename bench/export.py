@@ -105,7 +105,7 @@ class SyntheticTexts:
 # --------------------------------------------------------------------------- simulator inputs
 def simulated_world(seed: int, **overrides) -> World:
     """The simulator's world with sub-agents shown uniformly at random and forks of uniformly
-    drawn parents (the notes' offline setting: no policy's own choices in the data)."""
+    drawn parents (an offline setting: no policy's own choices in the data)."""
     params = WorldParams(**{"forking": "community", **overrides})
     draws = draw_world(params, seed)
     world = World(params, draws)
