@@ -43,7 +43,8 @@ from scipy.stats import spearmanr
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.evolution_sim import RandomPolicy, World, WorldParams, draw_world  # noqa: E402
+from bench.sim_policies import RandomPolicy  # noqa: E402
+from bench.sim_world import World, WorldParams, draw_world  # noqa: E402
 from feedback import rewards  # noqa: E402
 from feedback.export import (  # noqa: E402
     RATINGS_SCHEMA,
