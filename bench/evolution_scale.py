@@ -14,9 +14,8 @@ Baselines in the same run:
   walk with networkx (a DFS per node over ``nx.descendants``; the 100k size only, it is
   quadratic in depth) against the forest arrays' level-by-level ``reduce_up``.
 
-With the suggestion half of the issue in ``bench/suggestion_latency.py``, its figures (p50/p99 of
-``POST /suggestions`` in-process and over HTTP at 100,000 sub-agents) are appended when it is
-importable.
+The fork-suggestion figures of ``bench/suggestion_latency.py`` (p50/p99 of ``POST /suggestions``
+in-process and over HTTP at 100,000 sub-agents) are appended when it is importable.
 
     python bench/evolution_scale.py [--quick] [--sizes 100000,1000000] [--seed S]
 

@@ -1,13 +1,13 @@
 """A simulated Sprig community with known truth: which policy finds and shows the best branches?
 
-The world (shared/evolution-notes.md): roots in categories with latent quality q ~ N(0, 1) and an
-evolvability e; each fork gives q_child = q_parent + e_parent + δ with δ a tweak, an improvement
-or a break; users with a leniency b, a discrimination a and a taste per category w, active
-following a Zipf law. Each session shows one user a slate of sub-agents; the user's utility for
-one of them is s = a·(q + w_category) + b + ε; the user rates it with probability σ(−1 + 0.8|s|)
+The world: roots in categories with latent quality q ~ N(0, 1) and an evolvability e; each fork
+gives q_child = q_parent + e_parent + δ with δ a tweak, an improvement or a break; users with a
+leniency b, a discrimination a and a taste per category w, active following a Zipf law. Each
+session shows one user a slate of sub-agents; the user's utility for one of them is
+s = a·(q + w_category) + b + ε; the user rates it with probability σ(−1 + 0.8|s|)
 (missing not at random: people rate what they love or hate), in stars (s cut at ±0.5, ±1.5) or
-thumbs (s > 0), uses it with probability σ(s) and, having used it, is still using it a week later
-with probability σ(q + 0.3b − 1).
+thumbs (s > 0), uses it with probability σ(s) and, having used it, is still using it a week
+later with probability σ(q + 0.3b − 1).
 
 A policy decides (a) which sub-agents each session shows and (b) which sub-agent the coding agent
 forks next; it sees only what Sprig would see (ratings, uses, retention, the fork tree), never q.
@@ -42,8 +42,9 @@ Figures, per policy, mean ± sd over seeds:
 * final q*: quality of the best sub-agent in the policy's catalog at the end; q shown: mean q of
   what the policy showed.
 Then the estimators alone: every policy's estimate fitted on one shared log (uniformly random
-exposure and forking), Spearman over all sub-agents and over young forks; and the notes' sanity
-case, the same without leniency spread and with ratings missing at random.
+exposure and forking), Spearman over all sub-agents and over young forks; and a sanity case, the
+same without leniency spread and with ratings missing at random, where every estimator should
+order sub-agents about equally well.
 
     python bench/evolution_sim.py [--quick] [--seeds N] [--users N] [--roots N] [--forks N]
         [--sessions N] [--leniency-sd X] [--broken-share X] [--no-mnar] [--jobs N] ...
@@ -59,9 +60,8 @@ import math
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 from scipy.stats import spearmanr
@@ -69,441 +69,13 @@ from scipy.stats import spearmanr
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from evolution.explore import thompson_slates  # noqa: E402
-from evolution.ranking import (  # noqa: E402
-    Ratings,
-    Scores,
-    bayesian_average,
-    rank,
-    sample_lineage,
-    to_common_scale,
-    wilson_lower_bound,
-)
+from bench.sim_policies import POLICIES, RandomPolicy, make_policy, rating_counts  # noqa: E402
+from bench.sim_world import YOUNG_RATINGS, Draws, Log, World, WorldParams, draw_world  # noqa: E402
+from evolution.ranking import Ratings, rank  # noqa: E402
 from evolution.tree import Forest  # noqa: E402
 
-STAR_CUTS = np.array([-1.5, -0.5, 0.5, 1.5])
-YOUNG_RATINGS = 10
 FOUND_WITHIN = 0.1
 YOUNG_CHECKS = 10  # times in a run at which the young forks' ordering is scored
-
-
-# --------------------------------------------------------------------------- the world
-@dataclass(frozen=True)
-class WorldParams:
-    users: int = 2000
-    roots: int = 20
-    categories: int = 5
-    forks: int = 500
-    sessions: int = 50_000
-    days: float = 60.0
-    slate: int = 2
-    leniency_sd: float = 0.8
-    discrimination_sd: float = 0.3
-    taste_sd: float = 0.5
-    root_quality_sd: float = 1.0
-    evolvability_sd: float = 0.2
-    evolvability_inherit_sd: float = 0.05
-    improve_share: float = 0.3
-    broken_share: float = 0.1
-    zipf: float = 1.1
-    thumb_share: float = 0.5
-    mnar: bool = True
-    flat_rate_probability: float = 0.5  # rating probability when not missing-not-at-random
-    # Policy settings, here so that they are printed and stored with every result.
-    young_share: float = 0.15  # Sprig's share of slots reserved for young forks
-    baseline_young_share: float = 0.0  # the same for the baselines (0: as deployed elsewhere)
-    forking: str = "policy"  # "policy": the policy under test picks parents; "community": a
-    # fixed rule (uniform over existing sub-agents) that is the same for every policy
-
-
-@dataclass
-class Draws:
-    """Everything random about one seed's world, drawn once and shared by every policy."""
-
-    leniency: np.ndarray
-    discrimination: np.ndarray
-    taste: np.ndarray  # users × categories
-    thumbs_user: np.ndarray
-    root_quality: np.ndarray
-    root_evolvability: np.ndarray
-    root_category: np.ndarray
-    fork_step: np.ndarray  # δ of the k-th fork
-    fork_kind: np.ndarray  # 0 tweak, 1 improvement, 2 broken
-    fork_evolvability_noise: np.ndarray
-    fork_at: np.ndarray  # session index at which the k-th fork appears
-    fork_parent_u: np.ndarray  # uniform draw picking the parent under community forking
-    session_user: np.ndarray
-    noise: np.ndarray  # sessions × slate
-    rate_u: np.ndarray
-    use_u: np.ndarray
-    retain_u: np.ndarray
-
-
-def draw_world(p: WorldParams, seed: int) -> Draws:
-    rng = np.random.default_rng([seed, 2024])
-    activity = np.arange(1, p.users + 1, dtype=np.float64) ** -p.zipf
-    activity = rng.permutation(activity / activity.sum())
-    kind = rng.choice(
-        3, size=p.forks, p=[1 - p.improve_share - p.broken_share, p.improve_share, p.broken_share]
-    )
-    step_mean = np.array([-0.1, 0.3, -1.5])[kind]
-    step_sd = np.array([0.3, 0.3, 0.5])[kind]
-    shape = (p.sessions, p.slate)
-    return Draws(
-        leniency=rng.normal(0, p.leniency_sd, p.users),
-        discrimination=rng.lognormal(0, p.discrimination_sd, p.users),
-        taste=rng.normal(0, p.taste_sd, (p.users, p.categories)),
-        thumbs_user=rng.random(p.users) < p.thumb_share,
-        root_quality=rng.normal(0, p.root_quality_sd, p.roots),
-        root_evolvability=rng.normal(0, p.evolvability_sd, p.roots),
-        root_category=np.arange(p.roots) % p.categories,
-        fork_step=rng.normal(step_mean, step_sd),
-        fork_kind=kind,
-        fork_evolvability_noise=rng.normal(0, p.evolvability_inherit_sd, p.forks),
-        fork_at=np.floor((np.arange(p.forks) + 1) * p.sessions / (p.forks + 1)).astype(np.int64),
-        fork_parent_u=rng.random(p.forks),
-        session_user=rng.choice(p.users, size=p.sessions, p=activity),
-        noise=rng.standard_normal(shape),
-        rate_u=rng.random(shape),
-        use_u=rng.random(shape),
-        retain_u=rng.random(shape),
-    )
-
-
-@dataclass
-class Log:
-    """What Sprig can see. Arrays are preallocated; ``n_*`` say how much is filled."""
-
-    capacity: int
-    n_items: int = 0
-    parent: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    born_at: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    n_ratings: int = 0
-    rating_user: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    rating_item: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    rating_value: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    rating_thumb: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
-    rating_at: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    n_uses: int = 0
-    use_user: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    use_item: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    use_at: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    use_retained: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
-    now: int = 0
-
-    def __post_init__(self) -> None:
-        c = self.capacity
-        self.rating_user = np.zeros(c, np.int64)
-        self.rating_item = np.zeros(c, np.int64)
-        self.rating_value = np.zeros(c)
-        self.rating_thumb = np.zeros(c, bool)
-        self.rating_at = np.zeros(c, np.int64)
-        self.use_user = np.zeros(c, np.int64)
-        self.use_item = np.zeros(c, np.int64)
-        self.use_at = np.zeros(c, np.int64)
-        self.use_retained = np.zeros(c, bool)
-
-    def ratings(self) -> slice:
-        return slice(0, self.n_ratings)
-
-    def uses(self) -> slice:
-        return slice(0, self.n_uses)
-
-
-class World:
-    def __init__(self, p: WorldParams, d: Draws) -> None:
-        self.p, self.d = p, d
-        n_max = p.roots + p.forks
-        self.quality = np.zeros(n_max)
-        self.evolvability = np.zeros(n_max)
-        self.category = np.zeros(n_max, np.int64)
-        self.quality[: p.roots] = d.root_quality
-        self.evolvability[: p.roots] = d.root_evolvability
-        self.category[: p.roots] = d.root_category
-        self.rated = np.zeros((p.users, n_max), bool)
-        self.used = np.zeros((p.users, n_max), bool)
-        self.log = Log(capacity=p.sessions * p.slate)
-        self.log.n_items = p.roots
-        self.log.parent = np.full(n_max, -1, np.int64)
-        self.log.born_at = np.zeros(n_max, np.int64)
-        self.n_forks = 0
-
-    @property
-    def n(self) -> int:
-        return self.log.n_items
-
-    def fork(self, parent: int, at: int) -> int:
-        k, child = self.n_forks, self.n
-        self.quality[child] = self.quality[parent] + self.evolvability[parent] + self.d.fork_step[k]
-        self.evolvability[child] = self.evolvability[parent] + self.d.fork_evolvability_noise[k]
-        self.category[child] = self.category[parent]
-        self.log.parent[child] = parent
-        self.log.born_at[child] = at
-        self.log.n_items += 1
-        self.n_forks += 1
-        return child
-
-    def play(self, start: int, slates: np.ndarray) -> None:
-        """Sessions start .. start + len(slates) - 1, each showing one slate."""
-        p, d, log = self.p, self.d, self.log
-        sessions = np.arange(start, start + len(slates))
-        user = d.session_user[sessions][:, None].repeat(slates.shape[1], axis=1)
-        valid = slates >= 0
-        item = np.where(valid, slates, 0)
-        utility = (
-            d.discrimination[user] * (self.quality[item] + d.taste[user, self.category[item]])
-            + d.leniency[user]
-            + d.noise[sessions][:, : slates.shape[1]]
-        )
-        rate_p = (
-            1.0 / (1.0 + np.exp(1.0 - 0.8 * np.abs(utility)))
-            if p.mnar
-            else np.full(utility.shape, p.flat_rate_probability)
-        )
-        rates = valid & (d.rate_u[sessions][:, : slates.shape[1]] < rate_p)
-        uses = valid & (d.use_u[sessions][:, : slates.shape[1]] < 1.0 / (1.0 + np.exp(-utility)))
-        at = np.broadcast_to(sessions[:, None], slates.shape)
-
-        # One rating and one use per (user, sub-agent): the first counts.
-        ru, ri, rs, ra = _first_per_pair(user[rates], item[rates], utility[rates], at[rates])
-        fresh = ~self.rated[ru, ri]
-        ru, ri, rs, ra = ru[fresh], ri[fresh], rs[fresh], ra[fresh]
-        self.rated[ru, ri] = True
-        thumb = d.thumbs_user[ru]
-        value = np.where(thumb, (rs > 0).astype(float), 1.0 + np.searchsorted(STAR_CUTS, rs))
-        _append(log, "rating", ru, ri, ra, value=value, thumb=thumb)
-
-        retain_p = 1.0 / (1.0 + np.exp(-(self.quality[item] + 0.3 * d.leniency[user] - 1.0)))
-        retained = d.retain_u[sessions][:, : slates.shape[1]] < retain_p
-        uu, ui, ur, ua = _first_per_pair(user[uses], item[uses], retained[uses], at[uses])
-        fresh = ~self.used[uu, ui]
-        uu, ui, ur, ua = uu[fresh], ui[fresh], ur[fresh], ua[fresh]
-        self.used[uu, ui] = True
-        _append(log, "use", uu, ui, ua, retained=ur.astype(bool))
-        log.now = start + len(slates)
-
-
-def _first_per_pair(user, item, value, at):
-    key = user * 1_000_003 + item
-    _, first = np.unique(key, return_index=True)
-    first.sort()
-    return user[first], item[first], value[first], at[first]
-
-
-def _append(log: Log, kind: str, user, item, at, **extra) -> None:
-    n = getattr(log, f"n_{kind}s")
-    m = len(user)
-    getattr(log, f"{kind}_user")[n : n + m] = user
-    getattr(log, f"{kind}_item")[n : n + m] = item
-    getattr(log, f"{kind}_at")[n : n + m] = at
-    for name, values in extra.items():
-        getattr(log, f"{kind}_{name}")[n : n + m] = values
-    setattr(log, f"n_{kind}s", n + m)
-
-
-# --------------------------------------------------------------------------- policies
-class Policy(Protocol):
-    name: str
-
-    def refit(self, log: Log) -> None: ...
-
-    def choose(self, n_sessions: int, k: int) -> np.ndarray: ...
-
-    def pick_parent(self) -> int: ...
-
-    def estimate(self) -> np.ndarray: ...
-
-    def top_pick(self) -> int: ...
-
-
-def _rating_counts(log: Log) -> np.ndarray:
-    return np.bincount(log.rating_item[log.ratings()], minlength=log.n_items)
-
-
-class ScorePolicy:
-    """Show the top items by a score, fork the top item; young forks get the same share of slots
-    as Sprig's, filled uniformly at random among them."""
-
-    name = "score"
-
-    def __init__(self, seed: int, young_share: float) -> None:
-        self.rng = np.random.default_rng([seed, 7, *map(ord, self.name)])
-        self.young_share = young_share
-        self.score_ = np.zeros(0)
-        self.young = np.zeros(0, bool)
-
-    def scores(self, log: Log) -> np.ndarray:
-        raise NotImplementedError
-
-    def refit(self, log: Log) -> None:
-        # A tiny jitter breaks ties at random instead of by index.
-        self.score_ = self.scores(log) + 1e-9 * self.rng.random(log.n_items)
-        self.young = _rating_counts(log) < YOUNG_RATINGS
-
-    def choose(self, n_sessions: int, k: int) -> np.ndarray:
-        ranked = np.argsort(-self.score_)
-        slates = np.tile(ranked[:k], (n_sessions, 1))
-        expected = k * self.young_share
-        whole = int(expected)
-        n_young = whole + (self.rng.random(n_sessions) < expected - whole)
-        young = np.flatnonzero(self.young)
-        for s in np.flatnonzero(n_young):
-            regular = ranked[: k - n_young[s]]
-            pool = np.setdiff1d(young, regular)
-            if pool.size:
-                fill = self.rng.choice(pool, size=min(n_young[s], pool.size), replace=False)
-                slates[s, k - fill.size :] = fill
-        return slates
-
-    def pick_parent(self) -> int:
-        return int(np.argmax(self.score_))
-
-    def estimate(self) -> np.ndarray:
-        return self.score_
-
-    def top_pick(self) -> int:
-        return int(np.argmax(self.score_))
-
-
-class RandomPolicy(ScorePolicy):
-    name = "random"
-
-    def scores(self, log: Log) -> np.ndarray:
-        return self.rng.random(log.n_items)
-
-    def choose(self, n_sessions: int, k: int) -> np.ndarray:
-        n = self.score_.size
-        return np.argsort(self.rng.random((n_sessions, n)), axis=1)[:, :k]
-
-    def pick_parent(self) -> int:
-        return int(self.rng.integers(self.score_.size))
-
-
-class MostUsedPolicy(ScorePolicy):
-    name = "most-used"
-
-    def scores(self, log: Log) -> np.ndarray:
-        return np.bincount(log.use_item[log.uses()], minlength=log.n_items).astype(float)
-
-
-def _rating_sums(log: Log) -> tuple[np.ndarray, np.ndarray, float]:
-    r = log.ratings()
-    z = to_common_scale(log.rating_value[r], log.rating_thumb[r])
-    total = np.bincount(log.rating_item[r], z, minlength=log.n_items)
-    count = np.bincount(log.rating_item[r], minlength=log.n_items).astype(float)
-    return total, count, float(z.mean()) if z.size else 0.0
-
-
-class MeanRatingPolicy(ScorePolicy):
-    name = "mean-rating"
-
-    def scores(self, log: Log) -> np.ndarray:
-        total, count, overall = _rating_sums(log)
-        return np.where(count > 0, total / np.maximum(count, 1), overall)
-
-
-class WilsonPolicy(ScorePolicy):
-    name = "wilson"
-
-    def scores(self, log: Log) -> np.ndarray:
-        r = log.ratings()
-        value, thumb = log.rating_value[r], log.rating_thumb[r]
-        positive = np.where(thumb, value > 0.5, value >= 4)
-        item = log.rating_item[r]
-        return wilson_lower_bound(
-            np.bincount(item, positive, minlength=log.n_items),
-            np.bincount(item, minlength=log.n_items),
-        )
-
-
-class BayesianAveragePolicy(ScorePolicy):
-    name = "bayes-avg"
-    prior_count = 5.0
-
-    def scores(self, log: Log) -> np.ndarray:
-        total, count, overall = _rating_sums(log)
-        return bayesian_average(total, count, overall, self.prior_count)
-
-
-class SprigPolicy:
-    """Rater debiasing, end-of-scale ratings read as bounds, lineage posterior with a per-branch
-    fork drift (evolution.ranking.rank), Thompson slates with a young-fork share
-    (evolution.explore; young = own evidence worth under 10 typical ratings), and forking by a
-    Thompson draw of what a fork of each sub-agent is expected to be: a joint posterior draw of
-    θ plus its fork gain."""
-
-    name = "sprig"
-
-    def __init__(self, seed: int, young_share: float, params: WorldParams) -> None:
-        self.rng = np.random.default_rng([seed, 11])
-        self.young_share = young_share
-        self.sessions_per_day = params.sessions / params.days
-        self.scores: Scores | None = None
-        self.forest: Forest | None = None
-        self.young = np.zeros(0, bool)
-
-    def refit(self, log: Log) -> None:
-        n = log.n_items
-        self.forest = Forest.from_parents(np.arange(n), log.parent[:n])
-        r = log.ratings()
-        ratings = Ratings(
-            user_idx=log.rating_user[r],
-            item_idx=log.rating_item[r],
-            value=log.rating_value[r],
-            is_thumb=log.rating_thumb[r],
-            age_days=(log.now - log.rating_at[r]) / self.sessions_per_day,
-        )
-        self.scores = rank(
-            self.forest,
-            ratings,
-            n_users=int(log.rating_user[r].max()) + 1 if log.n_ratings else 1,
-            previous=self.scores,
-            rng=self.rng,
-            n_samples=16,
-        )
-        self.young = self.scores.young
-
-    def choose(self, n_sessions: int, k: int) -> np.ndarray:
-        assert self.scores is not None
-        slates, _ = thompson_slates(
-            self.scores.mean,
-            self.scores.sd,
-            n_slates=n_sessions,
-            k=k,
-            rng=self.rng,
-            young_mask=self.young,
-            young_share=self.young_share,
-        )
-        return slates
-
-    def pick_parent(self) -> int:
-        assert self.scores is not None and self.forest is not None
-        draw = sample_lineage(self.forest, self.scores.posterior, 1, self.rng)[:, 0]
-        return int(np.argmax(draw + self.scores.fork_gain))
-
-    def estimate(self) -> np.ndarray:
-        assert self.scores is not None
-        return self.scores.mean
-
-    def top_pick(self) -> int:
-        assert self.scores is not None
-        return int(np.argmax(self.scores.display))
-
-
-POLICIES = ["sprig", "random", "most-used", "mean-rating", "wilson", "bayes-avg"]
-
-
-def make_policy(name: str, seed: int, params: WorldParams) -> Policy:
-    if name == "sprig":
-        return SprigPolicy(seed, params.young_share, params)
-    classes = {
-        "random": RandomPolicy,
-        "most-used": MostUsedPolicy,
-        "mean-rating": MeanRatingPolicy,
-        "wilson": WilsonPolicy,
-        "bayes-avg": BayesianAveragePolicy,
-    }
-    return classes[name](seed, params.baseline_young_share)
 
 
 # --------------------------------------------------------------------------- one run
@@ -546,7 +118,7 @@ def run(params: WorldParams, seed: int, policy_name: str, draws: Draws | None = 
             # Young forks now (few ratings yet): how well does the estimate order them?
             next_young_check += params.sessions // YOUNG_CHECKS
             is_fork = world.log.parent[: world.n] >= 0
-            young_now = (_rating_counts(world.log) < YOUNG_RATINGS) & is_fork
+            young_now = (rating_counts(world.log) < YOUNG_RATINGS) & is_fork
             if young_now.sum() >= 5:
                 young_rhos.append(
                     _spearman(world.quality[: world.n][young_now], policy.estimate()[young_now])
@@ -660,7 +232,7 @@ def offline_estimates(params: WorldParams, seed: int, names: list[str]) -> dict[
         if stop > start:
             world.play(start, show.choose(stop - start, shared.slate))
     quality = world.quality[: world.n]
-    young = (_rating_counts(world.log) < YOUNG_RATINGS) & (world.log.parent[: world.n] >= 0)
+    young = (rating_counts(world.log) < YOUNG_RATINGS) & (world.log.parent[: world.n] >= 0)
     out = {}
     for name in names:
         policy = make_policy(name, seed, shared)
@@ -782,7 +354,7 @@ def print_offline_table(summary: dict, title: str) -> None:
 
 
 def targets(summary: dict) -> dict:
-    """The issue's targets: Sprig's regret at most half the best baseline's (on each regret), and
+    """The targets: Sprig's regret at most half the best baseline's (on each regret), and
     its quality estimate's Spearman clearly (here: by at least 0.05) above the mean rating's."""
     baselines = {k: v for k, v in summary.items() if k != "sprig"}
     out: dict = {}
@@ -899,27 +471,34 @@ def scale_check(n_nodes: int, seed: int = 0) -> dict:
     }
 
 
-def main(argv: list[str] | None = None) -> dict:
+# The world's parameters that are flags (``--leniency-sd`` sets ``leniency_sd``), in order.
+WORLD_FLAGS = {
+    "users": int,
+    "roots": int,
+    "categories": int,
+    "forks": int,
+    "sessions": int,
+    "days": float,
+    "slate": int,
+    "leniency_sd": float,
+    "discrimination_sd": float,
+    "taste_sd": float,
+    "evolvability_sd": float,
+    "improve_share": float,
+    "broken_share": float,
+    "zipf": float,
+    "thumb_share": float,
+    "young_share": float,
+}
+
+
+def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="3 seeds, 8,000 sessions, 80 forks")
     parser.add_argument("--seeds", type=int, default=None)
     parser.add_argument("--first-seed", type=int, default=0)
-    parser.add_argument("--users", type=int, default=None)
-    parser.add_argument("--roots", type=int, default=None)
-    parser.add_argument("--categories", type=int, default=None)
-    parser.add_argument("--forks", type=int, default=None)
-    parser.add_argument("--sessions", type=int, default=None)
-    parser.add_argument("--days", type=float, default=None)
-    parser.add_argument("--slate", type=int, default=None)
-    parser.add_argument("--leniency-sd", type=float, default=None)
-    parser.add_argument("--discrimination-sd", type=float, default=None)
-    parser.add_argument("--taste-sd", type=float, default=None)
-    parser.add_argument("--evolvability-sd", type=float, default=None)
-    parser.add_argument("--improve-share", type=float, default=None)
-    parser.add_argument("--broken-share", type=float, default=None)
-    parser.add_argument("--zipf", type=float, default=None)
-    parser.add_argument("--thumb-share", type=float, default=None)
-    parser.add_argument("--young-share", type=float, default=None)
+    for name, kind in WORLD_FLAGS.items():
+        parser.add_argument("--" + name.replace("_", "-"), type=kind, default=None)
     parser.add_argument(
         "--baseline-young-share",
         type=float,
@@ -943,7 +522,23 @@ def main(argv: list[str] | None = None) -> dict:
         metavar="NODES",
         help="only measure building a forest of NODES and one full rank pass, then exit",
     )
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def print_targets(t: dict) -> None:
+    for key, label in (("regret", "regret"), ("common_regret", "regret vs common q*")):
+        print(
+            f"{label}: sprig / best baseline ({t[key]['best_baseline']}) = "
+            f"{t[key]['ratio']:.2f} (target ≤ 0.5: {'met' if t[key]['met'] else 'MISSED'})"
+        )
+    print(
+        f"Spearman (all): sprig − mean rating = {t['spearman_gap_over_mean_rating']:+.2f} "
+        f"(target ≥ +0.05: {'met' if t['spearman_met'] else 'MISSED'})"
+    )
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse_arguments(argv)
     if args.scale is not None:
         measured = scale_check(args.scale)
         for key, value in measured.items():
@@ -953,26 +548,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     overrides = {
         name: getattr(args, name)
-        for name in (
-            "users",
-            "roots",
-            "categories",
-            "forks",
-            "sessions",
-            "days",
-            "slate",
-            "leniency_sd",
-            "discrimination_sd",
-            "taste_sd",
-            "evolvability_sd",
-            "improve_share",
-            "broken_share",
-            "zipf",
-            "thumb_share",
-            "young_share",
-            "baseline_young_share",
-            "forking",
-        )
+        for name in (*WORLD_FLAGS, "baseline_young_share", "forking")
         if getattr(args, name) is not None
     }
     base = {"sessions": 8_000, "forks": 80, "users": 600} if args.quick else {}
@@ -988,21 +564,12 @@ def main(argv: list[str] | None = None) -> dict:
     result: dict = {"params": asdict(params), "seeds": seeds, "policies": summary}
     if "sprig" in summary and "mean-rating" in summary and len(summary) > 1:
         result["targets"] = targets(summary)
-        t = result["targets"]
-        for key, label in (("regret", "regret"), ("common_regret", "regret vs common q*")):
-            print(
-                f"{label}: sprig / best baseline ({t[key]['best_baseline']}) = "
-                f"{t[key]['ratio']:.2f} (target ≤ 0.5: {'met' if t[key]['met'] else 'MISSED'})"
-            )
-        print(
-            f"Spearman (all): sprig − mean rating = {t['spearman_gap_over_mean_rating']:+.2f} "
-            f"(target ≥ +0.05: {'met' if t['spearman_met'] else 'MISSED'})"
-        )
+        print_targets(result["targets"])
     print_offline_table(
         summary, "the estimators on one shared log (uniformly random exposure and forking)"
     )
     if not args.no_sanity:
-        # The notes' sanity case: without leniency spread and with ratings missing at random,
+        # The sanity case: without leniency spread and with ratings missing at random,
         # every estimator should order sub-agents about equally well.
         sanity = WorldParams(**{**asdict(params), "leniency_sd": 0.0, "mnar": False})
         sanity_summary = evaluate(sanity, seeds, names, args.jobs, offline_only=True)

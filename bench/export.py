@@ -43,7 +43,8 @@ from scipy.stats import spearmanr
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.evolution_sim import RandomPolicy, World, WorldParams, draw_world  # noqa: E402
+from bench.sim_policies import RandomPolicy  # noqa: E402
+from bench.sim_world import World, WorldParams, draw_world  # noqa: E402
 from feedback import rewards  # noqa: E402
 from feedback.export import (  # noqa: E402
     RATINGS_SCHEMA,
@@ -105,7 +106,7 @@ class SyntheticTexts:
 # --------------------------------------------------------------------------- simulator inputs
 def simulated_world(seed: int, **overrides) -> World:
     """The simulator's world with sub-agents shown uniformly at random and forks of uniformly
-    drawn parents (the notes' offline setting: no policy's own choices in the data)."""
+    drawn parents (an offline setting: no policy's own choices in the data)."""
     params = WorldParams(**{"forking": "community", **overrides})
     draws = draw_world(params, seed)
     world = World(params, draws)

@@ -11,12 +11,23 @@ so events and feedback that cite the exposure can later be reweighted off-policy
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import UTC, datetime
 
-from sqlalchemy import JSON, Column, Float, Index, Integer
+from sqlalchemy import JSON, Column, DateTime, Float, Index, Integer
 from sqlmodel import Field, SQLModel
 
-from feedback.models import timestamp_field
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def timestamp_field(nullable: bool = False):
+    """A timezone-aware timestamp column, set to now on insert unless ``nullable``. The one
+    definition every table module uses (feedback and the web shell import it from here)."""
+    return Field(
+        default_factory=utcnow if not nullable else None,
+        sa_column=Column(DateTime(timezone=True), nullable=nullable),
+    )
 
 
 class SubAgentScore(SQLModel, table=True):

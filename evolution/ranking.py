@@ -109,9 +109,6 @@ counts raw opens or installs, and nothing adds up descendants' popularity.
 
 Incremental runs reuse the previous rater offsets (3 rounds instead of 10) and may recompute the
 lineage scores of only the trees that changed; the rater fit itself is always global.
-
-For comparison only (not used by the ranking, kept for the benchmark): the Wilson lower bound of
-the share of positive ratings, and the Bayesian (IMDb) average v/(v+m)·R + m/(v+m)·C.
 """
 
 from __future__ import annotations
@@ -849,27 +846,6 @@ def usage_stats(
         weekly_baseline=earlier,
         trending=np.log((recent + trend_prior) / (earlier + trend_prior)),
     )
-
-
-# --------------------------------------------------------------------------- reference schemes
-def wilson_lower_bound(positives: np.ndarray, n: np.ndarray, z: float = 1.2816) -> np.ndarray:
-    """(p + z²/2n − z·√(p(1−p)/n + z²/4n²)) / (1 + z²/n); 0 with no votes."""
-    positives = np.asarray(positives, dtype=np.float64)
-    n = np.asarray(n, dtype=np.float64)
-    safe_n = np.maximum(n, 1.0)
-    p = positives / safe_n
-    centre = p + z * z / (2 * safe_n)
-    spread = z * np.sqrt(p * (1 - p) / safe_n + z * z / (4 * safe_n * safe_n))
-    return np.where(n > 0, (centre - spread) / (1 + z * z / safe_n), 0.0)
-
-
-def bayesian_average(
-    rating_sum: np.ndarray, count: np.ndarray, prior_mean: float, prior_count: float
-) -> np.ndarray:
-    """v/(v+m)·R + m/(v+m)·C, R = the item's mean rating, v its count, C and m the prior."""
-    rating_sum = np.asarray(rating_sum, dtype=np.float64)
-    count = np.asarray(count, dtype=np.float64)
-    return (rating_sum + prior_count * prior_mean) / (count + prior_count)
 
 
 # --------------------------------------------------------------------------- everything at once

@@ -210,10 +210,6 @@ class Forest:
         return self.order[: self.level_ptr[1]] if self.n else self.order
 
     @property
-    def subtree_size(self) -> np.ndarray:
-        return (self.subtree_end - self.preorder).astype(np.int64)
-
-    @property
     def n_children(self) -> np.ndarray:
         return np.diff(self.child_ptr)
 

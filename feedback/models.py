@@ -8,21 +8,12 @@ dirty in the same transaction, which is how rollups stay incremental and never m
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 
 from sqlalchemy import JSON, BigInteger, Column, Date, DateTime, Index, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-def timestamp_field(nullable: bool = False):
-    return Field(
-        default_factory=utcnow if not nullable else None,
-        sa_column=Column(DateTime(timezone=True), nullable=nullable),
-    )
+from evolution.models import timestamp_field, utcnow
 
 
 class UsageEvent(SQLModel, table=True):

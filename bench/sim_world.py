@@ -1,0 +1,232 @@
+"""The simulated community of bench/evolution_sim.py: its parameters, the random draws a seed
+fixes (so every policy meets the same users, roots, session order, noise and fork mutations),
+the log of what happened, and the world that plays sessions and grows forks.
+
+Roots in categories have a latent quality q ~ N(0, 1) and an evolvability e; each fork gives
+q_child = q_parent + e_parent + δ with δ a tweak, an improvement or a break. Users have a
+leniency b, a discrimination a and a taste per category w. A user's utility for a sub-agent
+shown is s = a·(q + w_category) + b + ε; ratings are stars (s cut at ±0.5, ±1.5) or thumbs
+(s > 0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+STAR_CUTS = np.array([-1.5, -0.5, 0.5, 1.5])
+YOUNG_RATINGS = 10  # a fork with fewer ratings is young
+
+
+@dataclass(frozen=True)
+class WorldParams:
+    users: int = 2000
+    roots: int = 20
+    categories: int = 5
+    forks: int = 500
+    sessions: int = 50_000
+    days: float = 60.0
+    slate: int = 2
+    leniency_sd: float = 0.8
+    discrimination_sd: float = 0.3
+    taste_sd: float = 0.5
+    root_quality_sd: float = 1.0
+    evolvability_sd: float = 0.2
+    evolvability_inherit_sd: float = 0.05
+    improve_share: float = 0.3
+    broken_share: float = 0.1
+    zipf: float = 1.1
+    thumb_share: float = 0.5
+    mnar: bool = True
+    flat_rate_probability: float = 0.5  # rating probability when not missing-not-at-random
+    # Policy settings, here so that they are printed and stored with every result.
+    young_share: float = 0.15  # Sprig's share of slots reserved for young forks
+    baseline_young_share: float = 0.0  # the same for the baselines (0: as deployed elsewhere)
+    forking: str = "policy"  # "policy": the policy under test picks parents; "community": a
+    # fixed rule (uniform over existing sub-agents) that is the same for every policy
+
+
+@dataclass
+class Draws:
+    """Everything random about one seed's world, drawn once and shared by every policy."""
+
+    leniency: np.ndarray
+    discrimination: np.ndarray
+    taste: np.ndarray  # users × categories
+    thumbs_user: np.ndarray
+    root_quality: np.ndarray
+    root_evolvability: np.ndarray
+    root_category: np.ndarray
+    fork_step: np.ndarray  # δ of the k-th fork
+    fork_kind: np.ndarray  # 0 tweak, 1 improvement, 2 broken
+    fork_evolvability_noise: np.ndarray
+    fork_at: np.ndarray  # session index at which the k-th fork appears
+    fork_parent_u: np.ndarray  # uniform draw picking the parent under community forking
+    session_user: np.ndarray
+    noise: np.ndarray  # sessions × slate
+    rate_u: np.ndarray
+    use_u: np.ndarray
+    retain_u: np.ndarray
+
+
+def draw_world(p: WorldParams, seed: int) -> Draws:
+    rng = np.random.default_rng([seed, 2024])
+    activity = np.arange(1, p.users + 1, dtype=np.float64) ** -p.zipf
+    activity = rng.permutation(activity / activity.sum())
+    kind = rng.choice(
+        3, size=p.forks, p=[1 - p.improve_share - p.broken_share, p.improve_share, p.broken_share]
+    )
+    step_mean = np.array([-0.1, 0.3, -1.5])[kind]
+    step_sd = np.array([0.3, 0.3, 0.5])[kind]
+    shape = (p.sessions, p.slate)
+    return Draws(
+        leniency=rng.normal(0, p.leniency_sd, p.users),
+        discrimination=rng.lognormal(0, p.discrimination_sd, p.users),
+        taste=rng.normal(0, p.taste_sd, (p.users, p.categories)),
+        thumbs_user=rng.random(p.users) < p.thumb_share,
+        root_quality=rng.normal(0, p.root_quality_sd, p.roots),
+        root_evolvability=rng.normal(0, p.evolvability_sd, p.roots),
+        root_category=np.arange(p.roots) % p.categories,
+        fork_step=rng.normal(step_mean, step_sd),
+        fork_kind=kind,
+        fork_evolvability_noise=rng.normal(0, p.evolvability_inherit_sd, p.forks),
+        fork_at=np.floor((np.arange(p.forks) + 1) * p.sessions / (p.forks + 1)).astype(np.int64),
+        fork_parent_u=rng.random(p.forks),
+        session_user=rng.choice(p.users, size=p.sessions, p=activity),
+        noise=rng.standard_normal(shape),
+        rate_u=rng.random(shape),
+        use_u=rng.random(shape),
+        retain_u=rng.random(shape),
+    )
+
+
+@dataclass
+class Log:
+    """What Sprig can see. Arrays are preallocated; ``n_*`` say how much is filled."""
+
+    capacity: int
+    n_items: int = 0
+    parent: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    born_at: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    n_ratings: int = 0
+    rating_user: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    rating_item: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    rating_value: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    rating_thumb: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    rating_at: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    n_uses: int = 0
+    use_user: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    use_item: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    use_at: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    use_retained: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    now: int = 0
+
+    def __post_init__(self) -> None:
+        c = self.capacity
+        self.rating_user = np.zeros(c, np.int64)
+        self.rating_item = np.zeros(c, np.int64)
+        self.rating_value = np.zeros(c)
+        self.rating_thumb = np.zeros(c, bool)
+        self.rating_at = np.zeros(c, np.int64)
+        self.use_user = np.zeros(c, np.int64)
+        self.use_item = np.zeros(c, np.int64)
+        self.use_at = np.zeros(c, np.int64)
+        self.use_retained = np.zeros(c, bool)
+
+    def ratings(self) -> slice:
+        return slice(0, self.n_ratings)
+
+    def uses(self) -> slice:
+        return slice(0, self.n_uses)
+
+
+class World:
+    def __init__(self, p: WorldParams, d: Draws) -> None:
+        self.p, self.d = p, d
+        n_max = p.roots + p.forks
+        self.quality = np.zeros(n_max)
+        self.evolvability = np.zeros(n_max)
+        self.category = np.zeros(n_max, np.int64)
+        self.quality[: p.roots] = d.root_quality
+        self.evolvability[: p.roots] = d.root_evolvability
+        self.category[: p.roots] = d.root_category
+        self.rated = np.zeros((p.users, n_max), bool)
+        self.used = np.zeros((p.users, n_max), bool)
+        self.log = Log(capacity=p.sessions * p.slate)
+        self.log.n_items = p.roots
+        self.log.parent = np.full(n_max, -1, np.int64)
+        self.log.born_at = np.zeros(n_max, np.int64)
+        self.n_forks = 0
+
+    @property
+    def n(self) -> int:
+        return self.log.n_items
+
+    def fork(self, parent: int, at: int) -> int:
+        k, child = self.n_forks, self.n
+        self.quality[child] = self.quality[parent] + self.evolvability[parent] + self.d.fork_step[k]
+        self.evolvability[child] = self.evolvability[parent] + self.d.fork_evolvability_noise[k]
+        self.category[child] = self.category[parent]
+        self.log.parent[child] = parent
+        self.log.born_at[child] = at
+        self.log.n_items += 1
+        self.n_forks += 1
+        return child
+
+    def play(self, start: int, slates: np.ndarray) -> None:
+        """Sessions start .. start + len(slates) - 1, each showing one slate."""
+        p, d, log = self.p, self.d, self.log
+        sessions = np.arange(start, start + len(slates))
+        user = d.session_user[sessions][:, None].repeat(slates.shape[1], axis=1)
+        valid = slates >= 0
+        item = np.where(valid, slates, 0)
+        utility = (
+            d.discrimination[user] * (self.quality[item] + d.taste[user, self.category[item]])
+            + d.leniency[user]
+            + d.noise[sessions][:, : slates.shape[1]]
+        )
+        rate_p = (
+            1.0 / (1.0 + np.exp(1.0 - 0.8 * np.abs(utility)))
+            if p.mnar
+            else np.full(utility.shape, p.flat_rate_probability)
+        )
+        rates = valid & (d.rate_u[sessions][:, : slates.shape[1]] < rate_p)
+        uses = valid & (d.use_u[sessions][:, : slates.shape[1]] < 1.0 / (1.0 + np.exp(-utility)))
+        at = np.broadcast_to(sessions[:, None], slates.shape)
+
+        # One rating and one use per (user, sub-agent): the first counts.
+        ru, ri, rs, ra = _first_per_pair(user[rates], item[rates], utility[rates], at[rates])
+        fresh = ~self.rated[ru, ri]
+        ru, ri, rs, ra = ru[fresh], ri[fresh], rs[fresh], ra[fresh]
+        self.rated[ru, ri] = True
+        thumb = d.thumbs_user[ru]
+        value = np.where(thumb, (rs > 0).astype(float), 1.0 + np.searchsorted(STAR_CUTS, rs))
+        _append(log, "rating", ru, ri, ra, value=value, thumb=thumb)
+
+        retain_p = 1.0 / (1.0 + np.exp(-(self.quality[item] + 0.3 * d.leniency[user] - 1.0)))
+        retained = d.retain_u[sessions][:, : slates.shape[1]] < retain_p
+        uu, ui, ur, ua = _first_per_pair(user[uses], item[uses], retained[uses], at[uses])
+        fresh = ~self.used[uu, ui]
+        uu, ui, ur, ua = uu[fresh], ui[fresh], ur[fresh], ua[fresh]
+        self.used[uu, ui] = True
+        _append(log, "use", uu, ui, ua, retained=ur.astype(bool))
+        log.now = start + len(slates)
+
+
+def _first_per_pair(user, item, value, at):
+    key = user * 1_000_003 + item
+    _, first = np.unique(key, return_index=True)
+    first.sort()
+    return user[first], item[first], value[first], at[first]
+
+
+def _append(log: Log, kind: str, user, item, at, **extra) -> None:
+    n = getattr(log, f"n_{kind}s")
+    m = len(user)
+    getattr(log, f"{kind}_user")[n : n + m] = user
+    getattr(log, f"{kind}_item")[n : n + m] = item
+    getattr(log, f"{kind}_at")[n : n + m] = at
+    for name, values in extra.items():
+        getattr(log, f"{kind}_{name}")[n : n + m] = values
+    setattr(log, f"n_{kind}s", n + m)

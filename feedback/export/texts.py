@@ -1,0 +1,91 @@
+"""Loading the text rows need: the text source shared by the writing threads, and a cache of
+recently used versions' text and scrubbed prompts."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import numpy as np
+
+from feedback import rewards
+from feedback.export.inputs import Comment, TextSource
+from feedback.rewards import VersionText
+from feedback.scrub import Scrubber
+
+
+class LockedTexts:
+    """One text source shared by two threads: a database session is not thread-safe."""
+
+    def __init__(self, texts: TextSource) -> None:
+        self.texts, self.lock = texts, threading.Lock()
+
+    def versions(self, version_ids: Sequence[int]) -> dict[int, VersionText]:
+        with self.lock:
+            return self.texts.versions(version_ids)
+
+    def comments(self, feedback_ids: Sequence[int]) -> dict[int, Comment]:
+        with self.lock:
+            return self.texts.comments(feedback_ids)
+
+    def comment_scrubber(self) -> Scrubber:
+        with self.lock:
+            return self.texts.comment_scrubber()
+
+
+class TextCache:
+    """The most recently used versions' text, up to ``budget`` bytes: a version shows up in
+    its scalar row and then in several pairs of the same group, and loading it (a database
+    read and a decompression) costs more than keeping it."""
+
+    def __init__(self, source, version_id: np.ndarray, budget: int = 64 * 1024 * 1024) -> None:
+        self.source, self.version_id, self.budget = source, version_id, budget
+        self.entries: OrderedDict[int, VersionText] = OrderedDict()
+        self.size = 0
+        self.scrubber = Scrubber()
+        self.prompts: dict[int, str] = {}
+        self.sibling_prompts: dict[tuple[str, str | None, str | None], str] = {}
+
+    def prompt(self, version_id: int) -> str:
+        """The version's own prompt, scrubbed (prompts quote people's fork requests)."""
+        prompt = self.prompts.get(version_id)
+        if prompt is None:
+            prompt = self.scrubber.scrub(rewards.version_prompt(self.entries[version_id]))
+            self.prompts[version_id] = prompt
+        return prompt
+
+    def pair_prompt(self, relation: int, chosen: VersionText, rejected: VersionText) -> str:
+        """A sibling or co-rated pair's shared prompt (a parent-child pair uses ``prompt``)."""
+        key = (chosen.category, chosen.parent_title, chosen.parent_summary)
+        if relation != rewards.SIBLING:
+            key = (chosen.category, None, None)
+        prompt = self.sibling_prompts.get(key)
+        if prompt is None:
+            prompt = self.scrubber.scrub(rewards.pair_prompt(relation, chosen, rejected, 0))
+            if len(self.sibling_prompts) > 100_000:
+                self.sibling_prompts.clear()
+            self.sibling_prompts[key] = prompt
+        return prompt
+
+    def get(self, nodes: np.ndarray) -> dict[int, VersionText]:
+        wanted = [int(v) for v in self.version_id[nodes]]
+        missing = [v for v in wanted if v not in self.entries]
+        loaded = self.source.versions(missing) if missing else {}
+        out = {}
+        for vid in wanted:
+            text = self.entries.get(vid)
+            if text is None:
+                text = loaded.get(vid)
+                if text is None:
+                    continue
+                self.entries[vid] = text
+                self.size += len(text.completion) + 256
+            else:
+                self.entries.move_to_end(vid)
+            out[vid] = text
+        while self.size > self.budget and len(self.entries) > len(out):
+            old_id, old = self.entries.popitem(last=False)
+            self.prompts.pop(old_id, None)
+            self.size -= len(old.completion) + 256
+        return out
