@@ -75,10 +75,10 @@ def setup(url: str, n_users: int, n_subagents: int, seed: int) -> dict:
     import psycopg
     from sqlmodel import Session
 
-    from market.auth import issue_token
-    from market.db import make_engine
-    from market.migrate import upgrade
-    from market.models import User
+    from market.identity.models import User
+    from market.identity.tokens import issue_token
+    from market.platform.db import make_engine
+    from market.platform.migrate import upgrade
 
     dsn = _dsn(url)
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -325,7 +325,8 @@ def start_gunicorn(url: str, port: int, workers: int, threads: int, log_path: Pa
         env["SPRIG_REDIS_URL"] = redis_url
     log = log_path.open("wb")
     process = subprocess.Popen(
-        [str(Path(sys.executable).parent / "gunicorn"), "-c", "python:market.gunicorn_conf",
+        [str(Path(sys.executable).parent / "gunicorn"),
+         "-c", "python:market.entrypoints.gunicorn_conf",
          "--bind", f"127.0.0.1:{port}", "market.app:create_app()"],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log,
     )  # fmt: skip
@@ -630,8 +631,8 @@ def rollup(url: str, data: dict, r: int, seed: int) -> dict:
     import psycopg
     from sqlmodel import Session
 
-    from market.db import make_engine
-    from market.feedback_store import run_rollup
+    from market.platform.db import make_engine
+    from market.usage.services import run_rollup
 
     truncate(url, "usage_event", "rollup_dirty", "daily_stats", "retention_cohort")
     rng = random.Random(seed + 11)
@@ -789,7 +790,7 @@ def profile_ingest(url: str, data: dict, batches: int, seed: int) -> dict:
     def under(outer: str, inner: str, direct: bool = False) -> float:
         return _inside(table, *outer.split(":"), *inner.split(":"), direct=direct)
 
-    services = "market/feedback_store.py"
+    services = "market/usage/services.py"
     ingest = cum(f"{services}:ingest_events")
     parse = cum("feedback/ingest.py:parse_batch")
     store = sum(
@@ -802,7 +803,7 @@ def profile_ingest(url: str, data: dict, batches: int, seed: int) -> dict:
         references = cum(f"{services}:_references")
     stages = {
         "HTTP body -> JSON (orjson.loads)": cum("~:<orjson.loads>"),
-        "pydantic EventBatchIn (parse_model)": cum("market/api/deps.py:parse_model"),
+        "pydantic EventBatchIn (parse_model)": cum("market/platform/api_deps.py:parse_model"),
         "validation: feedback/ingest.parse_batch": parse,
         "store (SQL build + execute + marks)": store,
         "  of which orjson.dumps of the payload": under(
@@ -818,14 +819,14 @@ def profile_ingest(url: str, data: dict, batches: int, seed: int) -> dict:
         + under(f"{services}:ingest_events", "psycopg/cursor.py:copy"),
         "reference checks (_references)": references,
         "result dicts (rest of ingest_events)": max(0.0, ingest - parse - store - references),
-        "token lookup (caller)": cum("market/api/deps.py:caller"),
-        "rate limiter (Redis)": cum("market/ratelimit.py:spend"),
-        "commit": cum("market/api/deps.py:commit"),
+        "token lookup (caller)": cum("market/identity/tokens.py:caller"),
+        "rate limiter (Redis)": cum("market/platform/ratelimit.py:spend"),
+        "commit": cum("market/platform/api_deps.py:commit"),
         "response JSON (orjson.dumps in the view)": under(
-            "market/api/usage.py:post_events", "~:<orjson.dumps>", direct=True
+            "market/usage/api.py:post_events", "~:<orjson.dumps>", direct=True
         ),
     }
-    view = cum("market/api/usage.py:post_events")
+    view = cum("market/usage/api.py:post_events")
     stages["Flask/Werkzeug around the view"] = max(0.0, total - view)
     top = sorted(table.items(), key=lambda kv: -kv[1][2])[:10]
     n = len(profiled)

@@ -34,7 +34,7 @@ import pytest
 from sqlalchemy import text
 
 from market.app import create_app
-from market.mcp_server import build_server
+from market.entrypoints.mcp_server import build_server
 from tests.conftest import _wipe
 from tests.factories import FRAMED, Actor, bundle, fork, make_user, publish
 from tests.functional import test_mcp_server as mcp

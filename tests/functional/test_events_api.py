@@ -16,8 +16,8 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 from sqlalchemy import func, select
 
-from feedback.models import Feedback, UsageEvent
-from market.db import session_scope
+from market.platform.db import session_scope
+from market.usage.models import Feedback, UsageEvent
 from tests.factories import Actor, fork, make_user, publish
 
 API = "/api/v1"

@@ -24,10 +24,10 @@ from click.testing import CliRunner
 from sqlalchemy import select, update
 from sqlmodel import Session
 
-from feedback.models import ExportRun
-from market import bundles
-from market.cli import main as cli
-from market.models import User
+from market.catalog import bundles
+from market.entrypoints.cli import main as cli
+from market.exports.models import ExportRun
+from market.identity.models import User
 from tests.factories import Actor, bundle, fork, make_user, publish
 
 API = "/api/v1"
@@ -211,7 +211,7 @@ def test_an_export_holds_what_consenting_raters_said_about_public_versions(app, 
         assert row["raters"] == CONSENTING  # the three who did not consent are not counted
     assert scalar[v["good"]]["reward"] > scalar[v["root"]]["reward"] > scalar[v["bad"]]["reward"]
     assert scalar[v["good"]]["stars_mean"] == 5.0  # the refusers' 1-star ratings are not in
-    # The completion is the bundle's canonical serialization (market.bundles).
+    # The completion is the bundle's canonical serialization (market.catalog.bundles).
     good = community.bundles["good"]
     assert (
         scalar[v["good"]]["completion"]
@@ -371,8 +371,8 @@ def test_cli_exports_a_numbered_run_and_then_an_incremental_one(community, cli_e
 
 def test_the_celery_task_builds_a_queued_run(community, cli_env, engine):
     from feedback.export import ExportParameters
-    from market.reward_exports import create_run
-    from market.tasks import export_rewards_task
+    from market.exports.services import create_run
+    from market.exports.tasks import export_rewards_task
 
     with Session(engine) as session:
         run_id = create_run(session, ExportParameters()).id

@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 from mcp import Client, StdioServerParameters
 
-from market.mcp_server import build_server
+from market.entrypoints.mcp_server import build_server
 from tests.factories import bundle, make_user, publish
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -156,7 +156,10 @@ def test_sprig_mcp_on_stdio(client, engine, database_url):
         "SPRIG_MCP_TOKEN": coder.token,
     }
     parameters = StdioServerParameters(
-        command=sys.executable, args=["-m", "market.cli", "mcp"], env=environment, cwd=str(ROOT)
+        command=sys.executable,
+        args=["-m", "market.entrypoints.cli", "mcp"],
+        env=environment,
+        cwd=str(ROOT),
     )
     [result] = call_tools(parameters, ("suggest_forks", {"request": "water tracker"}))
     assert not result.is_error, result.content

@@ -45,7 +45,7 @@ from schemathesis.openapi.checks import (
 from sqlalchemy.exc import DataError
 
 from market.app import create_app
-from market.pagination import encode_cursor
+from market.platform.pagination import encode_cursor
 from tests.factories import bundle, fork, listing, make_user, publish
 
 API = "/api/v1"

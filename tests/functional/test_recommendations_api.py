@@ -16,10 +16,11 @@ import pytest
 from sqlalchemy import func, select
 
 from evolution.explore import POLICY_VERSION
-from evolution.models import Exposure, RankingRun, SubAgentScore
-from feedback.models import Feedback, UsageEvent
-from market import recommendations
-from market.db import session_scope
+from market.platform.db import session_scope
+from market.ranking.models import RankingRun, SubAgentScore
+from market.recommend import services as recommendations
+from market.recommend.models import Exposure
+from market.usage.models import Feedback, UsageEvent
 from tests.factories import Actor, bundle, fork, make_user, publish
 
 API = "/api/v1"

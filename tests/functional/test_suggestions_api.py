@@ -7,11 +7,13 @@ import threading
 import pytest
 from sqlmodel import select
 
-from evolution.models import SubAgentScore
-from market import bundles, catalog
-from market.db import session_scope
-from market.models import SubAgent, User
-from market.suggestions import service_for
+from market.catalog import bundles
+from market.catalog import services as catalog
+from market.catalog.models import SubAgent
+from market.identity.models import User
+from market.platform.db import session_scope
+from market.ranking.models import SubAgentScore
+from market.suggestions.services import service_for
 from tests.factories import bundle, fork, make_user, publish
 
 URL = "/api/v1/suggestions"
@@ -319,7 +321,7 @@ def test_a_worker_builds_its_index_as_it_starts(app, client, creator):
     before any request asks for it, and the index holds what is listed."""
     from types import SimpleNamespace
 
-    from market import gunicorn_conf
+    from market.entrypoints import gunicorn_conf
 
     listed = publish(client, creator, title="Warm water log")
     service = service_for(app)

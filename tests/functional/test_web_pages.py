@@ -11,11 +11,12 @@ import re
 import pytest
 from sqlmodel import select
 
-from evolution.models import SubAgentScore
-from market import feedback_store as services
-from market.auth import revoke_token
-from market.db import session_scope
-from market.models import ForkRequest, Install, SubAgent, utcnow
+from market.catalog.models import ForkRequest, Install, SubAgent
+from market.identity.tokens import revoke_token
+from market.platform.db import session_scope
+from market.platform.time import utcnow
+from market.ranking.models import SubAgentScore
+from market.usage import services
 from tests.factories import bundle, fork, make_user, publish
 
 SCRIPT_TITLE = "<script>window.__pwned=1</script>Water"

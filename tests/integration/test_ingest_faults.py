@@ -44,7 +44,7 @@ import requests
 from sqlalchemy.engine import make_url
 
 from market.app import create_app
-from market.migrate import upgrade
+from market.platform.migrate import upgrade
 from tests.factories import make_user, publish
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
@@ -392,7 +392,7 @@ class Gunicorn:
             [
                 str(gunicorn),
                 "-c",
-                "python:market.gunicorn_conf",
+                "python:market.entrypoints.gunicorn_conf",
                 "--bind",
                 f"127.0.0.1:{self.port}",
                 # not the shared default ~/.gunicorn/gunicorn.ctl of other gunicorns

@@ -2,7 +2,7 @@
 
 A random forest is written straight into the tables (bushy nodes, tied install counts, private,
 unlisted, yanked and quarantined nodes by several authors), then on every backend:
-- ``market.feedback_store.descendants`` (one recursive query) finds exactly the nodes whose stored
+- ``market.usage.services.descendants`` (one recursive query) finds exactly the nodes whose stored
   ancestry path passes through one of the given ones (what it used to filter in Python);
 - the capped subtree read in one recursive query returns the same rows, in the same order, as
   the level-by-level read and as a breadth-first walk in Python, for every node as the top and
@@ -15,11 +15,11 @@ import random
 
 import pytest
 
-from market import browse
-from market import feedback_store as services
-from market.auth import ANONYMOUS, Principal
-from market.db import session_scope
-from market.models import SubAgent
+from market.catalog import queries as browse
+from market.catalog.models import SubAgent
+from market.identity.tokens import ANONYMOUS, Principal
+from market.platform.db import session_scope
+from market.usage import services
 from tests.factories import make_user
 
 FOREST_SIZE = 160

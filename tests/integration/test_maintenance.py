@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import update
 
-from evolution.models import Exposure
-from market.db import session_scope
-from market.maintenance import forget_old_contexts, recount_counters
-from market.models import SubAgent
+from market.catalog.maintenance import forget_old_contexts, recount_counters
+from market.catalog.models import SubAgent
+from market.platform.db import session_scope
+from market.recommend.models import Exposure
 from tests.factories import fork, make_user, publish
 
 
@@ -70,8 +70,8 @@ def test_old_exposure_contexts_are_erased_and_nothing_else(engine):
 
 
 def test_the_nightly_erasure_is_scheduled():
-    from market.celery_app import celery_config
-    from market.config import Settings
+    from market.platform.celery_app import celery_config
+    from market.platform.config import Settings
 
     schedule = celery_config(Settings())["beat_schedule"]
     assert schedule["forget-old-exposure-contexts"]["task"] == "sprig.forget_old_contexts"

@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import func, select
 
-from evolution.models import RankingRun, RaterOffset, SubAgentScore
-from market.db import session_scope
-from market.ranking import run_ranking
+from market.platform.db import session_scope
+from market.ranking.models import RankingRun, RaterOffset, SubAgentScore
+from market.ranking.services import run_ranking
 from tests.factories import fork, make_user, publish
 
 API = "/api/v1"

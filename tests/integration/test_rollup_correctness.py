@@ -24,7 +24,9 @@ from sqlalchemy.engine import make_url
 from sqlmodel import Session
 
 from feedback import rollup
-from feedback.models import (
+from market.catalog.models import Install, SubAgent, Version
+from market.platform.db import make_engine
+from market.usage.models import (
     DailyStats,
     Feedback,
     InstallLog,
@@ -32,9 +34,7 @@ from feedback.models import (
     RollupDirty,
     UsageEvent,
 )
-from market.db import make_engine
-from market.feedback_store import ingest_events, log_install, record_feedback, run_rollup
-from market.models import Install, SubAgent, Version
+from market.usage.services import ingest_events, log_install, record_feedback, run_rollup
 from tests.factories import make_user, publish
 
 BASE_DAY = date(2026, 3, 2)  # every time here is explicit: nothing depends on today

@@ -10,10 +10,11 @@ import pytest
 from sqlmodel import Session, select
 
 from market.app import create_app
+from market.catalog.models import SubAgent
 from market.demo.loader import demo_tokens, load_demo
-from market.models import SubAgent, User
-from market.suggestion_schemas import SuggestionsIn
-from market.suggestions import SuggestionService
+from market.identity.models import User
+from market.suggestions.schemas import SuggestionsIn
+from market.suggestions.services import SuggestionService
 from tests.conftest import _wipe
 from tests.factories import listing
 
@@ -131,7 +132,7 @@ def test_a_new_sub_agent_is_found_without_a_rebuild(demo):
 
 
 def test_after_a_ranking_run_quality_and_improving_forks_come_along(demo):
-    from market.ranking import run_ranking
+    from market.ranking.services import run_ranking
 
     app, _tokens = demo
     engine = app.extensions["sprig.engine"]

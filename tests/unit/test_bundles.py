@@ -1,4 +1,4 @@
-"""Unit tests for market.bundles: parsing, caps, hashing, scans and diffs."""
+"""Unit tests for market.catalog.bundles: parsing, caps, hashing, scans and diffs."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from market import bundles
-from market.bundles import (
+from market.catalog import bundles
+from market.catalog.bundles import (
     MAX_BUNDLE_BYTES,
     MAX_DIFF_BYTES,
     MAX_ERRORS,
