@@ -1,4 +1,5 @@
-"""Catalog tables: people and services, tokens, sub-agents as a fork tree, versions, installs.
+"""Catalog tables: sub-agents as a fork tree, bundles, versions, installs, fork requests and
+reports, and the categories a sub-agent is filed under.
 
 Fork links (parent, parent version, root, depth, ancestry) are written once by the server at
 fork time and never change, which is what lets lineage be read in one query.
@@ -169,6 +170,7 @@ class Report(SQLModel, table=True):
     created_at: datetime = timestamp_field()
 
 
+# The categories a sub-agent may be filed under (an input enum of every API that takes one).
 CATEGORIES = (
     "diet",
     "hydration",

@@ -1,4 +1,5 @@
-"""Celery tasks: one-line wrappers around service functions (tests call the services)."""
+"""Celery tasks of the nightly maintenance: one-line wrappers around service functions (tests
+call the services)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 ``simulate_activity(engine, seed)`` reads the loaded community (people, the fork forest,
 versions, installs) and replays a few months of its life: people open the sub-agents they
 installed, use them, hit errors, drift away or uninstall, and rate what they used. Every
-event goes through :func:`market.usage.services.ingest_events` in day-sized batches, as the main
+event goes through :func:`market.feedback_store.ingest_events` in day-sized batches, as the main
 agent would send them at the end of each day; ratings go through ``record_feedback``, and
 uninstalls send an ``uninstall`` event and make the writes of ``DELETE
 /subagents/<id>/install`` (the row goes inactive, the install log records it). The creator

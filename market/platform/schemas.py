@@ -1,5 +1,5 @@
-"""Input and output building blocks every API model uses: strict inputs, whole numbers, ids,
-UTC datetimes."""
+"""Input and output building blocks the API models of every domain use: strict inputs, whole
+numbers, ids, tags, UTC datetimes."""
 
 from __future__ import annotations
 
