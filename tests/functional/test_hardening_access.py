@@ -21,7 +21,7 @@ from market.catalog.models import ForkRequest, SubAgent, Version
 from market.entrypoints.mcp_server import build_server
 from market.platform.db import session_scope
 from tests.factories import FRAMED, bundle, fork, listing, make_user, publish
-from tests.functional import test_mcp_server as mcp
+from tests.functional.entrypoints import test_mcp_server as mcp
 
 API = "/api/v1"
 

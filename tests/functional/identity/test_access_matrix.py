@@ -37,7 +37,7 @@ from market.app import create_app
 from market.entrypoints.mcp_server import build_server
 from tests.conftest import _wipe
 from tests.factories import FRAMED, Actor, bundle, fork, make_user, publish
-from tests.functional import test_mcp_server as mcp
+from tests.functional.entrypoints import test_mcp_server as mcp
 
 API = "/api/v1"
 STATES = ("public", "unlisted", "private", "yanked", "quarantined")

@@ -49,7 +49,7 @@ from tests.factories import make_user, publish
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 FAULTS_DB = "sprig_faults"
 N_CLIENTS = 4
 MAX_BATCHES_PER_CLIENT = 2000  # clients run until every fault is done (bounded by this)

@@ -13,7 +13,7 @@ from mcp import Client, StdioServerParameters
 from market.entrypoints.mcp_server import build_server
 from tests.factories import bundle, make_user, publish
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def run_async(function):
