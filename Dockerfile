@@ -14,7 +14,7 @@ RUN groupadd --system sprig \
 WORKDIR /app
 
 # The source tree stays in /app: gunicorn is started with
-# -c market/gunicorn_conf.py and `sprig db upgrade` uses migrations/.
+# -c market/entrypoints/gunicorn_conf.py and `sprig db upgrade` uses migrations/.
 COPY . .
 RUN pip install . \
     && install -d -o sprig -g sprig /app/var /app/var/exports
@@ -25,4 +25,4 @@ EXPOSE 8000
 
 # --bind on the command line wins over the config file, so the container
 # always listens on all interfaces (the port is published by compose).
-CMD ["gunicorn", "-c", "market/gunicorn_conf.py", "--bind", "0.0.0.0:8000", "market.app:create_app()"]
+CMD ["gunicorn", "-c", "market/entrypoints/gunicorn_conf.py", "--bind", "0.0.0.0:8000", "market.app:create_app()"]

@@ -94,7 +94,7 @@ def load_forest(url: str, n: int, seed: int) -> dict:
     import psycopg
     from sqlalchemy.engine import make_url
 
-    from market.migrate import upgrade
+    from market.platform.migrate import upgrade
 
     engine_url = make_url(url)
     dsn = engine_url.set(drivername="postgresql").render_as_string(hide_password=False)
@@ -221,7 +221,7 @@ def start_gunicorn(url: str, port: int, workers: int, threads: int, cache_second
         [
             str(Path(sys.executable).parent / "gunicorn"),
             "-c",
-            "python:market.gunicorn_conf",
+            "python:market.entrypoints.gunicorn_conf",
             "--bind",
             f"127.0.0.1:{port}",
             "market.app:create_app()",

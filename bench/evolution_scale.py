@@ -4,8 +4,9 @@ For each size a fresh child process builds a synthetic catalog (10% roots; each 
 an older sub-agent, older ones likelier, so trees are wide with a long tail of depth), 5 ratings
 per sub-agent from n/2 raters with a few harsh and a few lenient ones, and 5 distinct
 (sub-agent, user, day) usage rows per sub-agent over 180 days; then times what one run of
-``sprig rank`` computes (``market.ranking.compute``: forest, rater fit, lineage posterior, branch
-values with 64 joint draws, best descendants, usage and trending) and reads its peak RSS.
+``sprig rank`` computes (``market.ranking.services.compute``: forest, rater fit, lineage
+posterior, branch values with 64 joint draws, best descendants, usage and trending) and reads
+its peak RSS.
 
 Baselines in the same run:
 * the simplest ranking there is, a mean rating per sub-agent (one ``np.bincount``): how many
@@ -45,10 +46,10 @@ USAGE_ROWS_PER_SUBAGENT = 5
 
 
 def synthetic_inputs(n: int, seed: int):
-    """A RankingInputs like market.ranking.load_inputs returns, with no database."""
+    """A RankingInputs like market.ranking.services.load_inputs returns, with no database."""
     from evolution.ranking import Ratings
     from evolution.tree import Forest
-    from market.ranking import RankingInputs
+    from market.ranking.services import RankingInputs
 
     rng = np.random.default_rng(seed)
     n_roots = max(1, n // 10)
@@ -94,7 +95,7 @@ def _peak_rss_mib() -> float:
 
 def measure_size(n: int, seed: int, with_networkx: bool, queue) -> None:
     """Runs in a child process, so its peak RSS is this size's alone."""
-    from market.ranking import compute
+    from market.ranking.services import compute
 
     compute(synthetic_inputs(200, seed), {}, seed=seed)  # first-call costs are not the pass's
     started = time.perf_counter()

@@ -56,7 +56,7 @@ from feedback.export import (  # noqa: E402
 )
 from feedback.rewards import VersionText  # noqa: E402
 from feedback.scrub import Scrubber  # noqa: E402
-from market.bundles import canonical_bytes  # noqa: E402
+from market.catalog.bundles import canonical_bytes  # noqa: E402
 
 CATEGORIES = ("diet", "fitness", "mood", "sleep", "hydration")
 
@@ -68,7 +68,7 @@ class SyntheticTexts:
     def __init__(self, catalog: CatalogArrays, *, file_bytes: int = 600) -> None:
         self.catalog = catalog
         self.index = {int(v): i for i, v in enumerate(catalog.version_id)}
-        # The bundle's canonical JSON (market.bundles) with the version id as a placeholder:
+        # The bundle's canonical JSON (market.catalog.bundles) with the version id as a placeholder:
         # reading a stored bundle is a decompression, not a serialization.
         body = ("// version @VID@\n" * (file_bytes // 16 + 1))[:file_bytes]
         manifest = {"name": "App @VID@", "entry": "index.html", "scopes": [], "hosts": []}

@@ -170,7 +170,8 @@ def start_gunicorn(url: str, port: int, workers: int, threads: int, log_path: Pa
         env["SPRIG_REDIS_URL"] = redis_url
     log = log_path.open("wb")
     process = subprocess.Popen(
-        [str(Path(sys.executable).parent / "gunicorn"), "-c", "python:market.gunicorn_conf",
+        [str(Path(sys.executable).parent / "gunicorn"),
+         "-c", "python:market.entrypoints.gunicorn_conf",
          "--bind", f"127.0.0.1:{port}", "market.app:create_app()"],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log,
     )  # fmt: skip

@@ -51,10 +51,10 @@ def setup(url: str, n_users: int, n_subagents: int, seed: int) -> dict:
     import psycopg
     from sqlmodel import Session
 
-    from market.auth import issue_token
-    from market.db import make_engine
-    from market.migrate import upgrade
-    from market.models import User
+    from market.identity.models import User
+    from market.identity.tokens import issue_token
+    from market.platform.db import make_engine
+    from market.platform.migrate import upgrade
 
     dsn = database_dsn(url)
     with psycopg.connect(dsn, autocommit=True) as conn:

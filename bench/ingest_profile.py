@@ -79,7 +79,7 @@ def profile_ingest(url: str, data: dict, batches: int, seed: int) -> dict:
     def under(outer: str, inner: str, direct: bool = False) -> float:
         return inside(table, *outer.split(":"), *inner.split(":"), direct=direct)
 
-    services = "market/feedback_store.py"
+    services = "market/usage/services.py"
     ingest = cum(f"{services}:ingest_events")
     parse = cum("feedback/ingest.py:parse_batch")
     store = sum(
@@ -92,7 +92,7 @@ def profile_ingest(url: str, data: dict, batches: int, seed: int) -> dict:
         references = cum(f"{services}:_references")
     stages = {
         "HTTP body -> JSON (orjson.loads)": cum("~:<orjson.loads>"),
-        "pydantic EventBatchIn (parse_model)": cum("market/api/deps.py:parse_model"),
+        "pydantic EventBatchIn (parse_model)": cum("market/platform/api_deps.py:parse_model"),
         "validation: feedback/ingest.parse_batch": parse,
         "store (SQL build + execute + marks)": store,
         "  of which orjson.dumps of the payload": under(
@@ -108,14 +108,14 @@ def profile_ingest(url: str, data: dict, batches: int, seed: int) -> dict:
         + under(f"{services}:ingest_events", "psycopg/cursor.py:copy"),
         "reference checks (_references)": references,
         "result dicts (rest of ingest_events)": max(0.0, ingest - parse - store - references),
-        "token lookup (caller)": cum("market/api/deps.py:caller"),
-        "rate limiter (Redis)": cum("market/ratelimit.py:spend"),
-        "commit": cum("market/api/deps.py:commit"),
+        "token lookup (caller)": cum("market/identity/tokens.py:caller"),
+        "rate limiter (Redis)": cum("market/platform/ratelimit.py:spend"),
+        "commit": cum("market/platform/api_deps.py:commit"),
         "response JSON (orjson.dumps in the view)": under(
-            "market/api/usage.py:post_events", "~:<orjson.dumps>", direct=True
+            "market/usage/api.py:post_events", "~:<orjson.dumps>", direct=True
         ),
     }
-    view = cum("market/api/usage.py:post_events")
+    view = cum("market/usage/api.py:post_events")
     stages["Flask/Werkzeug around the view"] = max(0.0, total - view)
     top = sorted(table.items(), key=lambda kv: -kv[1][2])[:10]
     n = len(profiled)

@@ -48,7 +48,7 @@ def _dsn(url: str) -> str:
 
 def _bundles() -> list[tuple[str, bytes, int, dict]]:
     """Two small real bundles (so detail pages, previews and diffs read real blobs)."""
-    from market import bundles
+    from market.catalog import bundles
 
     made = []
     for variant, scopes in (("a", ["hydration.read"]), ("b", ["hydration.read", "calendar.read"])):
@@ -359,9 +359,9 @@ def main() -> None:
     extra = enrich(url, forest, args.seed)
     load_seconds = time.perf_counter() - started
 
-    from market.auth import issue_token
-    from market.db import make_engine, session_scope
-    from market.models import User
+    from market.identity.models import User
+    from market.identity.tokens import issue_token
+    from market.platform.db import make_engine, session_scope
 
     engine = make_engine(url)
     tokens = []

@@ -106,11 +106,11 @@ def main() -> None:
     forest = load_forest(url, n, args.seed)
     add_scores_and_installs(url, n, forest["users"], args.seed)
 
-    from market import recommendations
     from market.app import create_app
-    from market.auth import issue_token
-    from market.db import session_scope
-    from market.models import User
+    from market.identity.models import User
+    from market.identity.tokens import issue_token
+    from market.platform.db import session_scope
+    from market.recommend import services as recommendations
 
     app = create_app({"database_url": url, "read_cache_seconds": 0, "secret_key": "bench"})
     engine = app.extensions["sprig.engine"]

@@ -166,8 +166,8 @@ def rollup(url: str, data: dict, r: int, seed: int) -> dict:
     daily_stats against SQL."""
     from sqlmodel import Session
 
-    from market.db import make_engine
-    from market.feedback_store import run_rollup
+    from market.platform.db import make_engine
+    from market.usage.services import run_rollup
 
     rng = random.Random(seed + 11)
     days = the_last_30_days()

@@ -123,9 +123,9 @@ def add_scores_and_feedback(url: str, n: int, n_users: int, seed: int) -> dict:
 
 
 def service_token(url: str) -> str:
-    from market.auth import issue_token
-    from market.db import make_engine, session_scope
-    from market.models import User
+    from market.identity.models import User
+    from market.identity.tokens import issue_token
+    from market.platform.db import make_engine, session_scope
 
     engine = make_engine(url)
     with session_scope(engine) as session:
@@ -154,12 +154,12 @@ def in_process(url: str, queries: list[str]) -> dict:
     import scipy.sparse as sp
     from sqlmodel import Session, select
 
-    from evolution.models import SubAgentScore
     from evolution.suggest import Quality, rank_suggestions
     from evolution.text_index import SCRIPTS, Match, count_matrix
-    from market.db import make_engine
-    from market.suggestion_schemas import SuggestionsIn
-    from market.suggestions import CANDIDATES, SuggestionService
+    from market.platform.db import make_engine
+    from market.ranking.models import SubAgentScore
+    from market.suggestions.schemas import SuggestionsIn
+    from market.suggestions.services import CANDIDATES, SuggestionService
 
     engine = make_engine(url)
     service = SuggestionService(engine)

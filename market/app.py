@@ -11,15 +11,18 @@ import re
 from apiflask import APIFlask
 from flask import g, request
 
-from market import problems
-from market.config import Settings, load_settings
-from market.db import is_sqlite, make_engine
-from market.errors import UriTooLong
+from market.platform import problems
+from market.platform.api import complete_spec
+from market.platform.api_deps import JsonBodyRequest
+from market.platform.config import Settings, load_settings
+from market.platform.db import is_sqlite, make_engine
+from market.platform.errors import UriTooLong
 
 API_PREFIX = "/api/v1"
 DOCS_PATH = f"{API_PREFIX}/docs"
 # The longest URL (path and query) served. gunicorn's own request-line limit sits above it
-# (market/gunicorn_conf.py), so an over-long URL gets this app's problem, not gunicorn's page.
+# (market/entrypoints/gunicorn_conf.py), so an over-long URL gets this app's problem, not
+# gunicorn's page.
 MAX_URL_BYTES = 4096
 # Everything but pages (which set their own) and the API docs: nothing may load or run.
 DEFAULT_CSP = "default-src 'none'; frame-ancestors 'none'"
@@ -98,16 +101,10 @@ def create_app(config: dict | Settings | None = None) -> APIFlask:
     if settings.read_cache_seconds > 0 and not is_sqlite(settings.database_url):
         install_read_cache(app, settings)
 
-    from market.api import register_api
-    from market.api.deps import JsonBodyRequest
-
     register_api(app, API_PREFIX)
     app.request_class = JsonBodyRequest
     problems.install(app)
-
-    from market.web import register_web
-
-    register_web(app)
+    register_pages(app)
 
     @app.teardown_appcontext
     def _close_session(_exc):
@@ -131,10 +128,42 @@ def create_app(config: dict | Settings | None = None) -> APIFlask:
     return app
 
 
+def register_api(app: APIFlask, prefix: str) -> None:
+    """Each domain's API blueprint, in the order the OpenAPI document lists them."""
+    from market.catalog import api as catalog_api
+    from market.exports import api as exports_api
+    from market.identity import api as identity_api
+    from market.ranking import api as ranking_api
+    from market.recommend import api as recommend_api
+    from market.suggestions import api as suggestions_api
+    from market.usage import api as usage_api
+
+    app.register_blueprint(catalog_api.bp, url_prefix=prefix)
+    app.register_blueprint(identity_api.bp, url_prefix=prefix)
+    app.register_blueprint(usage_api.bp, url_prefix=prefix)
+    app.register_blueprint(ranking_api.bp, url_prefix=prefix)
+    app.register_blueprint(recommend_api.bp, url_prefix=prefix)
+    app.register_blueprint(suggestions_api.bp, url_prefix=prefix)
+    app.register_blueprint(exports_api.bp, url_prefix=prefix)
+    app.spec_processor(lambda spec: complete_spec(spec, prefix, catalog_api.BUNDLE_BODIES))
+
+
+def register_pages(app: APIFlask) -> None:
+    """Each domain's page views add their routes to the web blueprint as they are imported;
+    the shell then registers it."""
+    from market.catalog import views as catalog_views  # noqa: F401 - routes register
+    from market.identity import views as identity_views  # noqa: F401 - routes register
+    from market.ranking import views as ranking_views  # noqa: F401 - routes register
+    from market.usage import views as usage_views  # noqa: F401 - routes register
+    from market.web import register_web
+
+    register_web(app)
+
+
 def install_read_cache(app: APIFlask, settings: Settings) -> None:
     from sqlalchemy.engine import make_url
 
-    from market.read_cache import NotificationListener, ReadCache
+    from market.platform.read_cache import NotificationListener, ReadCache
 
     cache = ReadCache(ttl=settings.read_cache_seconds)
     dsn = make_url(settings.database_url).set(drivername="postgresql")

@@ -8,8 +8,8 @@ from alembic import context
 from sqlalchemy import engine_from_config, pool
 from sqlmodel import SQLModel
 
-from market.config import load_settings
-from market.schema_registry import import_all_models, is_search_artifact
+from market.platform.config import load_settings
+from market.platform.schema_registry import import_all_models, is_search_artifact
 
 config = context.config
 if config.config_file_name is not None and config.attributes.get("configure_logging", True):

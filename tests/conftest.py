@@ -13,9 +13,9 @@ from sqlalchemy import text
 from sqlmodel import SQLModel
 
 from market.app import create_app
-from market.db import make_engine
-from market.migrate import upgrade
-from market.schema_registry import import_all_models
+from market.platform.db import make_engine
+from market.platform.migrate import upgrade
+from market.platform.schema_registry import import_all_models
 
 
 def _backends() -> list[str]:

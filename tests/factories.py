@@ -5,9 +5,9 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-from market.auth import issue_token
-from market.db import session_scope
-from market.models import User
+from market.identity.models import User
+from market.identity.tokens import issue_token
+from market.platform.db import session_scope
 
 _counter = itertools.count(1)
 

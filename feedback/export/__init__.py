@@ -1,6 +1,6 @@
 """One reward-dataset export: arrays in, a run directory of shards out. No database here.
 
-The caller (``market.reward_exports`` for the real catalog, the benchmark and the simulator
+The caller (``market.exports.services`` for the real catalog, the benchmark and the simulator
 tests for made-up ones) hands over the versions as arrays, the consenting feedback as arrays,
 and a ``TextSource`` that loads prompts, bundles and comments for a batch of ids. The numbers
 (debiased rewards, pairs, labels; ``feedback.rewards``) are computed once over all the arrays;

@@ -12,15 +12,18 @@ from datetime import datetime, timedelta
 from sqlalchemy import Engine, func
 from sqlmodel import select
 
-from market import bundles, catalog
-from market.auth import issue_token
-from market.db import session_scope
+from market.catalog import bundles
+from market.catalog import services as catalog
+from market.catalog.maintenance import recount_counters
+from market.catalog.models import ForkRequest, Install, SubAgent, Version
 from market.demo.activity import simulate_activity
 from market.demo.content import DemoCommunity, generate_community
-from market.feedback_store import log_install
-from market.maintenance import recount_counters
-from market.models import ForkRequest, Install, SubAgent, User, Version, utcnow
-from market.ranking import run_ranking
+from market.identity.models import User
+from market.identity.tokens import issue_token
+from market.platform.db import session_scope
+from market.platform.time import utcnow
+from market.ranking.services import run_ranking
+from market.usage.services import log_install
 
 DEMO_SERVICE_SCOPES = ["events:write", "recommend", "suggest", "publish:on-behalf", "exports"]
 

@@ -1,5 +1,5 @@
-"""Server-rendered web pages: browse, the sub-agent page, the fork tree, diffs, the creator
-dashboard and sign-in (see ``market.web.blueprint``)."""
+"""The page shell: the web blueprint, sign-in, previews and charts. The pages themselves live in
+their domain's ``views`` module and register on ``market.web.blueprint.bp``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from flask import Flask
 
 
 def register_web(app: Flask) -> None:
-    from market.web import dashboard, pages, preview, signin  # noqa: F401 - routes register
+    """Register the web blueprint, once the domains' page views (their ``views`` modules) have
+    added their routes to it."""
+    from market.web import preview, signin  # noqa: F401 - routes register
     from market.web.blueprint import bp
 
     settings = app.extensions["sprig.settings"]

@@ -1,8 +1,8 @@
 """The web blueprint: who is signed in, CSRF checks, security headers, HTML errors.
 
-Pages are server-rendered from the same domain functions the JSON API calls (``market.browse``,
-``market.catalog``, ``market.installs``, ``market.feedback_store``); nothing here goes over HTTP
-to the API.
+Pages are server-rendered from the same domain functions the JSON API calls (the domains'
+services, queries and installs); each domain's ``views`` module adds its pages to ``bp``, and
+nothing here goes over HTTP to the API.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from apiflask import APIBlueprint
 from flask import g, render_template, request
 from sqlalchemy.exc import InterfaceError, OperationalError
 
-from market.errors import SprigError
+from market.platform.errors import SprigError
 from market.web import signin
 
 # An APIBlueprint only because APIFlask expects every blueprint to say whether it belongs in

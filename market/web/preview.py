@@ -15,7 +15,7 @@ reach nothing:
 
 A sandboxed document sends no cookies with its sub-requests (its origin is opaque), so access
 is carried by the URL: a signed, expiring ticket naming the sub-agent, the version and the
-viewer, issued by the sub-agent page. Every request asks ``market.access`` again, for that
+viewer, issued by the sub-agent page. Every request asks ``market.identity.access`` again, for that
 viewer and the sub-agent's and version's current state, as the bundle download does: a link
 issued while the sub-agent was public stops working the moment it is made private, yanked or
 quarantined.
@@ -29,12 +29,13 @@ import re
 from flask import Response, current_app, render_template, request, url_for
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
-from market import catalog
-from market.access import can_read_files
-from market.api.deps import db
-from market.auth import ANONYMOUS, Principal, principal_for_user
-from market.errors import NotFound
-from market.models import SubAgent, User, Version
+from market.catalog import services as catalog
+from market.catalog.models import SubAgent, Version
+from market.identity.access import can_read_files
+from market.identity.models import User
+from market.identity.tokens import ANONYMOUS, Principal, principal_for_user
+from market.platform.api_deps import db
+from market.platform.errors import NotFound
 from market.web.blueprint import bp
 
 TICKET_SECONDS = 6 * 3600

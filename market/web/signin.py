@@ -20,11 +20,12 @@ from flask import current_app, request, session, url_for
 from sqlalchemy import bindparam, update
 from sqlmodel import select
 
-from market.api.deps import db
-from market.auth import Principal, hash_token, principal_for_token, principal_for_user
-from market.db import session_scope
-from market.errors import BadRequest, Forbidden, Unauthorized
-from market.models import ApiToken, User, WebSession, utcnow
+from market.identity.models import ApiToken, User, WebSession
+from market.identity.tokens import Principal, hash_token, principal_for_token, principal_for_user
+from market.platform.api_deps import db
+from market.platform.db import session_scope
+from market.platform.errors import BadRequest, Forbidden, Unauthorized
+from market.platform.time import utcnow
 
 # Idle sessions end this long after their last use (the cookie's own lifetime is the same).
 SESSION_LIFETIME = timedelta(days=14)

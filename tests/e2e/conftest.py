@@ -18,7 +18,7 @@ from werkzeug.serving import make_server
 
 from market.app import create_app
 from market.demo.loader import load_demo
-from market.migrate import upgrade
+from market.platform.migrate import upgrade
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM_ARGS = [

@@ -7,9 +7,10 @@ import re
 import pytest
 from sqlmodel import func, select
 
-from evolution.models import SubAgentScore
-from market.db import session_scope
-from market.models import SubAgent, User, Version
+from market.catalog.models import SubAgent, Version
+from market.identity.models import User
+from market.platform.db import session_scope
+from market.ranking.models import SubAgentScore
 from tests.factories import make_user
 
 pytestmark = pytest.mark.browser

@@ -2,7 +2,8 @@
 figures, fork requests fulfilled by strangers, preview links, yanked files, listing text a
 fork inherits, services publishing for moderators, and creator handles answered 403 vs 404.
 
-Every answer here comes from ``market.access``; these tests hold it to one rule per question.
+Every answer here comes from ``market.identity.access``; these tests hold it to one rule per
+question.
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import func, select
 
-from market.db import session_scope
-from market.mcp_server import build_server
-from market.models import ForkRequest, SubAgent, Version
+from market.catalog.models import ForkRequest, SubAgent, Version
+from market.entrypoints.mcp_server import build_server
+from market.platform.db import session_scope
 from tests.factories import FRAMED, bundle, fork, listing, make_user, publish
-from tests.functional import test_mcp_server as mcp
+from tests.functional.entrypoints import test_mcp_server as mcp
 
 API = "/api/v1"
 

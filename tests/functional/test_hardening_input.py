@@ -24,9 +24,9 @@ import pytest
 import requests
 from sqlalchemy import func, select
 
-from feedback.models import Feedback, UsageEvent
-from market.db import session_scope
-from market.models import ForkRequest, Report, SubAgent, Version
+from market.catalog.models import ForkRequest, Report, SubAgent, Version
+from market.platform.db import session_scope
+from market.usage.models import Feedback, UsageEvent
 from tests.factories import bundle, listing, make_user, publish
 
 API = "/api/v1"
@@ -530,7 +530,7 @@ def gunicorn_server(tmp_path):
         [
             str(gunicorn),
             "-c",
-            "python:market.gunicorn_conf",
+            "python:market.entrypoints.gunicorn_conf",
             "--bind",
             f"127.0.0.1:{port}",
             "--no-control-socket",

@@ -16,9 +16,9 @@ from collections import Counter
 import pytest
 from sqlalchemy import func, select
 
-from feedback.models import Feedback
-from market.db import session_scope
-from market.models import ForkRequest, Install, Report, SubAgent, Version
+from market.catalog.models import ForkRequest, Install, Report, SubAgent, Version
+from market.platform.db import session_scope
+from market.usage.models import Feedback
 from tests.factories import bundle, fork, make_user, publish
 
 API = "/api/v1"

@@ -10,9 +10,11 @@ from datetime import timedelta
 import pytest
 from sqlmodel import select, update
 
-from market.db import session_scope
-from market.maintenance import delete_dead_web_sessions
-from market.models import Install, WebSession, utcnow
+from market.catalog.maintenance import delete_dead_web_sessions
+from market.catalog.models import Install
+from market.identity.models import WebSession
+from market.platform.db import session_scope
+from market.platform.time import utcnow
 from tests.factories import FRAMED, bundle, make_user, publish
 
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')

@@ -51,7 +51,7 @@ from schemathesis.openapi.checks import (
 from sqlalchemy.exc import DataError
 
 from market.app import create_app
-from market.pagination import encode_cursor
+from market.platform.pagination import encode_cursor
 from tests.conftest import _wipe as wipe
 from tests.factories import bundle, fork, listing, make_user, publish
 

@@ -17,14 +17,15 @@ from flask import Flask
 from sqlalchemy import Engine, func, select
 from sqlmodel import Session
 
-from evolution.models import Exposure
-from feedback.models import Feedback, InstallLog, RollupDirty, UsageEvent
 from market.app import create_app
+from market.catalog.maintenance import recount_counters
+from market.catalog.models import CATEGORIES, Install, SubAgent
 from market.demo.activity import FEEDBACK_TAGS, plan_activity, read_community
 from market.demo.loader import demo_tokens, load_demo
-from market.maintenance import recount_counters
-from market.models import Install, SubAgent, User, utcnow
-from market.schemas import CATEGORIES
+from market.identity.models import User
+from market.platform.time import utcnow
+from market.recommend.models import Exposure
+from market.usage.models import Feedback, InstallLog, RollupDirty, UsageEvent
 from tests.conftest import _wipe
 
 SEED = 7

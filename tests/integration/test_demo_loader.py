@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from sqlmodel import func, select
 
-from market.db import session_scope
+from market.catalog.models import SubAgent
 from market.demo.loader import demo_tokens, is_empty, load_demo
-from market.models import SubAgent
+from market.platform.db import session_scope
 
 
 def test_demo_loads_a_believable_community(client, engine):

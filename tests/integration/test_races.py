@@ -36,8 +36,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from market.app import create_app
-from market.db import make_engine
-from market.migrate import upgrade
+from market.platform.db import make_engine
+from market.platform.migrate import upgrade
 from tests.factories import bundle, listing, make_user
 
 pytestmark = [pytest.mark.slow]
@@ -132,7 +132,7 @@ def _start_gunicorn(url: str, log_path: Path) -> tuple[subprocess.Popen, str]:
             [
                 str(gunicorn),
                 "-c",
-                "python:market.gunicorn_conf",
+                "python:market.entrypoints.gunicorn_conf",
                 "--bind",
                 f"127.0.0.1:{port}",
                 "--no-control-socket",

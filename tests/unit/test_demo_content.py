@@ -230,7 +230,7 @@ def test_forks_carry_a_request_and_a_derived_title(community: DemoCommunity, by_
 
 
 def test_listing_fields_fit_the_catalog_limits(community: DemoCommunity) -> None:
-    # Mirrors market.schemas / market.models so the demo loader never trips a limit.
+    # Mirrors market.catalog.schemas / market.catalog.models so the demo loader never trips a limit.
     tag_re = re.compile(r"[\w][\w .+\-]*")
     for s in community.subagents:
         assert len(s.title) <= 120 and len(s.summary) <= 300 and len(s.story) <= 4000
@@ -463,7 +463,7 @@ def test_nothing_looks_like_an_api_key(community: DemoCommunity) -> None:
 
 
 def test_bundles_pass_sprigs_publish_checks(community: DemoCommunity, users) -> None:
-    bundles = pytest.importorskip("market.bundles")
+    bundles = pytest.importorskip("market.catalog.bundles")
     for s, _, b in all_versions(community):
         u = users[s.author]
         bundle = bundles.bundle_from_json({"manifest": b.manifest, "files": b.files})

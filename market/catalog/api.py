@@ -1,0 +1,393 @@
+"""``/subagents``: publish, read, fork, browse, lineage, diff, install, moderation."""
+
+from __future__ import annotations
+
+import io
+
+from apiflask import APIBlueprint
+from flask import current_app, request, send_file
+from pydantic import BaseModel
+
+from market.catalog import bundles, installs
+from market.catalog import queries as browse
+from market.catalog import services as catalog
+from market.catalog.bundles import BundleError
+from market.catalog.schemas import (
+    BrowseQuery,
+    BundleOut,
+    BundleQuery,
+    DiffOut,
+    DiffQuery,
+    ForkIn,
+    ForkRequestIn,
+    ForkRequestOut,
+    InstallIn,
+    InstallOut,
+    Lineage,
+    Page,
+    PageQuery,
+    PublishIn,
+    QuarantineIn,
+    ReportIn,
+    ReportOut,
+    SubAgentOut,
+    Tree,
+    TreeQuery,
+    UpdateIn,
+    VersionIn,
+    VersionList,
+    VersionOut,
+    YankIn,
+)
+from market.catalog.search import matcher_for
+from market.catalog.serialize import fork_request_out, subagent_out, version_out, visible_detail
+from market.identity.models import User
+from market.identity.tokens import caller
+from market.platform.api_deps import commit, db, parse_json, parse_model
+from market.platform.errors import Unprocessable, UnsupportedMediaType
+from market.platform.problems import problem
+from market.ranking.services import EmbeddedSchedule
+
+bp = APIBlueprint("subagents", __name__, tag="Sub-agents")
+
+
+@bp.app_errorhandler(BundleError)
+def _bundle_error(error: BundleError):
+    """A refused bundle, wherever it was read: a problem naming the code of each finding."""
+    title = "Bundle too large" if error.status == 413 else "Bundle rejected"
+    errors = [{"code": error.code, **e} for e in error.errors] or [{"code": error.code}]
+    return problem(error.status, title, error.detail, errors)
+
+
+# Bodies that may be JSON or a zip upload are parsed by hand; their schema is added to the
+# OpenAPI document by ``market.platform.api.spec``.
+BUNDLE_BODIES = {
+    ("/subagents", "post"): PublishIn,
+    ("/subagents/{subagent_id}/forks", "post"): ForkIn,
+    ("/subagents/{subagent_id}/versions", "post"): VersionIn,
+}
+
+
+def _detail(subagent) -> SubAgentOut:
+    session = db()
+    latest = session.get(catalog.Version, subagent.latest_version_id)
+    return _visible_links(subagent_out(subagent, catalog.get_author(session, subagent), latest))
+
+
+def _visible_links(detail: SubAgentOut) -> SubAgentOut:
+    return visible_detail(db(), caller(), detail)
+
+
+def _fresh_ranking() -> None:
+    """Embedded mode has no beat: score sorts run the ranking first when it is due."""
+    settings = current_app.extensions["sprig.settings"]
+    if settings.celery_eager or not settings.redis_url:
+        schedule = current_app.extensions.setdefault("sprig.ranking_schedule", EmbeddedSchedule())
+        schedule.refresh_if_due(current_app.extensions["sprig.engine"])
+
+
+@bp.post("/subagents")
+@bp.output(SubAgentOut, status_code=201, description="created (200 if these bytes exist)")
+def publish():
+    """Publish a new sub-agent (JSON with `bundle`, or multipart with a zip)."""
+    body, bundle = read_body_with_bundle(PublishIn)
+    session = db()
+    publisher = catalog.resolve_publisher(session, caller(), body.on_behalf_of)
+    subagent, _version, created = catalog.publish(
+        session,
+        publisher,
+        title=body.title,
+        category=body.category.value,
+        bundle=bundle,
+        summary=body.summary,
+        story=body.story,
+        tags=body.tags,
+        visibility=body.visibility.value,
+    )
+    commit()
+    return _detail(subagent), 201 if created else 200
+
+
+@bp.get("/subagents")
+@bp.input(BrowseQuery, location="query", arg_name="query")
+@bp.output(Page)
+def list_subagents(query: BrowseQuery):
+    """Browse and search public sub-agents (full text over title, summary, story, tags)."""
+    if query.sort and query.sort.value in browse.SCORE_SORTS:
+        _fresh_ranking()
+    return browse.browse(
+        db(),
+        caller(),
+        q=query.q,
+        category=query.category.value if query.category else None,
+        tag=query.tag,
+        sort=query.sort.value if query.sort else None,
+        limit=query.limit,
+        cursor=query.cursor,
+        character_matches=matcher_for(current_app, db()),
+    )
+
+
+@bp.get("/subagents/<int(max=2147483647):subagent_id>")
+@bp.output(SubAgentOut)
+def get_subagent(subagent_id: int):
+    """One sub-agent with its latest version."""
+    return _visible_links(subagent_out(*catalog.get_visible_detail(db(), caller(), subagent_id)))
+
+
+@bp.patch("/subagents/<int(max=2147483647):subagent_id>")
+@bp.input(UpdateIn, arg_name="body")
+@bp.output(SubAgentOut)
+def update_subagent(subagent_id: int, body: UpdateIn):
+    """Edit the listing (author only). Bundles change only through new versions."""
+    session = db()
+    who = caller()
+    who.require()
+    subagent = catalog.get_visible(session, who, subagent_id)
+    catalog.update_listing(session, who, subagent, body.model_dump(exclude_unset=True))
+    commit()
+    return _detail(subagent)
+
+
+@bp.get("/subagents/<int(max=2147483647):subagent_id>/versions")
+@bp.output(VersionList)
+def list_versions(subagent_id: int):
+    """Every version, oldest first."""
+    session = db()
+    subagent = catalog.get_visible(session, caller(), subagent_id)
+    return VersionList(items=[version_out(v) for v in catalog.list_versions(session, subagent)])
+
+
+@bp.post("/subagents/<int(max=2147483647):subagent_id>/versions")
+@bp.output(VersionOut, status_code=201, description="created (200 if these bytes exist)")
+def publish_version(subagent_id: int):
+    """Publish a new version (author, or a service on the author's behalf)."""
+    body, bundle = read_body_with_bundle(VersionIn)
+    session = db()
+    who = caller()
+    subagent = catalog.get_visible(session, who, subagent_id)
+    publisher = catalog.resolve_publisher(session, who, body.on_behalf_of)
+    version, created = catalog.publish_version(session, publisher, subagent, bundle, body.changelog)
+    commit()
+    return version_out(version), 201 if created else 200
+
+
+@bp.get(
+    "/subagents/<int(max=2147483647):subagent_id>/versions/<int(max=2147483647):version_id>/bundle"
+)
+@bp.input(BundleQuery, location="query", arg_name="query")
+@bp.output(BundleOut, description="the bundle as JSON, or a zip with `format=zip`")
+def get_bundle(subagent_id: int, version_id: int, query: BundleQuery):
+    """Download a version's bundle to import it. Yanked versions only for those who have it."""
+    session = db()
+    who = caller()
+    subagent = catalog.get_visible(session, who, subagent_id)
+    version = catalog.get_readable_version(session, who, subagent, version_id)
+    bundle = catalog.load_bundle(session, version)
+    if query.format == "zip":
+        return send_file(
+            io.BytesIO(bundles.bundle_to_zip(bundle)),
+            mimetype="application/zip",
+            as_attachment=True,
+            download_name=f"subagent-{subagent.id}-v{version.number}.zip",
+        )
+    return BundleOut(sha256=bundle.sha256, manifest=bundle.manifest, files=bundle.files)
+
+
+@bp.post("/subagents/<int(max=2147483647):subagent_id>/forks")
+@bp.output(SubAgentOut, status_code=201, description="created (200 if this fork exists)")
+def fork_subagent(subagent_id: int):
+    """Fork: the fork request text plus the new bundle; the server records the parent link."""
+    body, bundle = read_body_with_bundle(ForkIn)
+    child, _version, created = catalog.fork_as_requested(db(), caller(), subagent_id, body, bundle)
+    commit()
+    return _detail(child), 201 if created else 200
+
+
+@bp.get("/subagents/<int(max=2147483647):subagent_id>/forks")
+@bp.input(PageQuery, location="query", arg_name="query")
+@bp.output(Page)
+def list_forks(subagent_id: int, query: PageQuery):
+    """Direct forks, most installed first."""
+    session = db()
+    who = caller()
+    parent = catalog.get_visible(session, who, subagent_id)
+    return browse.forks_of(session, who, parent, limit=query.limit, cursor=query.cursor)
+
+
+@bp.get("/subagents/<int(max=2147483647):subagent_id>/lineage")
+@bp.output(Lineage)
+def get_lineage(subagent_id: int):
+    """Ancestors from the root to the parent."""
+    session = db()
+    who = caller()
+    return browse.lineage(session, who, catalog.get_visible(session, who, subagent_id))
+
+
+@bp.get("/subagents/<int(max=2147483647):subagent_id>/tree")
+@bp.input(TreeQuery, location="query", arg_name="query")
+@bp.output(Tree)
+def get_tree(subagent_id: int, query: TreeQuery):
+    """The subtree below a sub-agent, breadth first, capped in depth, children and nodes."""
+    session = db()
+    who = caller()
+    top = catalog.get_visible(session, who, subagent_id)
+    from flask import current_app
+
+    settings = current_app.extensions["sprig.settings"]
+    return browse.subtree(
+        session,
+        who,
+        top,
+        depth=min(query.depth, settings.tree_depth_max),
+        max_children=query.max_children,
+        max_nodes=settings.tree_nodes_max,
+    )
+
+
+@bp.get("/subagents/<int(max=2147483647):subagent_id>/diff")
+@bp.input(DiffQuery, location="query", arg_name="query")
+@bp.output(DiffOut)
+def get_diff(subagent_id: int, query: DiffQuery):
+    """Files and manifest of a version against its parent version (or the previous one)."""
+    session = db()
+    who = caller()
+    subagent = catalog.get_visible(session, who, subagent_id)
+    version = catalog.get_readable_version(session, who, subagent, query.version_id)
+    base = catalog.diff_base(session, who, subagent, version, query.against.value)
+    diff = bundles.diff_bundles(
+        catalog.load_bundle(session, base) if base else None,
+        catalog.load_bundle(session, version),
+    )
+    return DiffOut(
+        subagent_id=subagent.id,
+        version_id=version.id,
+        against=query.against.value,
+        base_version_id=base.id if base else None,
+        **diff,
+    )
+
+
+@bp.post("/subagents/<int(max=2147483647):subagent_id>/install")
+@bp.input(InstallIn, arg_name="body")
+@bp.output(InstallOut, status_code=201, description="installed (200 if it already was)")
+def install(subagent_id: int, body: InstallIn):
+    """Import a version into the caller's agent; says which scopes are newly asked for."""
+    session = db()
+    who = caller()
+    who.require("install")
+    subagent = catalog.get_visible(session, who, subagent_id)
+    result, created = installs.install(
+        session,
+        who,
+        subagent,
+        version_id=body.version_id,
+        source=body.source.value,
+        exposure_id=body.exposure_id,
+    )
+    commit()
+    return result, 201 if created else 200
+
+
+@bp.delete("/subagents/<int(max=2147483647):subagent_id>/install")
+@bp.output({}, status_code=204)
+def uninstall(subagent_id: int):
+    """Remove it from the caller's agent (idempotent)."""
+    session = db()
+    who = caller()
+    who.require("install")
+    subagent = catalog.get_visible(session, who, subagent_id)
+    installs.uninstall(session, who, subagent)
+    commit()
+    return ""
+
+
+@bp.post("/subagents/<int(max=2147483647):subagent_id>/fork-requests")
+@bp.input(ForkRequestIn, arg_name="body")
+@bp.output(ForkRequestOut, status_code=201, description="queued (200 if already queued)")
+def request_fork(subagent_id: int, body: ForkRequestIn):
+    """Ask for a customized fork; the coding agent picks it up from the queue."""
+    session = db()
+    who = caller()
+    who.require("request")
+    subagent = catalog.get_visible(session, who, subagent_id)
+    row, created = installs.request_fork(session, who, subagent, body.text)
+    commit()
+    requester = session.get(User, row.requester_id)
+    return fork_request_out(row, requester), 201 if created else 200
+
+
+@bp.post("/subagents/<int(max=2147483647):subagent_id>/yank")
+@bp.input(YankIn, arg_name="body")
+@bp.output(SubAgentOut)
+def yank(subagent_id: int, body: YankIn):
+    """Yank the sub-agent or one version (author or moderator), with a reason."""
+    session = db()
+    who = caller()
+    who.require()
+    subagent = catalog.get_visible(session, who, subagent_id)
+    catalog.yank(session, who, subagent, body.reason, body.version_id)
+    commit()
+    return _detail(subagent)
+
+
+@bp.post("/subagents/<int(max=2147483647):subagent_id>/quarantine")
+@bp.input(QuarantineIn, arg_name="body")
+@bp.output(SubAgentOut)
+def quarantine(subagent_id: int, body: QuarantineIn):
+    """Quarantine (or lift it with `lift: true`); moderators only."""
+    session = db()
+    who = caller()
+    who.require()
+    subagent = catalog.get_visible(session, who, subagent_id)
+    catalog.quarantine(session, who, subagent, body.reason, body.lift)
+    commit()
+    return _detail(subagent)
+
+
+@bp.post("/subagents/<int(max=2147483647):subagent_id>/report")
+@bp.input(ReportIn, arg_name="body")
+@bp.output(ReportOut, status_code=201, description="filed (200 if already reported)")
+def report(subagent_id: int, body: ReportIn):
+    """Report a problem to the moderators (one report per user and sub-agent)."""
+    session = db()
+    who = caller()
+    who.require()
+    subagent = catalog.get_visible(session, who, subagent_id)
+    row, created = catalog.report(session, who, subagent, body.reason.value, body.detail)
+    commit()
+    return ReportOut.model_validate(row, from_attributes=True), 201 if created else 200
+
+
+def read_body_with_bundle(model: type[BaseModel]) -> tuple[BaseModel, bundles.Bundle]:
+    """A publish body: JSON with ``bundle``, or multipart with ``metadata`` (JSON) and a zip
+    file field ``bundle``. Both reach the same checks."""
+    if request.mimetype == "multipart/form-data":
+        raw = request.form.get("metadata")
+        if raw is None:
+            raise Unprocessable(
+                "Multipart uploads carry a `metadata` field with the JSON listing.",
+                errors=[{"location": "form.metadata", "message": "missing"}],
+            )
+        body = parse_model(model, parse_json(raw, "The `metadata` field"), "form.metadata")
+        upload = request.files.get("bundle")
+        if upload is None:
+            raise Unprocessable(
+                "Multipart uploads carry the zip in a file field named `bundle`.",
+                errors=[{"location": "files.bundle", "message": "missing"}],
+            )
+        if getattr(body, "bundle", None) is not None:
+            raise Unprocessable("Send the bundle either as JSON or as a zip, not both.")
+        return body, bundles.bundle_from_zip(upload.stream)
+    if request.get_data() and not request.is_json:
+        raise UnsupportedMediaType(
+            "Send `application/json` or `multipart/form-data`.",
+            errors=[{"location": "headers.Content-Type", "message": "unsupported"}],
+        )
+    body = parse_model(model, request.get_json())
+    if body.bundle is None:
+        raise Unprocessable(
+            "A bundle is required (JSON `bundle`, or a zip upload).",
+            errors=[{"location": "json.bundle", "message": "Field required"}],
+        )
+    return body, bundles.bundle_from_json(body.bundle.model_dump())

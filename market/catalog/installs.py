@@ -1,0 +1,179 @@
+"""Importing sub-agents into a user's agent, and the queue of customization requests."""
+
+from __future__ import annotations
+
+from sqlalchemy import and_
+from sqlmodel import Session, select
+
+from market.catalog.counters import count_install_change, lock_subagent
+from market.catalog.models import ForkRequest, Install, SubAgent
+from market.catalog.schemas import ForkRequestList, InstallList
+from market.catalog.serialize import card_out, fork_request_out, install_out
+from market.catalog.services import get_version
+from market.identity.access import can_view, sees_every_fork_request, viewable_clause
+from market.identity.models import User
+from market.identity.tokens import Principal
+from market.platform.errors import Conflict, Forbidden
+from market.platform.pagination import decode_cursor, encode_cursor
+from market.platform.time import utcnow
+from market.usage.services import log_install
+
+
+def _previously_granted(session: Session, user_id: int, subagent: SubAgent) -> set[str] | None:
+    """Scopes the user granted before: for this sub-agent (an update) or for its parent."""
+    for candidate in (subagent.id, subagent.parent_id):
+        if candidate is None:
+            continue
+        earlier = session.exec(
+            select(Install).where(Install.user_id == user_id, Install.subagent_id == candidate)
+        ).first()
+        if earlier is not None:
+            return set(earlier.granted_scopes)
+    return None
+
+
+def install(
+    session: Session,
+    caller: Principal,
+    subagent: SubAgent,
+    *,
+    version_id: int | None,
+    source: str,
+    exposure_id: str | None,
+):
+    caller.require("install")
+    # Installs of one sub-agent take turns: the install row read below is what the previous
+    # request committed, so concurrent first installs make one row and one 201, and only the
+    # request that turns the install on counts it.
+    subagent = lock_subagent(session, subagent.id)
+    version = get_version(session, subagent, version_id)
+    existing = _install_row(session, caller.user_id, subagent.id)
+    already_has_version = existing is not None and existing.version_id == version.id
+    is_author = subagent.author_id == caller.user_id
+    if subagent.status == "quarantined":
+        raise Conflict(f"This sub-agent is quarantined: {subagent.status_reason}")
+    if not already_has_version and not is_author:
+        if subagent.status == "yanked":
+            raise Conflict(f"This sub-agent was yanked: {subagent.status_reason}")
+        if version.status == "yanked":
+            raise Conflict(f"Version {version.number} was yanked: {version.status_reason}")
+    scopes = sorted(set(version.manifest.get("scopes", [])))
+    granted_before = _previously_granted(session, caller.user_id, subagent)
+    new_scopes = sorted(set(scopes) - granted_before) if granted_before is not None else []
+    now = utcnow()
+    if existing is None:
+        existing = Install(
+            user_id=caller.user_id,
+            subagent_id=subagent.id,
+            version_id=version.id,
+            source=source,
+            exposure_id=exposure_id,
+            granted_scopes=scopes,
+        )
+        created = True
+    else:
+        created = not existing.active
+        existing.active = True
+        existing.version_id = version.id
+        existing.granted_scopes = scopes
+        existing.updated_at = now
+    session.add(existing)
+    if created:
+        count_install_change(session, subagent.id, +1)
+        log_install(session, caller.user_id, subagent.id, "install", now)
+    return install_out(existing, new_scopes), created
+
+
+def uninstall(session: Session, caller: Principal, subagent: SubAgent) -> bool:
+    caller.require("install")
+    lock_subagent(session, subagent.id)  # see install()
+    existing = _install_row(session, caller.user_id, subagent.id)
+    if existing is None or not existing.active:
+        return False
+    existing.active = False
+    existing.updated_at = utcnow()
+    session.add(existing)
+    count_install_change(session, subagent.id, -1)
+    log_install(session, caller.user_id, subagent.id, "uninstall", existing.updated_at)
+    return True
+
+
+def _install_row(session: Session, user_id: int, subagent_id: int) -> Install | None:
+    return session.exec(
+        select(Install)
+        .where(Install.user_id == user_id, Install.subagent_id == subagent_id)
+        .execution_options(populate_existing=True)
+    ).first()
+
+
+def my_installs(session: Session, caller: Principal, *, limit: int, cursor: str | None):
+    caller.require()
+    statement = (
+        select(Install, SubAgent, User)
+        .join(SubAgent, SubAgent.id == Install.subagent_id)
+        .join(User, User.id == SubAgent.author_id)
+        .where(Install.user_id == caller.user_id, Install.active)
+    )
+    if cursor:
+        (last_id,) = decode_cursor(cursor, (int,))
+        statement = statement.where(Install.id < last_id)
+    rows = list(session.exec(statement.order_by(Install.id.desc()).limit(limit + 1)))
+    items = [
+        install_out(inst, card=card_out(sa, author))
+        for inst, sa, author in rows[:limit]
+        # An installed sub-agent that later went private or quarantined drops out of view.
+        if can_view(caller, sa)
+    ]
+    next_cursor = encode_cursor(rows[limit - 1][0].id) if len(rows) > limit else None
+    return InstallList(items=items, next_cursor=next_cursor)
+
+
+def request_fork(session: Session, caller: Principal, subagent: SubAgent, text: str):
+    caller.require("request")
+    text = text.strip()
+    # Requests for one sub-agent take turns, so concurrent identical requests find the first
+    # one's row instead of each adding their own (there is no unique key on the text).
+    subagent = lock_subagent(session, subagent.id)
+    existing = session.exec(
+        select(ForkRequest).where(
+            ForkRequest.subagent_id == subagent.id,
+            ForkRequest.requester_id == caller.user_id,
+            ForkRequest.status == "open",
+            ForkRequest.text == text,
+        )
+    ).first()
+    if existing is not None:
+        return existing, False
+    if subagent.status != "active":
+        raise Conflict(f"This sub-agent is {subagent.status}; ask for a fork of another.")
+    row = ForkRequest(subagent_id=subagent.id, requester_id=caller.user_id, text=text)
+    session.add(row)
+    session.flush()
+    return row, True
+
+
+def fork_request_queue(
+    session: Session, caller: Principal, *, status: str, limit: int, cursor: str | None
+) -> ForkRequestList:
+    """The coding agent's queue. Services with publish:on-behalf and moderators see every
+    request; a person sees their own."""
+    caller.require()
+    statement = (
+        select(ForkRequest, User, SubAgent)
+        .join(User, User.id == ForkRequest.requester_id)
+        .join(SubAgent, SubAgent.id == ForkRequest.subagent_id)
+        .where(ForkRequest.status == status)
+    )
+    if not sees_every_fork_request(caller):
+        if caller.kind != "person":
+            raise Forbidden("The fork-request queue needs the publish:on-behalf scope.")
+        statement = statement.where(ForkRequest.requester_id == caller.user_id)
+    # Requests for what the caller may no longer see (made private, quarantined) drop out.
+    statement = statement.where(viewable_clause(caller))
+    if cursor:
+        (last_id,) = decode_cursor(cursor, (int,))
+        statement = statement.where(and_(ForkRequest.id > last_id))
+    rows = list(session.exec(statement.order_by(ForkRequest.id).limit(limit + 1)))
+    items = [fork_request_out(req, user) for req, user, _sa in rows[:limit]]
+    next_cursor = encode_cursor(rows[limit - 1][0].id) if len(rows) > limit else None
+    return ForkRequestList(items=items, next_cursor=next_cursor)

@@ -1,0 +1,190 @@
+"""Catalog tables: sub-agents as a fork tree, bundles, versions, installs, fork requests and
+reports, and the categories a sub-agent is filed under.
+
+Fork links (parent, parent version, root, depth, ancestry) are written once by the server at
+fork time and never change, which is what lets lineage be read in one query.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from sqlalchemy import (
+    JSON,
+    Column,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    UniqueConstraint,
+)
+from sqlmodel import Field, SQLModel
+
+from market.platform.time import timestamp_field
+
+
+class SubAgent(SQLModel, table=True):
+    __tablename__ = "subagent"
+    __table_args__ = (
+        Index("ix_subagent_listing_new", "visibility", "status", "created_at", "id"),
+        Index("ix_subagent_listing_installs", "visibility", "status", "install_count", "id"),
+        # A node's forks, most installed first (fork lists, "show more", the tree's top
+        # children per node): read in order from the index instead of sorted per parent.
+        # It also serves every plain parent_id lookup.
+        Index("ix_subagent_children", "parent_id", "install_count", "id"),
+        # A lineage's members with what decides who sees them: counting the nodes of a
+        # lineage a viewer may see (the tree view's size) reads the index alone.
+        Index("ix_subagent_lineage", "root_id", "visibility", "status", "author_id", "id"),
+        # What changed since a moment (every worker's suggestion index sweeps for listing
+        # edits, yanks and visibility changes once a minute).
+        Index("ix_subagent_updated_at", "updated_at"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    title: str = Field(max_length=120)
+    summary: str = Field(default="", max_length=300)
+    story: str = Field(default="", max_length=4000)
+    category: str = Field(max_length=32, index=True)
+    tags: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    author_id: int = Field(foreign_key="user_account.id", index=True)
+    visibility: str = Field(default="public", max_length=16)  # public | unlisted | private
+    status: str = Field(default="active", max_length=16)  # active | yanked | quarantined
+    status_reason: str | None = Field(default=None, max_length=500)
+
+    parent_id: int | None = Field(default=None, foreign_key="subagent.id")
+    # use_alter: subagent and subagent_version reference each other.
+    parent_version_id: int | None = Field(
+        default=None,
+        sa_column=Column(
+            Integer,
+            ForeignKey("subagent_version.id", use_alter=True, name="fk_subagent_parent_version"),
+            nullable=True,
+        ),
+    )
+    root_id: int | None = Field(default=None)
+    depth: int = Field(default=0)
+    # Ancestor ids, root first, slash-separated ("1/5/9"); immutable like the parent link.
+    ancestry: str = Field(default="", max_length=4000)
+    fork_request_text: str | None = Field(default=None, max_length=2000)
+    fork_request_id: int | None = Field(
+        default=None,
+        sa_column=Column(
+            Integer,
+            ForeignKey("fork_request.id", use_alter=True, name="fk_subagent_fork_request"),
+            nullable=True,
+        ),
+    )
+
+    latest_version_id: int | None = Field(default=None)
+    # "<author>:<parent or 0>:<sha256 of the first bundle>": a retried publish or fork of the
+    # same bytes finds the sub-agent it already made instead of making a second one.
+    dedupe_key: str = Field(max_length=120, unique=True)
+    install_count: int = Field(default=0)
+    fork_count: int = Field(default=0)
+    created_at: datetime = timestamp_field()
+    updated_at: datetime = timestamp_field()
+
+
+class SubAgentTag(SQLModel, table=True):
+    __tablename__ = "subagent_tag"
+
+    tag: str = Field(max_length=40, primary_key=True)
+    subagent_id: int = Field(foreign_key="subagent.id", primary_key=True, index=True)
+
+
+class BundleBlob(SQLModel, table=True):
+    """Bundle bytes, content-addressed and shared by every version with the same SHA-256."""
+
+    __tablename__ = "bundle_blob"
+
+    sha256: str = Field(max_length=64, primary_key=True)
+    # zlib-compressed canonical bytes; small text bundles compress 3-5x.
+    content: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    size_bytes: int
+
+
+class Version(SQLModel, table=True):
+    __tablename__ = "subagent_version"
+    __table_args__ = (
+        UniqueConstraint("subagent_id", "number", name="uq_version_number"),
+        UniqueConstraint("subagent_id", "sha256", name="uq_version_sha256"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    subagent_id: int = Field(foreign_key="subagent.id", index=True)
+    number: int
+    sha256: str = Field(max_length=64, foreign_key="bundle_blob.sha256", index=True)
+    manifest: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    changelog: str = Field(default="", max_length=4000)
+    status: str = Field(default="active", max_length=16)  # active | yanked
+    status_reason: str | None = Field(default=None, max_length=500)
+    size_bytes: int = 0
+    file_count: int = 0
+    created_at: datetime = timestamp_field()
+
+
+class Install(SQLModel, table=True):
+    __tablename__ = "install"
+    __table_args__ = (UniqueConstraint("user_id", "subagent_id", name="uq_install_user"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    user_id: int = Field(foreign_key="user_account.id", index=True)
+    subagent_id: int = Field(foreign_key="subagent.id", index=True)
+    version_id: int = Field(foreign_key="subagent_version.id")
+    source: str = Field(default="browse", max_length=16)
+    exposure_id: str | None = Field(default=None, max_length=64)
+    granted_scopes: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    active: bool = Field(default=True)
+    created_at: datetime = timestamp_field()
+    updated_at: datetime = timestamp_field()
+
+
+class ForkRequest(SQLModel, table=True):
+    __tablename__ = "fork_request"
+    __table_args__ = (Index("ix_fork_request_status", "status", "created_at", "id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    subagent_id: int = Field(foreign_key="subagent.id", index=True)
+    requester_id: int = Field(foreign_key="user_account.id", index=True)
+    text: str = Field(max_length=2000)
+    status: str = Field(default="open", max_length=16)  # open | fulfilled | closed
+    fulfilled_by_id: int | None = Field(default=None)
+    created_at: datetime = timestamp_field()
+    fulfilled_at: datetime | None = Field(
+        default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
+    )
+
+
+class Report(SQLModel, table=True):
+    __tablename__ = "report"
+    __table_args__ = (UniqueConstraint("subagent_id", "reporter_id", name="uq_report_reporter"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    subagent_id: int = Field(foreign_key="subagent.id", index=True)
+    reporter_id: int = Field(foreign_key="user_account.id")
+    reason: str = Field(max_length=32)
+    detail: str = Field(default="", max_length=2000)
+    status: str = Field(default="open", max_length=16)
+    created_at: datetime = timestamp_field()
+
+
+# The categories a sub-agent may be filed under (an input enum of every API that takes one).
+CATEGORIES = (
+    "diet",
+    "hydration",
+    "fitness",
+    "health",
+    "mood",
+    "sleep",
+    "finance",
+    "study",
+    "family",
+    "hobby",
+    "travel",
+    "home",
+)
+
+
+Category = StrEnum("Category", {c: c for c in CATEGORIES})

@@ -1,0 +1,479 @@
+"""Reading the catalog: browse and search, fork children, lineage and subtrees."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from sqlalchemy import and_, bindparam, case, literal, literal_column, or_, text
+from sqlalchemy.orm import aliased
+from sqlmodel import Session, func, select
+
+from market.catalog.models import SubAgent, SubAgentTag
+from market.catalog.schemas import (
+    AuthorOut,
+    Lineage,
+    LineageNode,
+    Page,
+    SubAgentCard,
+    Tree,
+    TreeNode,
+)
+from market.catalog.search import TextMatcher, relevant_ids, written_without_spaces
+from market.identity.access import can_view, hidden_among, listed_clause, tree_clause, tree_visible
+from market.identity.models import User
+from market.identity.tokens import Principal
+from market.platform.errors import BadRequest
+from market.platform.pagination import decode_cursor, encode_cursor
+from market.ranking.models import SubAgentScore
+
+MAX_SEARCH_OFFSET = 1000
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+# Only what a card shows: loading whole rows (stories of up to 4,000 characters) into ORM
+# objects cost more than the query on every page.
+_CARD_COLUMNS = (
+    SubAgent.id,
+    SubAgent.title,
+    SubAgent.summary,
+    SubAgent.category,
+    SubAgent.tags,
+    SubAgent.visibility,
+    SubAgent.status,
+    SubAgent.parent_id,
+    SubAgent.depth,
+    SubAgent.install_count,
+    SubAgent.fork_count,
+    SubAgent.created_at,
+    SubAgent.author_id,
+    User.handle,
+    User.display_name,
+)
+
+
+def _with_author(*where):
+    """Card columns joined to their authors: one round trip for a page of cards."""
+    return select(*_CARD_COLUMNS).join(User, User.id == SubAgent.author_id).where(*where)
+
+
+def _card(row) -> SubAgentCard:
+    return SubAgentCard(
+        id=row.id,
+        title=row.title,
+        summary=row.summary,
+        category=row.category,
+        tags=row.tags,
+        author=AuthorOut(handle=row.handle, display_name=row.display_name),
+        visibility=row.visibility,
+        status=row.status,
+        parent_id=row.parent_id,
+        depth=row.depth,
+        install_count=row.install_count,
+        fork_count=row.fork_count,
+        created_at=row.created_at,
+    )
+
+
+_ANCESTORS_QUERY = _with_author(SubAgent.id.in_(bindparam("ids", expanding=True)))
+
+
+def _cards(
+    rows,
+    session: Session | None = None,
+    viewer: Principal | None = None,
+    *,
+    known: dict[int, bool] | None = None,
+) -> list:
+    """Cards for rows; with a session and viewer, parents the viewer may not see are blanked.
+    ``known`` maps ids whose visibility the caller already holds to "hidden?", so the query
+    asks only about the others (often none)."""
+    cards = [_card(row) for row in rows]
+    if session is not None and viewer is not None:
+        known = known or {}
+        parents = {c.parent_id for c in cards if c.parent_id is not None}
+        hidden = {i for i in parents if known.get(i)}
+        hidden |= hidden_among(session, viewer, parents - known.keys())
+        for card in cards:
+            # A fork of something the viewer may not see names no parent: the id alone
+            # would reveal that the hidden one exists.
+            if card.parent_id in hidden:
+                card.parent_id = None
+    return cards
+
+
+def search_terms(q: str) -> list[str]:
+    return [w.lower() for w in _WORD.findall(q)][:12]
+
+
+def _search_filter(session: Session, terms: list[str]):
+    """A clause restricting to matches, and an ORDER BY expression for relevance.
+
+    Terms are stemmed words ANDed together (no prefix expansion: it multiplies the index work
+    for common words). On PostgreSQL, relevance is ranked among the 300 most-installed
+    matches only, so a query as common as "tracker" costs about the same at 100k sub-agents
+    as at 1k, and what surfaces first is both relevant and used.
+    """
+    if session.get_bind().dialect.name == "postgresql":
+        query = " & ".join(terms)
+        candidates = text(
+            "subagent.id IN (SELECT c.id FROM subagent AS c "
+            "WHERE c.search_vector @@ to_tsquery('english', :tsq) "
+            "ORDER BY c.install_count DESC LIMIT 300)"
+        ).bindparams(tsq=query)
+        rank = text(
+            "ts_rank(subagent.search_vector, to_tsquery('english', :tsq2)) DESC"
+        ).bindparams(tsq2=query)
+        return candidates, rank
+    fts = " AND ".join('"' + t.replace('"', "") + '"' for t in terms)
+    match = text(
+        "subagent.id IN (SELECT rowid FROM subagent_fts WHERE subagent_fts MATCH :fts)"
+    ).bindparams(fts=fts)
+    rank = text(
+        "(SELECT bm25(subagent_fts, 10.0, 4.0, 1.0, 5.0) FROM subagent_fts "
+        "WHERE subagent_fts MATCH :fts2 AND rowid = subagent.id)"
+    ).bindparams(fts2=fts)
+    return match, rank
+
+
+# Character matches a CJK search ranks (like the 300 best-installed on PostgreSQL above).
+CHARACTER_SEARCH_POOL = 300
+
+
+def _character_search(viewer: Principal, q: str, category: str | None, matcher: TextMatcher):
+    """The clause and the ORDER BY of a search in a script without spaces (module
+    ``market.catalog.search``): the listed sub-agents matching on characters, best first,
+    and the viewer's own unlisted ones whose title or summary contains the text."""
+    ids = relevant_ids(matcher, q, category=category, limit=CHARACTER_SEARCH_POOL)
+    match = SubAgent.id.in_(ids)
+    if viewer.user_id is not None:
+        contains = or_(
+            SubAgent.title.contains(q, autoescape=True),
+            SubAgent.summary.contains(q, autoescape=True),
+        )
+        match = or_(match, and_(SubAgent.author_id == viewer.user_id, contains))
+    if not ids:  # only the viewer's own, if any: newest first
+        return match, literal(0)
+    positions = {subagent_id: i for i, subagent_id in enumerate(ids)}
+    return match, case(positions, value=SubAgent.id, else_=len(ids))
+
+
+def browse(
+    session: Session,
+    viewer: Principal,
+    *,
+    q: str | None,
+    category: str | None,
+    tag: str | None,
+    sort: str | None,
+    limit: int,
+    cursor: str | None,
+    character_matches: TextMatcher | None = None,
+) -> Page:
+    """A page of listed sub-agents. ``character_matches`` (``market.catalog.search``)
+    serves searches written in Chinese, Japanese or Korean."""
+    terms = search_terms(q) if q else []
+    sort = sort or ("relevance" if terms else "new")
+    statement = _with_author(listed_clause(viewer))
+    if category:
+        statement = statement.where(SubAgent.category == category)
+    if tag:
+        statement = statement.where(
+            SubAgent.id.in_(select(SubAgentTag.subagent_id).where(SubAgentTag.tag == tag.lower()))
+        )
+    rank = None
+    if terms and character_matches is not None and written_without_spaces(q):
+        match, rank = _character_search(viewer, q, category, character_matches)
+        statement = statement.where(match)
+    elif terms:
+        match, rank = _search_filter(session, terms)
+        statement = statement.where(match)
+
+    if sort == "relevance" and rank is not None:
+        offset = decode_cursor(cursor, (int,))[0] if cursor else 0
+        if not 0 <= offset <= MAX_SEARCH_OFFSET:
+            offset = MAX_SEARCH_OFFSET
+        rows = list(
+            session.exec(
+                statement.order_by(rank, SubAgent.id.desc()).offset(offset).limit(limit + 1)
+            )
+        )
+        more = len(rows) > limit and offset + limit < MAX_SEARCH_OFFSET
+        next_cursor = encode_cursor(offset + limit) if more else None
+        return Page(items=_cards(rows[:limit], session, viewer), next_cursor=next_cursor)
+
+    if sort in SCORE_SORTS:
+        return _by_score(session, viewer, statement, SCORE_SORTS[sort], limit, cursor)
+    if sort == "installs":
+        key_column, shape = SubAgent.install_count, (int, int)
+    else:
+        key_column, shape = SubAgent.created_at, (str, int)
+    if cursor:
+        key, last_id = decode_cursor(cursor, shape)
+        if shape[0] is str:
+            try:
+                key = datetime.fromisoformat(key)
+            except ValueError:
+                raise BadRequest("The cursor is not one this API made.") from None
+        statement = statement.where(
+            or_(key_column < key, and_(key_column == key, SubAgent.id < last_id))
+        )
+    rows = list(
+        session.exec(statement.order_by(key_column.desc(), SubAgent.id.desc()).limit(limit + 1))
+    )
+    next_cursor = None
+    if len(rows) > limit:
+        last = rows[limit - 1]
+        key = last.install_count if sort == "installs" else last.created_at.isoformat()
+        next_cursor = encode_cursor(key, last.id)
+    return Page(items=_cards(rows[:limit], session, viewer), next_cursor=next_cursor)
+
+
+# The ranking's sorts (market/ranking/services.py writes the scores; /ranking explains them). A
+# sub-agent appears in them once a ranking run has scored it (within minutes of publishing).
+SCORE_SORTS = {
+    "top": SubAgentScore.display,
+    "trending": SubAgentScore.trending,
+    "rising": SubAgentScore.rising,
+}
+
+
+def _by_score(session, viewer, statement, column, limit: int, cursor: str | None) -> Page:
+    statement = statement.join(SubAgentScore, SubAgentScore.subagent_id == SubAgent.id).where(
+        column.is_not(None)
+    )
+    if column is SubAgentScore.rising:
+        # Only forks that more likely than not beat their parent are "rising".
+        statement = statement.where(column > 0)
+    if cursor:
+        key, last_id = decode_cursor(cursor, (float, int))
+        statement = statement.where(or_(column < key, and_(column == key, SubAgent.id < last_id)))
+    rows = list(
+        session.exec(
+            statement.add_columns(column.label("sort_key"))
+            .order_by(column.desc(), SubAgent.id.desc())
+            .limit(limit + 1)
+        )
+    )
+    next_cursor = None
+    if len(rows) > limit:
+        last = rows[limit - 1]
+        next_cursor = encode_cursor(last.sort_key, last.id)
+    return Page(items=_cards(rows[:limit], session, viewer), next_cursor=next_cursor)
+
+
+def forks_of(
+    session: Session, viewer: Principal, parent: SubAgent, *, limit: int, cursor: str | None
+) -> Page:
+    statement = _with_author(SubAgent.parent_id == parent.id, tree_clause(viewer))
+    if cursor:
+        installs, last_id = decode_cursor(cursor, (int, int))
+        statement = statement.where(
+            or_(
+                SubAgent.install_count < installs,
+                and_(SubAgent.install_count == installs, SubAgent.id > last_id),
+            )
+        )
+    rows = list(
+        session.exec(
+            statement.order_by(SubAgent.install_count.desc(), SubAgent.id).limit(limit + 1)
+        )
+    )
+    next_cursor = None
+    if len(rows) > limit:
+        last = rows[limit - 1]
+        next_cursor = encode_cursor(last.install_count, last.id)
+    # Every card's parent is ``parent``, whose visibility is at hand.
+    known = {parent.id: not can_view(viewer, parent)}
+    return Page(items=_cards(rows[:limit], session, viewer, known=known), next_cursor=next_cursor)
+
+
+def lineage(session: Session, viewer: Principal, subagent: SubAgent) -> Lineage:
+    """Ancestors root first. One an ordinary viewer may not see stays a hidden placeholder so
+    the path still ends at its root without revealing what the hidden one is."""
+    ids = [int(i) for i in subagent.ancestry.split("/") if i]
+    rows = {row.id: row for row in session.execute(_ANCESTORS_QUERY, {"ids": ids})} if ids else {}
+    hidden = {i: not can_view(viewer, row) for i, row in rows.items()}
+    visible = [rows[i] for i in ids if not hidden[i]]
+    # An ancestor's parent is the ancestor before it: its visibility is known already.
+    cards = {card.id: card for card in _cards(visible, session, viewer, known=hidden)}
+    nodes = [
+        LineageNode(depth=depth, subagent=cards[i])
+        if i in cards
+        else LineageNode(depth=depth, hidden=True)
+        for depth, i in enumerate(ids)
+    ]
+    root_id = subagent.root_id if (not ids or ids[0] in cards) else None
+    return Lineage(subagent_id=subagent.id, root_id=root_id, ancestors=nodes)
+
+
+_TREE_COLUMNS = (
+    SubAgent.id,
+    SubAgent.parent_id,
+    SubAgent.depth,
+    SubAgent.title,
+    SubAgent.status,
+    SubAgent.install_count,
+    SubAgent.fork_count,
+)
+
+
+def subtree(
+    session: Session,
+    viewer: Principal,
+    top: SubAgent,
+    *,
+    depth: int,
+    max_children: int,
+    max_nodes: int,
+) -> Tree:
+    """Breadth first: under each node only its ``max_children`` most installed children, at
+    most ``depth`` levels down and ``max_nodes`` nodes, cut in breadth-first order (level,
+    then parent id, then rank), so a root with thousands of forks costs the same as one with
+    twenty."""
+    rows = subtree_rows(
+        session, viewer, top, depth=depth, max_children=max_children, max_nodes=max_nodes
+    )
+    nodes = [_tree_node(row) for row in rows]
+    if nodes[0].parent_id in hidden_among(session, viewer, [top.parent_id]):
+        nodes[0].parent_id = None
+    by_id = {node.id: node for node in nodes}
+    for node in nodes[1:]:
+        by_id[node.parent_id].shown_children += 1
+    # Some forks were left out: by the per-node cap, the node cap, or the depth.
+    truncated = any(n.fork_count > n.shown_children for n in nodes)
+    return Tree(root_id=top.id, depth=depth, nodes=nodes, truncated=truncated)
+
+
+# One recursive query reads the whole capped tree when its worst case (a full tree of
+# ``max_children`` per node, ``depth`` levels down) is at most this many rows; wider caps are
+# read a level at a time instead, so a level past the node cap is never read.
+WHOLE_QUERY_MAX_ROWS = 2000
+
+
+def _full_tree_size(depth: int, max_children: int) -> int:
+    return sum(max_children**level for level in range(depth + 1))
+
+
+def subtree_rows(
+    session: Session,
+    viewer: Principal,
+    top: SubAgent,
+    *,
+    depth: int,
+    max_children: int,
+    max_nodes: int,
+) -> list:
+    """The rows ``subtree`` draws, ``top`` first, in breadth-first order: id, parent_id,
+    depth, title, status, install_count, fork_count."""
+    if _full_tree_size(depth, max_children) <= WHOLE_QUERY_MAX_ROWS:
+        return _subtree_in_one_query(session, viewer, top, depth, max_children, max_nodes)
+    return _subtree_by_level(session, viewer, top, depth, max_children, max_nodes)
+
+
+def _subtree_in_one_query(session, viewer, top, depth, max_children, max_nodes) -> list:
+    statement = _ONE_QUERY_SUBTREE[viewer.user_id is not None]
+    return list(
+        session.execute(
+            statement,
+            {
+                "top_id": top.id,
+                "depth": depth,
+                "max_children": max_children,
+                "max_nodes": max_nodes,
+                "viewer_id": viewer.user_id,
+            },
+        )
+    )
+
+
+def _one_query_subtree(signed_in: bool):
+    """A recursive CTE walks down the parent index taking each node's ``max_children`` most
+    installed visible children (a correlated LIMIT: a recursive step may not use window
+    functions on SQLite), through the (parent, installs, id) index. The columns travel in the
+    recursion, so nothing is joined back by id. Built once per kind of viewer: composing it
+    costs more than running it."""
+    child = aliased(SubAgent, name="child")
+    sibling = aliased(SubAgent, name="sibling")
+    viewer_id = bindparam("viewer_id") if signed_in else None
+    shown = (
+        select(*_TREE_COLUMNS, literal_column("0").label("level"))
+        .where(SubAgent.id == bindparam("top_id"))
+        .cte("shown", recursive=True)
+    )
+    top_children = (
+        select(sibling.id)
+        .where(sibling.parent_id == shown.c.id, tree_visible(sibling, viewer_id))
+        .order_by(sibling.install_count.desc(), sibling.id)
+        .limit(bindparam("max_children"))
+    )
+    shown = shown.union_all(
+        select(
+            child.id,
+            child.parent_id,
+            child.depth,
+            child.title,
+            child.status,
+            child.install_count,
+            child.fork_count,
+            (shown.c.level + 1).label("level"),
+        )
+        .join(shown, child.parent_id == shown.c.id)
+        .where(shown.c.level < bindparam("depth"), child.id.in_(top_children))
+    )
+    return (
+        select(shown)
+        .order_by(shown.c.level, shown.c.parent_id, shown.c.install_count.desc(), shown.c.id)
+        .limit(bindparam("max_nodes"))
+    )
+
+
+_ONE_QUERY_SUBTREE = {signed_in: _one_query_subtree(signed_in) for signed_in in (False, True)}
+
+
+def _subtree_by_level(session, viewer, top, depth, max_children, max_nodes) -> list:
+    """One query per level; under each node a window function cuts its ``max_children`` most
+    installed children in the database."""
+    rows = [top]
+    frontier = [top.id]
+    for _level in range(depth):
+        if not frontier or len(rows) >= max_nodes:
+            break
+        rank = (
+            func.row_number()
+            .over(
+                partition_by=SubAgent.parent_id,
+                order_by=(SubAgent.install_count.desc(), SubAgent.id),
+            )
+            .label("rank")
+        )
+        ranked = (
+            select(*_TREE_COLUMNS, rank)
+            .where(SubAgent.parent_id.in_(frontier), tree_clause(viewer))
+            .subquery()
+        )
+        level = session.execute(
+            select(ranked)
+            .where(ranked.c.rank <= max_children)
+            .order_by(ranked.c.parent_id, ranked.c.rank)
+        )
+        frontier = []
+        for row in level:
+            if len(rows) >= max_nodes:
+                break
+            rows.append(row)
+            frontier.append(row.id)
+    return rows
+
+
+def _tree_node(row: SubAgent) -> TreeNode:
+    return TreeNode(
+        id=row.id,
+        parent_id=row.parent_id,
+        depth=row.depth,
+        title=row.title,
+        status=row.status,
+        install_count=row.install_count,
+        fork_count=row.fork_count,
+        shown_children=0,
+    )

@@ -1,0 +1,365 @@
+"""Request and response models of the catalog API (they also generate the OpenAPI document).
+
+Input models forbid unknown fields, so a client can never set owner, parent, root, depth,
+status, counts or ids: such a field is a 422 naming it, and nothing is stored.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated
+
+from pydantic import BaseModel, Field, StrictBool, StringConstraints
+
+from market.catalog.models import Category
+from market.platform.schemas import Id, StrictInput, Tag, UtcDatetime
+from market.ranking.schemas import BestDescendantOut, RankingOut
+
+
+class Visibility(StrEnum):
+    public = "public"
+    unlisted = "unlisted"
+    private = "private"
+
+
+class BrowseSort(StrEnum):
+    new = "new"
+    installs = "installs"
+    relevance = "relevance"
+    top = "top"
+    trending = "trending"
+    rising = "rising"
+
+
+class InstallSource(StrEnum):
+    browse = "browse"
+    link = "link"
+    suggestion = "suggestion"
+    exposure = "exposure"
+    fork = "fork"
+
+
+class ReportReason(StrEnum):
+    malware = "malware"
+    privacy = "privacy"
+    spam = "spam"
+    broken = "broken"
+    misleading = "misleading"
+    other = "other"
+
+
+class DiffAgainst(StrEnum):
+    parent = "parent"
+    previous = "previous"
+
+
+# Titles and reasons are counted after stripping the spaces around them, which minLength
+# cannot say: the document adds a pattern that does (no NUL, and at least 1 or 3 characters
+# from the first non-space one to the last).
+_VISIBLE = r"[^\s\u0000]"
+
+
+Title = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=120),
+    Field(json_schema_extra={"pattern": rf"^[^\u0000]*{_VISIBLE}[^\u0000]*$"}),
+]
+
+
+Reason = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=3, max_length=500),
+    Field(json_schema_extra={"pattern": rf"^[^\u0000]*{_VISIBLE}[^\u0000]+{_VISIBLE}[^\u0000]*$"}),
+]
+
+
+Cursor = Annotated[str, StringConstraints(max_length=200)]
+
+
+class BundleIn(StrictInput):
+    """A bundle sent as JSON. Checked in depth by ``market.bundles``."""
+
+    manifest: dict = Field(description="name, entry, scopes, hosts, data_schema, description")
+    files: dict[str, str] = Field(description="path → UTF-8 text of each file")
+
+
+class ListingFields(StrictInput):
+    summary: str = Field("", max_length=300)
+    story: str = Field("", max_length=4000, description="the creator's lifestyle story")
+    tags: list[Tag] = Field(default_factory=list, max_length=10)
+    visibility: Visibility = Visibility.public
+
+
+class PublishIn(ListingFields):
+    title: Title
+    category: Category
+    bundle: BundleIn | None = Field(None, description="omit when uploading a zip instead")
+    on_behalf_of: str | None = Field(
+        None, max_length=40, description="handle; needs the publish:on-behalf scope"
+    )
+
+
+class ForkIn(ListingFields):
+    title: Title
+    category: Category | None = Field(None, description="defaults to the parent's")
+    fork_request: str = Field(
+        min_length=1, max_length=2000, description="the words that asked for this change"
+    )
+    fork_request_id: Id | None = None
+    parent_version_id: Id | None = Field(
+        None, description="defaults to the parent's latest version"
+    )
+    bundle: BundleIn | None = None
+    on_behalf_of: str | None = Field(None, max_length=40)
+
+
+class VersionIn(StrictInput):
+    changelog: str = Field("", max_length=4000)
+    bundle: BundleIn | None = None
+    on_behalf_of: str | None = Field(None, max_length=40)
+
+
+class UpdateIn(StrictInput):
+    title: Title | None = None
+    summary: str | None = Field(None, max_length=300)
+    story: str | None = Field(None, max_length=4000)
+    category: Category | None = None
+    tags: list[Tag] | None = Field(None, max_length=10)
+    visibility: Visibility | None = None
+
+
+class InstallIn(StrictInput):
+    version_id: Id | None = None
+    source: InstallSource = InstallSource.browse
+    exposure_id: str | None = Field(None, max_length=64)
+
+
+class ForkRequestIn(StrictInput):
+    text: str = Field(min_length=3, max_length=2000)
+
+
+class YankIn(StrictInput):
+    reason: Reason
+    version_id: Id | None = None
+
+
+class QuarantineIn(StrictInput):
+    reason: Reason
+    lift: StrictBool = False
+
+
+class ReportIn(StrictInput):
+    reason: ReportReason
+    detail: str = Field("", max_length=2000)
+
+
+class BrowseQuery(StrictInput):
+    q: str | None = Field(None, max_length=200)
+    category: Category | None = None
+    tag: Tag | None = None
+    sort: BrowseSort | None = Field(
+        None,
+        description="default: relevance with q, else new. `top`: rater-corrected quality's "
+        "lower bound E[θ] − 1.64·sd; `trending`: recent distinct users against the sub-agent's "
+        "own past; `rising`: recent forks most surely better than their parent. Formulas: "
+        "GET /api/v1/ranking",
+    )
+    limit: int = Field(20, ge=1, le=100)
+    cursor: Cursor | None = None
+
+
+class PageQuery(StrictInput):
+    limit: int = Field(20, ge=1, le=100)
+    cursor: Cursor | None = None
+
+
+class ForkRequestQuery(PageQuery):
+    status: str = Field("open", pattern="^(open|fulfilled|closed)$")
+
+
+class TreeQuery(StrictInput):
+    depth: int = Field(3, ge=1, le=6)
+    max_children: int = Field(20, ge=1, le=100)
+
+
+class DiffQuery(StrictInput):
+    version_id: int | None = Field(None, ge=1, le=2**31 - 1)
+    against: DiffAgainst = DiffAgainst.parent
+
+
+class BundleQuery(StrictInput):
+    format: str = Field("json", pattern="^(json|zip)$")
+
+
+# ---- responses -------------------------------------------------------------------------
+
+
+class AuthorOut(BaseModel):
+    handle: str
+    display_name: str
+
+
+class VersionOut(BaseModel):
+    id: int
+    number: int
+    sha256: str
+    manifest: dict
+    changelog: str
+    status: str
+    status_reason: str | None
+    size_bytes: int
+    file_count: int
+    created_at: UtcDatetime
+
+
+class SubAgentOut(BaseModel):
+    id: int
+    title: str
+    summary: str
+    story: str
+    category: str
+    tags: list[str]
+    author: AuthorOut
+    visibility: str
+    status: str
+    status_reason: str | None
+    parent_id: int | None
+    parent_version_id: int | None
+    root_id: int | None = Field(description="null when the root is hidden from the caller")
+    depth: int
+    fork_request: str | None
+    fork_request_id: int | None
+    latest_version: VersionOut | None
+    install_count: int
+    fork_count: int
+    created_at: UtcDatetime
+    updated_at: UtcDatetime
+    ranking: RankingOut | None = Field(
+        None, description="the last ranking run's figures (null until it has run); see /ranking"
+    )
+    best_descendant: BestDescendantOut | None = Field(
+        None,
+        description="a newer branch of this that is loved more: the descendant with the best "
+        "display score, named only when P(it is better) ≥ 0.8",
+    )
+
+
+class SubAgentCard(BaseModel):
+    id: int
+    title: str
+    summary: str
+    category: str
+    tags: list[str]
+    author: AuthorOut
+    visibility: str
+    status: str
+    parent_id: int | None
+    depth: int
+    install_count: int
+    fork_count: int
+    created_at: UtcDatetime
+
+
+class Page(BaseModel):
+    items: list[SubAgentCard]
+    next_cursor: str | None
+
+
+class VersionList(BaseModel):
+    items: list[VersionOut]
+
+
+class LineageNode(BaseModel):
+    depth: int
+    hidden: bool = False
+    subagent: SubAgentCard | None = None
+
+
+class Lineage(BaseModel):
+    subagent_id: int
+    root_id: int | None
+    ancestors: list[LineageNode] = Field(description="root first, parent last")
+
+
+class TreeNode(BaseModel):
+    id: int
+    parent_id: int | None
+    depth: int
+    title: str
+    status: str
+    install_count: int
+    fork_count: int
+    shown_children: int
+
+
+class Tree(BaseModel):
+    root_id: int
+    depth: int
+    nodes: list[TreeNode]
+    truncated: bool
+
+
+class BundleOut(BaseModel):
+    sha256: str
+    manifest: dict
+    files: dict[str, str]
+
+
+class DiffOut(BaseModel):
+    subagent_id: int
+    version_id: int
+    against: str
+    base_version_id: int | None
+    files: list[dict]
+    manifest: dict
+    stats: dict
+
+
+class InstallOut(BaseModel):
+    id: int
+    subagent_id: int
+    version_id: int
+    source: str
+    active: bool
+    granted_scopes: list[str]
+    new_scopes: list[str] = Field(
+        default_factory=list,
+        description="scopes this version asks for that the user had not granted before "
+        "(for the parent, or an earlier version): the agent must ask the user again",
+    )
+    created_at: UtcDatetime
+    subagent: SubAgentCard | None = None
+
+
+class InstallList(BaseModel):
+    items: list[InstallOut]
+    next_cursor: str | None
+
+
+class ForkRequestOut(BaseModel):
+    id: int
+    subagent_id: int
+    requester: str
+    text: str
+    status: str
+    fulfilled_by_id: int | None
+    created_at: UtcDatetime
+
+
+class ForkRequestList(BaseModel):
+    items: list[ForkRequestOut]
+    next_cursor: str | None
+
+
+class ReportOut(BaseModel):
+    id: int
+    subagent_id: int
+    reason: str
+    detail: str
+    status: str
+    created_at: UtcDatetime
+
+
+class ReportList(BaseModel):
+    items: list[ReportOut]
+    next_cursor: str | None

@@ -1,0 +1,119 @@
+"""Turn table rows into response models (never return a table row: it would leak fields)."""
+
+from __future__ import annotations
+
+from market.catalog.models import ForkRequest, Install, SubAgent, Version
+from market.catalog.schemas import (
+    AuthorOut,
+    ForkRequestOut,
+    InstallOut,
+    SubAgentCard,
+    SubAgentOut,
+    VersionOut,
+)
+from market.identity.access import hidden_among
+from market.identity.models import User
+from market.ranking.services import attach_ranking
+
+
+def author_out(user: User) -> AuthorOut:
+    return AuthorOut(handle=user.handle, display_name=user.display_name)
+
+
+def version_out(version: Version) -> VersionOut:
+    return VersionOut(
+        id=version.id,
+        number=version.number,
+        sha256=version.sha256,
+        manifest=version.manifest,
+        changelog=version.changelog,
+        status=version.status,
+        status_reason=version.status_reason,
+        size_bytes=version.size_bytes,
+        file_count=version.file_count,
+        created_at=version.created_at,
+    )
+
+
+def card_out(subagent: SubAgent, author: User) -> SubAgentCard:
+    return SubAgentCard(
+        id=subagent.id,
+        title=subagent.title,
+        summary=subagent.summary,
+        category=subagent.category,
+        tags=subagent.tags,
+        author=author_out(author),
+        visibility=subagent.visibility,
+        status=subagent.status,
+        parent_id=subagent.parent_id,
+        depth=subagent.depth,
+        install_count=subagent.install_count,
+        fork_count=subagent.fork_count,
+        created_at=subagent.created_at,
+    )
+
+
+def subagent_out(subagent: SubAgent, author: User, latest: Version | None) -> SubAgentOut:
+    return SubAgentOut(
+        id=subagent.id,
+        title=subagent.title,
+        summary=subagent.summary,
+        story=subagent.story,
+        category=subagent.category,
+        tags=subagent.tags,
+        author=author_out(author),
+        visibility=subagent.visibility,
+        status=subagent.status,
+        status_reason=subagent.status_reason,
+        parent_id=subagent.parent_id,
+        parent_version_id=subagent.parent_version_id,
+        root_id=subagent.root_id or subagent.id,
+        depth=subagent.depth,
+        fork_request=subagent.fork_request_text,
+        fork_request_id=subagent.fork_request_id,
+        latest_version=version_out(latest) if latest else None,
+        install_count=subagent.install_count,
+        fork_count=subagent.fork_count,
+        created_at=subagent.created_at,
+        updated_at=subagent.updated_at,
+    )
+
+
+def install_out(
+    install: Install, new_scopes: list[str] | None = None, card: SubAgentCard | None = None
+) -> InstallOut:
+    return InstallOut(
+        id=install.id,
+        subagent_id=install.subagent_id,
+        version_id=install.version_id,
+        source=install.source,
+        active=install.active,
+        granted_scopes=install.granted_scopes,
+        new_scopes=new_scopes or [],
+        created_at=install.created_at,
+        subagent=card,
+    )
+
+
+def fork_request_out(request: ForkRequest, requester: User) -> ForkRequestOut:
+    return ForkRequestOut(
+        id=request.id,
+        subagent_id=request.subagent_id,
+        requester=requester.handle,
+        text=request.text,
+        status=request.status,
+        fulfilled_by_id=request.fulfilled_by_id,
+        created_at=request.created_at,
+    )
+
+
+def visible_detail(session, viewer, detail: SubAgentOut) -> SubAgentOut:
+    """A sub-agent's detail as ``viewer`` may see it, for every caller (API, MCP): links to a
+    parent or root the viewer may not see are blanked (their ids alone would reveal that they
+    exist), and the ranking figures and best descendant are added."""
+    hidden = hidden_among(session, viewer, [detail.parent_id, detail.root_id])
+    if detail.parent_id in hidden:
+        detail.parent_id = detail.parent_version_id = detail.fork_request_id = None
+    if detail.root_id in hidden:
+        detail.root_id = None
+    return attach_ranking(session, viewer, detail)

@@ -1,0 +1,492 @@
+"""Publishing and curating sub-agents: publish, fork, new versions, edits, yank, quarantine.
+
+Every write validates first and changes nothing on failure; the caller commits once.
+Fork links are computed here from the parent row and never accepted from the client.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+
+from sqlalchemy import bindparam, text
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlmodel import Session, func, select
+
+from market.catalog import bundles
+from market.catalog.counters import lock_subagent, recount_forks
+from market.catalog.models import BundleBlob, ForkRequest, Report, SubAgent, SubAgentTag, Version
+from market.identity.access import (
+    can_fulfil_fork_request,
+    can_moderate,
+    can_read_files,
+    can_view,
+    can_yank,
+    may_be_published_for,
+    may_inherit_listing,
+)
+from market.identity.models import User
+from market.identity.tokens import Principal
+from market.platform.db import INDEX_UPDATES, insert_unless_exists
+from market.platform.errors import Conflict, Forbidden, NotFound, Unprocessable
+from market.platform.time import utcnow
+
+# ---- loading -------------------------------------------------------------------------
+
+
+def mark_catalog_changed(session: Session) -> None:
+    """Tell every web worker, at commit, that cached anonymous reads are stale."""
+    session.info["catalog_changed"] = True
+    if session.get_bind().dialect.name == "postgresql":
+        session.exec(text("SELECT pg_notify('sprig_catalog', '')"))
+
+
+def get_visible(session: Session, viewer: Principal, subagent_id: int) -> SubAgent:
+    """The sub-agent if the viewer may see it; otherwise 404 (never 403: no existence leak)."""
+    subagent = session.get(SubAgent, subagent_id)
+    if subagent is None or not can_view(viewer, subagent):
+        raise NotFound(f"No sub-agent {subagent_id}.")
+    return subagent
+
+
+# Built once: composing a SELECT costs more CPU than running it on a warm connection.
+_DETAIL_QUERY = (
+    select(SubAgent, User, Version)
+    .join(User, User.id == SubAgent.author_id)
+    .outerjoin(Version, Version.id == SubAgent.latest_version_id)
+    .where(SubAgent.id == bindparam("subagent_id"))
+)
+
+
+def get_visible_detail(
+    session: Session, viewer: Principal, subagent_id: int
+) -> tuple[SubAgent, User, Version | None]:
+    """The sub-agent with its author and latest version, in one round trip."""
+    row = session.execute(_DETAIL_QUERY, {"subagent_id": subagent_id}).first()
+    if row is None or not can_view(viewer, row[0]):
+        raise NotFound(f"No sub-agent {subagent_id}.")
+    return row[0], row[1], row[2]
+
+
+def get_author(session: Session, subagent: SubAgent) -> User:
+    return session.get(User, subagent.author_id)
+
+
+def get_version(session: Session, subagent: SubAgent, version_id: int | None) -> Version:
+    version_id = version_id or subagent.latest_version_id
+    version = session.get(Version, version_id) if version_id else None
+    if version is None or version.subagent_id != subagent.id:
+        raise NotFound(f"Sub-agent {subagent.id} has no version {version_id}.")
+    return version
+
+
+def get_readable_version(
+    session: Session, viewer: Principal, subagent: SubAgent, version_id: int | None
+) -> Version:
+    """A version whose files the viewer may read (bundle, zip, diff, preview, MCP); a yanked
+    one they may not is a 404 that gives the reason."""
+    version = get_version(session, subagent, version_id)
+    if not can_read_files(session, viewer, subagent, version):
+        reason = version.status_reason if version.status == "yanked" else subagent.status_reason
+        raise NotFound(f"Version {version.id} was yanked: {reason or ''}".strip())
+    return version
+
+
+def list_versions(session: Session, subagent: SubAgent) -> list[Version]:
+    return list(
+        session.exec(
+            select(Version).where(Version.subagent_id == subagent.id).order_by(Version.number)
+        )
+    )
+
+
+def diff_base(
+    session: Session, viewer: Principal, subagent: SubAgent, version: Version, against: str
+) -> Version | None:
+    """What a diff compares ``version`` with: the parent version a fork was made from or the
+    previous version, when the viewer may read that version's files; None compares with
+    nothing."""
+    owner, base = subagent, None
+    if against == "parent" and subagent.parent_version_id:
+        owner = session.get(SubAgent, subagent.parent_id)
+        base = session.get(Version, subagent.parent_version_id)
+    elif against == "previous" and version.number > 1:
+        base = next(v for v in list_versions(session, subagent) if v.number == version.number - 1)
+    if base is None or owner is None or not can_read_files(session, viewer, owner, base):
+        return None
+    return base
+
+
+def load_bundle(session: Session, version: Version) -> bundles.Bundle:
+    blob = session.get(BundleBlob, version.sha256)
+    payload = json.loads(zlib.decompress(blob.content))
+    return bundles.bundle_from_json(payload)
+
+
+# ---- who publishes -------------------------------------------------------------------
+
+
+def resolve_publisher(session: Session, caller: Principal, on_behalf_of: str | None) -> User:
+    """The user a publish is attributed to: the caller, or a user a service publishes for."""
+    if on_behalf_of is None:
+        caller.require("publish" if caller.kind == "person" else "publish:on-behalf")
+        if caller.kind != "person":
+            raise Unprocessable(
+                "A service publishes for a user: name them in `on_behalf_of`.",
+                errors=[{"location": "on_behalf_of", "message": "required for services"}],
+            )
+        return session.get(User, caller.user_id)
+    caller.require("publish:on-behalf")
+    user = session.exec(select(User).where(User.handle == on_behalf_of)).first()
+    if user is None or not may_be_published_for(user):
+        raise Unprocessable(
+            f"No person with handle {on_behalf_of!r} to publish for: a service publishes "
+            "for people who are neither moderators nor services.",
+            errors=[{"location": "on_behalf_of", "message": "unknown handle"}],
+        )
+    return user
+
+
+def viewer_for(user: User) -> Principal:
+    return Principal(user_id=user.id, handle=user.handle, kind=user.kind, role=user.role)
+
+
+def personal_values(user: User) -> dict[str, str | None]:
+    return {
+        "email": user.email,
+        "phone": user.phone,
+        "name": user.display_name,
+        "address": user.address,
+    }
+
+
+def check_publishable(bundle: bundles.Bundle | None, publisher: User, **listing: str) -> None:
+    """Refuse a secret or the publisher's own details in the bundle or in the text published
+    with it (title, summary, story, changelog: ``listing``), with the same scanners."""
+    bundles.check_publishable(bundle, personal_values(publisher), listing)
+
+
+# ---- storing bundles -------------------------------------------------------------------
+
+
+def _store_blob(session: Session, bundle: bundles.Bundle) -> None:
+    dialect = session.get_bind().dialect.name
+    insert = pg_insert if dialect == "postgresql" else sqlite_insert
+    statement = (
+        insert(BundleBlob)
+        .values(
+            sha256=bundle.sha256,
+            content=zlib.compress(bundle.canonical_bytes(), 6),
+            size_bytes=bundle.size,
+        )
+        .on_conflict_do_nothing(index_elements=["sha256"])
+    )
+    session.exec(statement)
+
+
+def _new_version(
+    session: Session, subagent: SubAgent, bundle: bundles.Bundle, number: int, changelog: str
+) -> Version:
+    mark_catalog_changed(session)
+    _store_blob(session, bundle)
+    version = Version(
+        subagent_id=subagent.id,
+        number=number,
+        sha256=bundle.sha256,
+        manifest=bundle.manifest,
+        changelog=changelog,
+        size_bytes=bundle.size,
+        file_count=len(bundle.files),
+    )
+    session.add(version)
+    session.flush()
+    subagent.latest_version_id = version.id
+    subagent.updated_at = utcnow()
+    session.add(subagent)
+    session.info.setdefault(INDEX_UPDATES, set()).add(subagent.id)
+    return version
+
+
+def _set_tags(session: Session, subagent: SubAgent, tags: list[str]) -> None:
+    normalized = sorted({t.strip().lower() for t in tags if t.strip()})
+    subagent.tags = normalized
+    existing = session.exec(select(SubAgentTag).where(SubAgentTag.subagent_id == subagent.id))
+    for row in existing:
+        session.delete(row)
+    session.flush()
+    for tag in normalized:
+        session.add(SubAgentTag(tag=tag, subagent_id=subagent.id))
+
+
+def _create_subagent(session: Session, subagent: SubAgent) -> tuple[SubAgent, bool]:
+    """Insert, or return the one a previous identical request made. (row, created)."""
+    return insert_unless_exists(
+        session,
+        subagent,
+        lambda: session.exec(
+            select(SubAgent).where(SubAgent.dedupe_key == subagent.dedupe_key)
+        ).first(),
+    )
+
+
+# ---- publish and fork ------------------------------------------------------------------
+
+
+def publish(
+    session: Session,
+    publisher: User,
+    *,
+    title: str,
+    category: str,
+    bundle: bundles.Bundle,
+    summary: str = "",
+    story: str = "",
+    tags: list[str] = (),
+    visibility: str = "public",
+    created_at=None,
+) -> tuple[SubAgent, Version, bool]:
+    """Publish a new root sub-agent. Identical bytes from the same author return the existing
+    one (created=False)."""
+    check_publishable(bundle, publisher, title=title, summary=summary, story=story)
+    now = created_at or utcnow()
+    subagent, created = _create_subagent(
+        session,
+        SubAgent(
+            title=title,
+            summary=summary,
+            story=story,
+            category=category,
+            tags=[],
+            author_id=publisher.id,
+            visibility=visibility,
+            dedupe_key=f"{publisher.id}:0:{bundle.sha256}",
+            created_at=now,
+            updated_at=now,
+        ),
+    )
+    if not created:
+        return subagent, session.get(Version, subagent.latest_version_id), False
+    subagent.root_id = subagent.id
+    _set_tags(session, subagent, list(tags))
+    version = _new_version(session, subagent, bundle, 1, "")
+    version.created_at = now
+    return subagent, version, True
+
+
+def fork_as_requested(session: Session, who: Principal, parent_id: int, body, bundle):
+    """A fork as a ``ForkIn`` body asks for it (the HTTP API and the MCP tool both call this):
+    the parent must be visible to the caller, who may publish on behalf of a person."""
+    parent = get_visible(session, who, parent_id)
+    publisher = resolve_publisher(session, who, body.on_behalf_of)
+    if body.fork_request_id is not None:
+        request = session.get(ForkRequest, body.fork_request_id)
+        if not can_fulfil_fork_request(who, publisher, request):
+            raise Forbidden(
+                "Only the coding agent fulfils a fork request, publishing on behalf of the "
+                "person who asked for it."
+            )
+    return fork(
+        session,
+        publisher,
+        parent,
+        title=body.title,
+        bundle=bundle,
+        fork_request=body.fork_request,
+        fork_request_id=body.fork_request_id,
+        parent_version_id=body.parent_version_id,
+        category=body.category.value if body.category else None,
+        summary=body.summary,
+        story=body.story,
+        tags=body.tags or None,
+        visibility=body.visibility.value,
+    )
+
+
+def fork(
+    session: Session,
+    publisher: User,
+    parent: SubAgent,
+    *,
+    title: str,
+    bundle: bundles.Bundle,
+    fork_request: str,
+    fork_request_id: int | None = None,
+    parent_version_id: int | None = None,
+    category: str | None = None,
+    summary: str = "",
+    story: str = "",
+    tags: list[str] | None = None,
+    visibility: str = "public",
+    created_at=None,
+) -> tuple[SubAgent, Version, bool]:
+    """Fork ``parent`` (which the publisher must be able to see) into a new sub-agent."""
+    if not can_view(viewer_for(publisher), parent):
+        raise NotFound(f"No sub-agent {parent.id}.")
+    # Forks of one parent take turns (its fork_count is recounted below, and a queued request
+    # is fulfilled once), each reading what the previous one committed.
+    parent = lock_subagent(session, parent.id)
+    if parent.status == "quarantined":
+        raise Conflict("A quarantined sub-agent cannot be forked.")
+    parent_version = get_version(session, parent, parent_version_id)
+    request = None
+    if fork_request_id is not None:
+        request = session.get(ForkRequest, fork_request_id)
+        if request is None or request.subagent_id != parent.id:
+            raise Unprocessable(
+                f"Fork request {fork_request_id} does not ask for a fork of {parent.id}.",
+                errors=[{"location": "fork_request_id", "message": "not a request for this"}],
+            )
+        if request.status != "open":
+            raise Conflict(f"Fork request {fork_request_id} is already {request.status}.")
+    check_publishable(bundle, publisher, title=title, summary=summary, story=story)
+    now = created_at or utcnow()
+    ancestry = f"{parent.ancestry}/{parent.id}" if parent.ancestry else str(parent.id)
+    child, created = _create_subagent(
+        session,
+        SubAgent(
+            title=title,
+            summary=summary or (parent.summary if may_inherit_listing(parent) else ""),
+            story=story,
+            category=category or parent.category,
+            tags=[],
+            author_id=publisher.id,
+            visibility=visibility,
+            parent_id=parent.id,
+            parent_version_id=parent_version.id,
+            root_id=parent.root_id,
+            depth=parent.depth + 1,
+            ancestry=ancestry,
+            fork_request_text=fork_request,
+            fork_request_id=request.id if request else None,
+            dedupe_key=f"{publisher.id}:{parent.id}:{bundle.sha256}",
+            created_at=now,
+            updated_at=now,
+        ),
+    )
+    if not created:
+        return child, session.get(Version, child.latest_version_id), False
+    if tags is None:
+        tags = parent.tags if may_inherit_listing(parent) else []
+    _set_tags(session, child, list(tags))
+    version = _new_version(session, child, bundle, 1, "")
+    version.created_at = now
+    recount_forks(session, parent.id)
+    if request is not None:
+        request.status = "fulfilled"
+        request.fulfilled_by_id = child.id
+        request.fulfilled_at = now
+        session.add(request)
+    return child, version, True
+
+
+def publish_version(
+    session: Session, publisher: User, subagent: SubAgent, bundle: bundles.Bundle, changelog: str
+) -> tuple[Version, bool]:
+    if subagent.author_id != publisher.id:
+        if not can_view(viewer_for(publisher), subagent):
+            raise NotFound(f"No sub-agent {subagent.id}.")
+        raise Forbidden("Only the author publishes new versions of a sub-agent.")
+    # Versions of one sub-agent take turns: whether these bytes are a version already, and
+    # the next number, are read once the previous publish has committed.
+    subagent = lock_subagent(session, subagent.id)
+    if subagent.status == "quarantined":
+        raise Conflict("A quarantined sub-agent takes no new versions.")
+    existing = session.exec(
+        select(Version).where(Version.subagent_id == subagent.id, Version.sha256 == bundle.sha256)
+    ).first()
+    if existing is not None:
+        return existing, False
+    check_publishable(bundle, publisher, changelog=changelog)
+    number = (
+        session.exec(
+            select(func.max(Version.number)).where(Version.subagent_id == subagent.id)
+        ).one()
+        or 0
+    ) + 1
+    return _new_version(session, subagent, bundle, number, changelog), True
+
+
+# ---- edits and moderation --------------------------------------------------------------
+
+
+def update_listing(session: Session, caller: Principal, subagent: SubAgent, changes: dict) -> None:
+    if subagent.author_id != caller.user_id:
+        raise Forbidden("Only the author edits a sub-agent's listing.")
+    text = {name: changes[name] for name in ("title", "summary", "story") if changes.get(name)}
+    check_publishable(None, session.get(User, subagent.author_id), **text)
+    mark_catalog_changed(session)
+    tags = changes.pop("tags", None)
+    for name, value in changes.items():
+        if value is not None:
+            setattr(subagent, name, str(value))
+    if tags is not None:
+        _set_tags(session, subagent, tags)
+    subagent.updated_at = utcnow()
+    session.add(subagent)
+    if changes.get("visibility") is not None:
+        _recount_parent_forks(session, subagent)
+
+
+def _recount_parent_forks(session: Session, subagent: SubAgent) -> None:
+    """After a fork's visibility or status changed: whether its parent counts it may have."""
+    if subagent.parent_id is not None:
+        lock_subagent(session, subagent.parent_id)
+        recount_forks(session, subagent.parent_id)
+
+
+def yank(
+    session: Session, caller: Principal, subagent: SubAgent, reason: str, version_id: int | None
+) -> None:
+    if not can_yank(caller, subagent):
+        raise Forbidden("Only the author or a moderator yanks a sub-agent.")
+    mark_catalog_changed(session)
+    if version_id is not None:
+        version = get_version(session, subagent, version_id)
+        version.status, version.status_reason = "yanked", reason
+        session.add(version)
+        return
+    if subagent.status == "quarantined":
+        raise Conflict("The sub-agent is quarantined; a moderator lifts that first.")
+    subagent.status, subagent.status_reason = "yanked", reason
+    subagent.updated_at = utcnow()
+    session.add(subagent)
+    _recount_parent_forks(session, subagent)
+
+
+def quarantine(
+    session: Session, caller: Principal, subagent: SubAgent, reason: str, lift: bool
+) -> None:
+    if not can_moderate(caller):
+        raise Forbidden("Only moderators quarantine.")
+    mark_catalog_changed(session)
+    subagent.status = "active" if lift else "quarantined"
+    subagent.status_reason = None if lift else reason
+    subagent.updated_at = utcnow()
+    session.add(subagent)
+    _recount_parent_forks(session, subagent)
+    if not lift:
+        for report in session.exec(
+            select(Report).where(Report.subagent_id == subagent.id, Report.status == "open")
+        ):
+            report.status = "actioned"
+            session.add(report)
+
+
+def report(
+    session: Session, caller: Principal, subagent: SubAgent, reason: str, detail: str
+) -> tuple[Report, bool]:
+    caller.require()
+
+    def filed() -> Report | None:
+        return session.exec(
+            select(Report).where(
+                Report.subagent_id == subagent.id, Report.reporter_id == caller.user_id
+            )
+        ).first()
+
+    existing = filed()
+    if existing is not None:
+        return existing, False
+    row = Report(subagent_id=subagent.id, reporter_id=caller.user_id, reason=reason, detail=detail)
+    return insert_unless_exists(session, row, filed)

@@ -1,0 +1,596 @@
+"""Browse, the sub-agent page (the share link), the fork tree, the diff, my installs."""
+
+from __future__ import annotations
+
+from flask import current_app, flash, jsonify, redirect, render_template, request, url_for
+from sqlalchemy import and_, func, or_
+from sqlmodel import Session, select
+
+from market.catalog import bundles, installs
+from market.catalog import queries as browse
+from market.catalog import services as catalog
+from market.catalog.models import CATEGORIES, Install, SubAgent
+from market.catalog.schemas import BrowseSort
+from market.catalog.search import matcher_for
+from market.identity.access import can_read_files, hidden_among, tree_clause
+from market.identity.tokens import ANONYMOUS, Principal, caller
+from market.platform.api_deps import commit, db
+from market.platform.db import id_in
+from market.platform.errors import BadRequest, NotFound, SprigError
+from market.platform.pagination import encode_cursor
+from market.usage import queries as figures
+from market.web import preview
+from market.web.blueprint import bp
+
+ID = "int(max=2147483647)"
+
+
+PAGE_SIZE = 24
+
+
+MAX_QUERY_CHARS = 200
+
+
+# The sorts the page offers, in order. "top", "trending" and "rising" read the ranking's
+# scores (market/ranking/services.py); before any ranking has run, top and trending fall back to the
+# most installed, and the page says so.
+SORTS = {
+    "top": "Top",
+    "trending": "Trending",
+    "rising": "Rising",
+    "new": "New",
+    "installs": "Most installed",
+}
+
+
+RANKED_SORTS = {"top", "trending", "rising"}
+
+
+def _browse_sort(requested: str | None, has_query: bool) -> tuple[str | None, str | None]:
+    """(sort to pass to browse, notice for the page)."""
+    if not requested:
+        return (None, None) if has_query else ("new", None)
+    supported = {s.value for s in BrowseSort}
+    if requested in supported:
+        return requested, None
+    if requested in RANKED_SORTS:
+        return "installs", "Rankings are not computed yet: showing the most installed first."
+    raise BadRequest(f"Unknown sort {requested!r}.")
+
+
+def _text_arg(name: str) -> str | None:
+    value = request.args.get(name, "").strip()
+    if "\x00" in value:
+        raise BadRequest(f"`{name}` must not contain NUL characters.")
+    return value or None
+
+
+@bp.get("/")
+def browse_page():
+    q = _text_arg("q")
+    if q and len(q) > MAX_QUERY_CHARS:
+        raise BadRequest(f"A search is at most {MAX_QUERY_CHARS} characters.")
+    category = _text_arg("category")
+    if category and category not in CATEGORIES:
+        raise BadRequest(f"Unknown category {category!r}.")
+    requested_sort = _text_arg("sort")
+    sort, notice = _browse_sort(requested_sort, bool(q))
+    cursor = _text_arg("cursor")
+    if cursor and len(cursor) > 200:
+        raise BadRequest("The cursor is not one this site made.")
+    session = db()
+    # Browse lists the public catalog, the same for everyone (a person's own private and
+    # unlisted things are on their dashboard): the "public and active" listing indexes then
+    # serve every query, where "public or mine" cannot use them.
+    page = browse.browse(
+        session,
+        ANONYMOUS,
+        q=q,
+        category=category,
+        tag=None,
+        sort=sort,
+        limit=PAGE_SIZE,
+        cursor=cursor,
+        character_matches=matcher_for(current_app, session),
+    )
+    if not page.items and not cursor and requested_sort in ("top", "trending"):
+        notice = "No ranking has run yet: showing the most installed first."
+        requested_sort = "installs"  # so "show more" continues this list
+        page = browse.browse(
+            session,
+            ANONYMOUS,
+            q=q,
+            category=category,
+            tag=None,
+            sort="installs",
+            limit=PAGE_SIZE,
+            cursor=None,
+            character_matches=matcher_for(current_app, session),
+        )
+    ratings = figures.ratings(session, [card.id for card in page.items])
+    next_url = None
+    if page.next_cursor:
+        args = {k: v for k, v in (("q", q), ("category", category), ("sort", requested_sort)) if v}
+        next_url = url_for("web.browse_page", cursor=page.next_cursor, **args)
+    template = "web/_cards.html" if request.args.get("partial") == "1" else "web/browse.html"
+    return render_template(
+        template,
+        cards=page.items,
+        ratings=ratings,
+        q=q or "",
+        category=category,
+        sort=requested_sort or ("" if q else "new"),
+        sorts=SORTS,
+        categories=CATEGORIES,
+        notice=notice,
+        next_url=next_url,
+        continued=bool(cursor),
+    )
+
+
+def _installed_version(session, viewer, subagent_id: int) -> int | None:
+    if viewer.user_id is None:
+        return None
+    row = session.exec(
+        select(Install.version_id).where(
+            Install.user_id == viewer.user_id,
+            Install.subagent_id == subagent_id,
+            Install.active,
+        )
+    ).first()
+    return row
+
+
+def _scope_words(scopes: list[str]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(reads, writes) as (scope, what it touches in plain words) pairs."""
+    reads, writes = [], []
+    for scope in sorted(scopes):
+        words = bundles.SCOPE_DESCRIPTIONS.get(scope, scope)
+        words = words.removeprefix("reads ").removeprefix("adds to and changes ")
+        (writes if scope.endswith(".write") else reads).append((scope, words))
+    return reads, writes
+
+
+@bp.get(f"/s/<{ID}:subagent_id>")
+def subagent_page(subagent_id: int):
+    session = db()
+    viewer = caller()
+    subagent, author, latest = catalog.get_visible_detail(session, viewer, subagent_id)
+    lineage = browse.lineage(session, viewer, subagent)
+    parent = lineage.ancestors[-1].subagent if lineage.ancestors else None
+    versions = list(reversed(catalog.list_versions(session, subagent)))
+    manifest = latest.manifest if latest else {}
+    reads, writes = _scope_words(list(manifest.get("scopes", [])))
+    rating, histogram = figures.rating_with_histogram(session, subagent.id)
+    score = figures.scores(session, [subagent.id]).get(subagent.id)
+    better = None
+    if score is not None and score.best_descendant_id not in (None, subagent.id):
+        try:
+            better = catalog.get_visible(session, viewer, score.best_descendant_id)
+        except NotFound:
+            better = None
+    forks = browse.forks_of(session, viewer, subagent, limit=6, cursor=None)
+    preview_url = None
+    if latest is not None and can_read_files(session, viewer, subagent, latest):
+        preview_url = preview.url_for_version(viewer, subagent.id, latest)
+    return render_template(
+        "web/subagent.html",
+        subagent=subagent,
+        author=author,
+        latest=latest,
+        manifest=manifest,
+        reads=reads,
+        writes=writes,
+        hosts=sorted(manifest.get("hosts", [])),
+        versions=versions,
+        lineage=lineage,
+        parent=parent,
+        rating=rating,
+        histogram=histogram,
+        comments=figures.recent_comments(session, subagent.id),
+        better=better,
+        better_chance=score.p_descendant_better if score and better else None,
+        forks=forks.items,
+        more_forks=forks.next_cursor is not None,
+        installed_version=_installed_version(session, viewer, subagent.id),
+        preview_url=preview_url,
+    )
+
+
+def _sign_in_first(subagent_id: int):
+    """Importing and customizing need a person: sign in, then come back to the page."""
+    back = url_for("web.subagent_page", subagent_id=subagent_id)
+    return redirect(url_for("web.signin_page", next=back))
+
+
+@bp.post(f"/s/<{ID}:subagent_id>/import")
+def import_subagent(subagent_id: int):
+    session, viewer = db(), caller()
+    if not viewer.is_authenticated:
+        return _sign_in_first(subagent_id)
+    subagent = catalog.get_visible(session, viewer, subagent_id)
+    try:
+        result, created = installs.install(
+            session, viewer, subagent, version_id=None, source="link", exposure_id=None
+        )
+    except SprigError as error:
+        flash(error.detail, "error")
+        return redirect(url_for("web.subagent_page", subagent_id=subagent_id))
+    commit()
+    message = (
+        "Imported into your agent."
+        if created
+        else "Already in your agent (now the newest version)."
+    )
+    if result.new_scopes:
+        message += (
+            " It now also asks to "
+            + ", ".join(bundles.SCOPE_DESCRIPTIONS.get(s, s) for s in result.new_scopes)
+            + "."
+        )
+    flash(message, "ok")
+    return redirect(url_for("web.subagent_page", subagent_id=subagent_id))
+
+
+@bp.post(f"/s/<{ID}:subagent_id>/customize")
+def customize_subagent(subagent_id: int):
+    session, viewer = db(), caller()
+    if not viewer.is_authenticated:
+        return _sign_in_first(subagent_id)
+    subagent = catalog.get_visible(session, viewer, subagent_id)
+    text = request.form.get("text", "").strip()
+    if not 3 <= len(text) <= 2000 or "\x00" in text:
+        flash("Say what to change in 3 to 2,000 characters.", "error")
+        return redirect(url_for("web.subagent_page", subagent_id=subagent_id) + "#customize")
+    try:
+        _row, created = installs.request_fork(session, viewer, subagent, text)
+    except SprigError as error:
+        flash(error.detail, "error")
+        return redirect(url_for("web.subagent_page", subagent_id=subagent_id))
+    commit()
+    flash(
+        "Your request is with the coding agent: it will fork this and make it yours."
+        if created
+        else "You already asked for exactly that; it is in the queue.",
+        "ok",
+    )
+    return redirect(url_for("web.subagent_page", subagent_id=subagent_id))
+
+
+@bp.get(f"/s/<{ID}:subagent_id>/tree")
+def tree_page(subagent_id: int):
+    session = db()
+    viewer = caller()
+    subagent = catalog.get_visible(session, viewer, subagent_id)
+    view = first_view(session, viewer, subagent)
+    top = next(n for n in view["nodes"] if n["id"] == view["top"])
+    return render_template("web/tree.html", subagent=subagent, view=view, top=top)
+
+
+@bp.get(f"/s/<{ID}:subagent_id>/tree/children")
+def tree_children(subagent_id: int):
+    """The next page of a node's forks, as JSON for the tree view."""
+    session = db()
+    viewer = caller()
+    parent = catalog.get_visible(session, viewer, subagent_id)
+    cursor = request.args.get("cursor", "")
+    if len(cursor) > 200:
+        raise BadRequest("The cursor is not one this site made.")
+    return jsonify(more_children(session, viewer, parent, cursor))
+
+
+@bp.get(f"/s/<{ID}:subagent_id>/tree/all")
+def tree_all(subagent_id: int):
+    """Every node below this one, as JSON, when the lineage is small enough to draw whole."""
+    session = db()
+    viewer = caller()
+    top = catalog.get_visible(session, viewer, subagent_id)
+    return jsonify(whole_tree(session, viewer, top))
+
+
+def _diff_lines(text: str) -> list[tuple[str, str]]:
+    """Unified diff text as (kind, line) pairs for colouring: add, remove, hunk or context."""
+    kinds = []
+    for index, line in enumerate(text.splitlines()):
+        if index < 2 and line.startswith(("---", "+++")):
+            kind = "meta"
+        elif line.startswith("@@"):
+            kind = "hunk"
+        elif line.startswith("+"):
+            kind = "add"
+        elif line.startswith("-"):
+            kind = "remove"
+        else:
+            kind = "context"
+        kinds.append((kind, line))
+    return kinds
+
+
+@bp.get(f"/s/<{ID}:subagent_id>/diff")
+def diff_page(subagent_id: int):
+    session = db()
+    viewer = caller()
+    subagent, author, latest = catalog.get_visible_detail(session, viewer, subagent_id)
+    if latest is None:
+        raise NotFound(f"Sub-agent {subagent_id} has no version yet.")
+    latest = catalog.get_readable_version(session, viewer, subagent, latest.id)
+    base = catalog.diff_base(session, viewer, subagent, latest, "parent")
+    parent = session.get(SubAgent, subagent.parent_id) if base is not None else None
+    diff = bundles.diff_bundles(
+        catalog.load_bundle(session, base) if base else None,
+        catalog.load_bundle(session, latest),
+    )
+    for entry in diff["files"]:
+        entry["lines"] = _diff_lines(entry["diff"])
+    manifest = diff["manifest"]
+    return render_template(
+        "web/diff.html",
+        subagent=subagent,
+        author=author,
+        latest=latest,
+        parent=parent,
+        base=base,
+        diff=diff,
+        scopes_added=[(s, bundles.SCOPE_DESCRIPTIONS.get(s, s)) for s in manifest["scopes_added"]],
+        scopes_removed=[
+            (s, bundles.SCOPE_DESCRIPTIONS.get(s, s)) for s in manifest["scopes_removed"]
+        ],
+    )
+
+
+@bp.get("/me/installs")
+def my_installs_page():
+    viewer = caller()
+    if not viewer.is_authenticated:
+        return redirect(url_for("web.signin_page", next=request.full_path))
+    cursor = _text_arg("cursor")
+    if cursor and len(cursor) > 200:
+        raise BadRequest("The cursor is not one this site made.")
+    session = db()
+    page = installs.my_installs(session, viewer, limit=PAGE_SIZE, cursor=cursor)
+    ratings = figures.ratings(session, [item.subagent_id for item in page.items])
+    next_url = (
+        url_for("web.my_installs_page", cursor=page.next_cursor) if page.next_cursor else None
+    )
+    return render_template(
+        "web/installs.html", items=page.items, ratings=ratings, next_url=next_url
+    )
+
+
+# ---- the fork tree view: nodes of a lineage with their size, colour and flags.
+# The first answer is small whatever the lineage's size: the top few children under each node
+# (most installed first), a few levels deep, plus every node on the path to the sub-agent being
+# viewed and on the path to the lineage's best branch. The page then asks for more under any
+# node ("show more") a page at a time, or for the whole lineage when it is small enough to draw.
+
+
+FIRST_DEPTH = 6
+
+
+FIRST_CHILDREN = 3
+
+
+FIRST_NODES = 150
+
+
+PAGE_CHILDREN = 12
+
+
+WHOLE_TREE_MAX = 5000
+
+
+_NODE_COLUMNS = (
+    SubAgent.id,
+    SubAgent.parent_id,
+    SubAgent.depth,
+    SubAgent.title,
+    SubAgent.status,
+    SubAgent.install_count,
+    SubAgent.fork_count,
+)
+
+
+def top_of_lineage(session: Session, viewer: Principal, subagent: SubAgent) -> int:
+    """The highest ancestor from which every node down to ``subagent`` is visible to the
+    viewer (the root, unless part of the path is hidden from them)."""
+    chain = [int(i) for i in subagent.ancestry.split("/") if i]
+    hidden = hidden_among(session, viewer, chain)  # no query for a root
+    top = subagent.id
+    for node_id in reversed(chain):
+        if node_id in hidden:
+            break
+        top = node_id
+    return top
+
+
+def _path_below(top_id: int, node_id: int, ancestry: str | None) -> list[int]:
+    """Ids from just below ``top_id`` down to ``node_id`` (empty if it is not below it)."""
+    if ancestry is None:
+        return []
+    chain = [int(i) for i in ancestry.split("/") if i] + [node_id]
+    if top_id not in chain:
+        return []
+    return chain[chain.index(top_id) + 1 :]
+
+
+def first_view(session: Session, viewer: Principal, focus: SubAgent) -> dict:
+    top_id = top_of_lineage(session, viewer, focus)
+    top = focus if top_id == focus.id else session.get(SubAgent, top_id)
+    # The top's own parent is never drawn, so the rows are read without the check on it
+    # that browse.subtree makes.
+    tree = browse.subtree_rows(
+        session,
+        viewer,
+        top,
+        depth=FIRST_DEPTH,
+        max_children=FIRST_CHILDREN,
+        max_nodes=FIRST_NODES,
+    )
+    rows = {n.id: {**_row(n), "parent": n.parent_id if n.id != top_id else None} for n in tree}
+    scores = figures.scores(session, list(rows))
+    # The ranking's best branch of the whole lineage, and the way down to the viewed node,
+    # are always drawn, even when they are not among the most installed children.
+    top_score = scores.get(top_id)
+    best_id = top_score.best_descendant_id if top_score else None
+    best_path = []
+    if best_id and best_id != top_id:
+        best_ancestry = session.execute(
+            select(SubAgent.ancestry).where(SubAgent.id == best_id)
+        ).scalar()
+        best_path = _path_below(top_id, best_id, best_ancestry)
+    focus_path = _path_below(top_id, focus.id, focus.ancestry)
+    missing = [i for i in dict.fromkeys([*best_path, *focus_path]) if i not in rows]
+    if missing:
+        for row in session.execute(
+            select(*_NODE_COLUMNS).where(id_in(session, SubAgent.id, missing), tree_clause(viewer))
+        ):
+            rows[row.id] = {**_row(row), "extra": True}
+        scores.update(figures.scores(session, missing))
+    # A path node the viewer may not see ends the highlighted path there.
+    best_path = _visible_prefix(best_path, rows)
+    _attach_children_cursors(rows, top_id)
+    nodes = _decorate(session, list(rows.values()), scores)
+    on_best = set(best_path)
+    for node in nodes:
+        node["best"] = node["id"] in on_best
+        node["focus"] = node["id"] == focus.id
+    lineage_size = _lineage_size(session, viewer, top)
+    return {
+        "top": top_id,
+        "focus": focus.id,
+        "best": best_path[-1] if best_path else None,
+        "size": lineage_size,
+        "whole_tree_max": WHOLE_TREE_MAX,
+        "nodes": nodes,
+    }
+
+
+def _row(row) -> dict:
+    return {
+        "id": row.id,
+        "parent": row.parent_id,
+        "depth": row.depth,
+        "title": row.title,
+        "status": row.status,
+        "installs": row.install_count,
+        "forks": row.fork_count,
+    }
+
+
+def _visible_prefix(path: list[int], rows: dict) -> list[int]:
+    visible = []
+    for node_id in path:
+        if node_id not in rows:
+            break
+        visible.append(node_id)
+    return visible
+
+
+def _attach_children_cursors(rows: dict, top_id: int) -> None:
+    """For a node with forks left to show, the cursor that continues its children list after
+    the shown ones (the same order and cursor ``browse.forks_of`` uses)."""
+    children: dict[int, list[dict]] = {}
+    for row in rows.values():
+        if row["id"] != top_id and row["parent"] is not None:
+            children.setdefault(row["parent"], []).append(row)
+    for row in rows.values():
+        shown = children.get(row["id"], [])
+        # Path nodes drawn out of rank order do not move the cursor: the next page starts
+        # after the last child that was drawn for its rank (repeats are merged by the page).
+        ranked = sorted(
+            (r for r in shown if not r.get("extra")), key=lambda r: (-r["installs"], r["id"])
+        )
+        row["shown"] = len(shown)
+        if row["forks"] > len(shown):
+            row["more"] = encode_cursor(ranked[-1]["installs"], ranked[-1]["id"]) if ranked else ""
+        else:
+            row["more"] = None
+    for row in rows.values():
+        row.pop("extra", None)
+
+
+def _decorate(session: Session, rows: list[dict], scores: dict | None = None) -> list[dict]:
+    """Size and colour: active users, and quality from the ranking or the ratings.
+    ``scores``: the rows' ranking figures when the caller has read them already."""
+    ids = [r["id"] for r in rows]
+    ratings = figures.ratings(session, ids)
+    if scores is None:
+        scores = figures.scores(session, ids)
+    active = figures.average_daily_users(session, ids)
+    for row in rows:
+        level = figures.quality_level(scores.get(row["id"]), ratings.get(row["id"]))
+        row["active"] = round(active.get(row["id"], 0.0), 1)
+        row["quality"] = None if level is None else round(level, 3)
+        row["word"] = figures.quality_word(level)
+    return rows
+
+
+def _below(top: SubAgent):
+    """SQL for the nodes strictly below ``top`` (its ancestry ids are a prefix of theirs)."""
+    if top.parent_id is None:
+        return and_(SubAgent.root_id == top.id, SubAgent.id != top.id)
+    prefix = f"{top.ancestry}/{top.id}" if top.ancestry else str(top.id)
+    return and_(
+        SubAgent.root_id == top.root_id,
+        or_(SubAgent.ancestry == prefix, SubAgent.ancestry.startswith(prefix + "/")),
+    )
+
+
+def _lineage_size(session: Session, viewer: Principal, top: SubAgent) -> int:
+    """Nodes of the lineage the viewer may see (an upper bound when some hang under hidden
+    ones), counted through the root index."""
+    statement = select(func.count(SubAgent.id)).where(_below(top), tree_clause(viewer))
+    return int(session.execute(statement).scalar_one()) + 1
+
+
+def more_children(
+    session: Session, viewer: Principal, parent: SubAgent, cursor: str | None
+) -> dict:
+    """The next page of a node's children, most installed first."""
+    page = browse.forks_of(session, viewer, parent, limit=PAGE_CHILDREN, cursor=cursor or None)
+    rows = [
+        {
+            "id": card.id,
+            "parent": parent.id,
+            "depth": card.depth,
+            "title": card.title,
+            "status": card.status,
+            "installs": card.install_count,
+            "forks": card.fork_count,
+            "shown": 0,
+            "more": "" if card.fork_count else None,
+            "best": False,
+            "focus": False,
+        }
+        for card in page.items
+    ]
+    return {"parent": parent.id, "nodes": _decorate(session, rows), "more": page.next_cursor}
+
+
+def whole_tree(session: Session, viewer: Principal, top: SubAgent) -> dict:
+    """Every node below ``top`` the viewer may see, when there are at most WHOLE_TREE_MAX.
+    A node under a hidden one is left out with it: the tree never shows a gap's far side."""
+    rows = list(
+        session.execute(
+            select(*_NODE_COLUMNS)
+            .where(_below(top), tree_clause(viewer))
+            .order_by(SubAgent.depth, SubAgent.install_count.desc(), SubAgent.id)
+            .limit(WHOLE_TREE_MAX + 1)
+        )
+    )
+    if len(rows) > WHOLE_TREE_MAX:
+        return {"top": top.id, "too_large": True, "nodes": []}
+    kept = {top.id}
+    nodes = []
+    for row in rows:  # by depth: a parent is always seen before its children
+        if row.parent_id in kept:
+            kept.add(row.id)
+            nodes.append(_row(row))
+    children: dict[int, int] = {}
+    for node in nodes:
+        children[node["parent"]] = children.get(node["parent"], 0) + 1
+    for node in nodes:
+        node["shown"] = children.get(node["id"], 0)
+        node["more"] = None
+        node["best"] = node["focus"] = False
+    return {"top": top.id, "too_large": False, "nodes": _decorate(session, nodes)}

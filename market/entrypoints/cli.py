@@ -1,0 +1,282 @@
+"""The ``sprig`` command: database, demo community, users and tokens, serving."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+from sqlmodel import select
+
+from market.platform.config import load_settings
+from market.platform.db import make_engine, session_scope
+
+
+def _engine():
+    settings = load_settings()
+    return make_engine(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
+
+
+@click.group()
+def main() -> None:
+    """Sprig: share, fork and evolve lifestyle sub-agents."""
+
+
+@main.group()
+def db() -> None:
+    """Database schema."""
+
+
+@db.command("upgrade")
+@click.option("--revision", default="head", show_default=True)
+def db_upgrade(revision: str) -> None:
+    """Migrate the database (SPRIG_DATABASE_URL) to the newest schema."""
+    from market.platform.migrate import upgrade
+
+    upgrade(load_settings().database_url, revision)
+    click.echo(f"database at {revision}")
+
+
+@main.command()
+@click.option("--seed", default=7, show_default=True, type=int)
+@click.option("--if-empty", is_flag=True, help="Load only when the database has no users.")
+@click.option("--tokens/--no-tokens", default=True, help="Print fresh demo tokens.")
+def demo(seed: int, if_empty: bool, tokens: bool) -> None:
+    """Load the deterministic demo community and print tokens to try the API with."""
+    from market.demo.loader import demo_tokens, is_empty, load_demo
+
+    engine = _engine()
+    if not if_empty or is_empty(engine):
+        stats = load_demo(engine, seed=seed)
+        click.echo(
+            "demo community loaded: "
+            + ", ".join(f"{count} {name}" for name, count in stats.items())
+        )
+    else:
+        click.echo("database already has data; demo not reloaded")
+    if tokens:
+        for label, handle, token in demo_tokens(engine):
+            click.echo(f"{label} token ({handle}): {token}")
+
+
+@main.command()
+def rollup() -> None:
+    """Bring daily stats and retention cohorts up to date (what Celery beat runs)."""
+    from market.usage.services import run_rollup
+
+    total = {"marks": 0, "days": 0, "cohorts": 0}
+    while True:
+        with session_scope(_engine()) as session:
+            done = run_rollup(session)
+        for name in total:
+            total[name] += done[name]
+        if done["marks"] == 0:
+            if done.get("skipped"):
+                click.echo("another rollup is running; it will finish the work")
+            break
+    click.echo(
+        f"rolled up {total['days']} sub-agent days and {total['cohorts']} cohorts "
+        f"({total['marks']} marks)"
+    )
+
+
+@main.command()
+@click.option("--force", is_flag=True, help="Recompute even if nothing changed.")
+def rank(force: bool) -> None:
+    """Recompute ranking scores of every sub-agent (what Celery beat runs every 5 minutes)."""
+    from market.ranking.services import run_ranking
+
+    with session_scope(_engine()) as session:
+        run = run_ranking(session, force=force)
+    if run.mode == "skipped":
+        click.echo("nothing changed since the last ranking run")
+        return
+    click.echo(
+        f"ranked {run.subagents} sub-agents from {run.ratings} ratings in {run.seconds:.2f}s "
+        f"({run.mode}; {run.parameters['rows_written']} score rows written)"
+    )
+
+
+@main.command("export-rewards")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Export directory (runs go in run-NNNNN/ inside). Default: SPRIG_EXPORT_DIR.",
+)
+@click.option(
+    "--since",
+    default=None,
+    help="Incremental from this run's watermark (a run number, or 'last').",
+)
+@click.option("--k", "k_anonymity", type=click.IntRange(5), default=5, show_default=True)
+@click.option("--confidence", type=click.FloatRange(0.6, 0.999), default=0.95, show_default=True)
+@click.option("--test-share", type=click.FloatRange(0.0, 0.5), default=0.1, show_default=True)
+@click.option("--comments", is_flag=True, help="Include scrubbed comments and tags.")
+@click.option("--openai", is_flag=True, help="Also write OpenAI preference JSONL.")
+@click.option("--no-conversational", is_flag=True, help="Skip the *_conversational configs.")
+@click.option("--progress/--no-progress", default=True, show_default=True)
+def export_rewards(
+    out_dir,
+    since,
+    k_anonymity,
+    confidence,
+    test_share,
+    comments,
+    openai,
+    no_conversational,
+    progress,
+) -> None:
+    """Export reward datasets (Parquet shards, dataset card, manifest) as a new numbered run."""
+    from tqdm import tqdm
+
+    from feedback.export import ExportParameters
+    from market.exports import services as export_service
+
+    settings = load_settings()
+    engine = _engine()
+    parameters = ExportParameters(
+        k_anonymity=k_anonymity,
+        confidence=confidence,
+        test_share=test_share,
+        include_comments=comments,
+        conversational=not no_conversational,
+        openai_jsonl=openai,
+    )
+    with session_scope(engine) as session:
+        since_run = None
+        if since == "last":
+            since_run = export_service.last_succeeded_run(session)
+            if since_run is None:
+                click.echo("no earlier run succeeded: exporting everything")
+        elif since is not None:
+            if not since.isdigit():
+                raise click.BadParameter("a run number or 'last'", param_hint="--since")
+            since_run = int(since)
+        try:
+            run = export_service.create_run(session, parameters, since_run=since_run)
+        except Exception as error:
+            raise click.ClickException(getattr(error, "detail", str(error))) from None
+        run_id = run.id
+
+    bar = tqdm(total=0, unit="row", disable=not progress, desc=f"run {run_id}")
+
+    def report(stage: str, done: int, total: int) -> None:
+        if stage == "model":
+            bar.set_description(f"run {run_id}: fitting the model")
+            return
+        bar.set_description(f"run {run_id}: writing")
+        bar.total = total
+        bar.n = done
+        bar.refresh()
+
+    run = export_service.execute_run(
+        engine,
+        run_id,
+        out_dir or settings.export_dir,
+        settle_seconds=settings.export_settle_seconds,
+        progress=report,
+    )
+    bar.close()
+    if run.status != "succeeded":
+        raise click.ClickException(f"export run {run_id} failed: {run.error}")
+    counts = run.manifest["counts"]
+    click.echo(f"export run {run_id}: {run.location}")
+    for name, figures in counts.items():
+        click.echo(f"  {name}: {figures['total']:,} rows")
+
+
+@main.group()
+def users() -> None:
+    """People and service accounts."""
+
+
+@users.command("create")
+@click.argument("handle")
+@click.option("--display-name", default=None)
+@click.option("--email", default=None)
+@click.option("--kind", type=click.Choice(["person", "service"]), default="person")
+@click.option("--role", type=click.Choice(["user", "moderator"]), default="user")
+def users_create(handle: str, display_name, email, kind: str, role: str) -> None:
+    """Create a user."""
+    from market.identity.models import User
+
+    with session_scope(_engine()) as session:
+        if session.exec(select(User).where(User.handle == handle)).first():
+            raise click.ClickException(f"user {handle!r} exists")
+        session.add(
+            User(
+                handle=handle,
+                display_name=display_name or handle,
+                email=email,
+                kind=kind,
+                role=role,
+            )
+        )
+    click.echo(f"created {kind} {handle}")
+
+
+@main.group()
+def tokens() -> None:
+    """API tokens."""
+
+
+@tokens.command("create")
+@click.argument("handle")
+@click.option("--scope", "scopes", multiple=True, help="Repeat for several scopes.")
+@click.option("--name", default="cli")
+def tokens_create(handle: str, scopes: tuple[str, ...], name: str) -> None:
+    """Create a token for HANDLE and print it (it is shown only once)."""
+    from market.identity.models import User
+    from market.identity.tokens import issue_token
+    from market.platform.errors import SprigError
+
+    with session_scope(_engine()) as session:
+        user = session.exec(select(User).where(User.handle == handle)).first()
+        if user is None:
+            raise click.ClickException(f"no user {handle!r}")
+        try:
+            token = issue_token(session, user, list(scopes), name=name)
+        except SprigError as error:
+            raise click.ClickException(error.detail) from None
+    click.echo(token)
+
+
+@main.command()
+@click.option(
+    "--token",
+    envvar="SPRIG_MCP_TOKEN",
+    default=None,
+    help="API token the tools act with (default: $SPRIG_MCP_TOKEN; none: public reads only).",
+)
+def mcp(token: str | None) -> None:
+    """Serve suggest_forks, get_subagent, get_diff and publish_fork as MCP tools on stdio."""
+    from market.entrypoints.mcp_server import build_server
+
+    # stdout is the protocol channel: nothing else may be printed there.
+    build_server(_engine(), token=token).run("stdio")
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=int)
+@click.option("--workers", default=2, show_default=True, type=int)
+def serve(host: str, port: int, workers: int) -> None:
+    """Serve the app with gunicorn."""
+    gunicorn = os.path.join(os.path.dirname(sys.executable), "gunicorn")
+    args = [
+        gunicorn,
+        "-c",
+        "python:market.entrypoints.gunicorn_conf",
+        "--bind",
+        f"{host}:{port}",
+        "--workers",
+        str(workers),
+        "market.app:create_app()",
+    ]
+    os.execv(gunicorn, args)  # noqa: S606 - replaces this process with gunicorn
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,131 @@
+"""Reward-dataset exports for the training team (scope ``exports``, service tokens only)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from apiflask import APIBlueprint
+from flask import current_app, send_file, url_for
+
+from feedback.export import ExportParameters
+from market.exports import services as export_service
+from market.exports.models import ExportRun
+from market.exports.schemas import ExportFileOut, ExportIn, ExportRunOut
+from market.identity.tokens import caller
+from market.platform.api_deps import commit, db
+from market.platform.errors import NotFound, ServiceUnavailable
+
+bp = APIBlueprint("exports", __name__, tag="Reward exports")
+
+SCOPE = "exports"
+_ID = "<int(max=2147483647):run_id>"
+
+
+def _run_out(run: ExportRun) -> ExportRunOut:
+    files = []
+    if run.status == "succeeded" and run.manifest:
+        files = [
+            ExportFileOut(
+                **{k: entry[k] for k in ("path", "config", "category", "split", "rows")},
+                bytes=entry["bytes"],
+                sha256=entry["sha256"],
+                url=url_for("exports.get_export_file", run_id=run.id, path=entry["path"]),
+            )
+            for entry in run.manifest.get("files", [])
+        ]
+    return ExportRunOut(**export_service.run_summary(run), files=files)
+
+
+def _start(run_id: int) -> None:
+    """Run the export now (embedded mode: Celery is eager, so a task would run here anyway,
+    but with the environment's settings instead of this app's), or queue it for a worker."""
+    settings = current_app.extensions["sprig.settings"]
+    if settings.celery_eager or not settings.redis_url:
+        export_service.execute_run(
+            current_app.extensions["sprig.engine"],
+            run_id,
+            settings.export_dir,
+            settle_seconds=settings.export_settle_seconds,
+        )
+        return
+    from market.exports.tasks import export_rewards_task
+
+    try:
+        export_rewards_task.delay(run_id)
+    except Exception as error:  # the broker is away: say so, the run stays queued
+        raise ServiceUnavailable(
+            f"Export run {run_id} is queued but the task queue is unavailable; retry later.",
+            headers={"Retry-After": "30"},
+        ) from error
+
+
+@bp.post("/exports")
+@bp.input(ExportIn, arg_name="body")
+@bp.output(ExportRunOut, status_code=202, description="accepted (the run may already be done)")
+def create_export(body: ExportIn):
+    """Start a reward-dataset export: Parquet shards of scalar rewards, TRL preference pairs,
+    KTO labels and pseudonymized ratings, with a dataset card and a manifest. Poll the run."""
+    who = caller()
+    who.require(SCOPE)
+    session = db()
+    since = body.since_run
+    if since is None and body.incremental:
+        since = export_service.last_succeeded_run(session)
+    parameters = ExportParameters(
+        k_anonymity=body.k_anonymity,
+        confidence=body.confidence,
+        test_share=body.test_share,
+        include_comments=body.include_comments,
+        conversational=body.conversational,
+        openai_jsonl=body.openai_jsonl,
+    )
+    run = export_service.create_run(session, parameters, since_run=since, requested_by=who.user_id)
+    commit()
+    run_id = run.id
+    _start(run_id)
+    session.expire_all()
+    run = session.get(ExportRun, run_id)
+    location = url_for("exports.get_export", run_id=run_id)
+    return _run_out(run), 202, {"Location": location}
+
+
+@bp.get(f"/exports/{_ID}")
+@bp.output(ExportRunOut)
+def get_export(run_id: int):
+    """A run: its status, parameters, watermark, manifest and files."""
+    who = caller()
+    who.require(SCOPE)
+    run = db().get(ExportRun, run_id)
+    if run is None:
+        raise NotFound(f"No export run {run_id}.")
+    return _run_out(run)
+
+
+@bp.get(f"/exports/{_ID}/files/<path:path>")
+@bp.output(
+    {},
+    content_type="application/octet-stream",
+    description="the file (Parquet, JSONL, README.md or manifest.json)",
+)
+def get_export_file(run_id: int, path: str):
+    """Download one file of a run that succeeded (the paths its manifest lists, and
+    ``manifest.json``)."""
+    who = caller()
+    who.require(SCOPE)
+    run = db().get(ExportRun, run_id)
+    if run is None or run.status != "succeeded" or not run.location or not run.manifest:
+        raise NotFound(f"No finished export run {run_id}.")
+    listed = {entry["path"] for entry in run.manifest.get("files", [])} | {"manifest.json"}
+    # Only paths the manifest lists are served: no walking out of the run's directory.
+    if path not in listed:
+        raise NotFound(f"Export run {run_id} has no file {path!r}.")
+    full = Path(run.location) / path
+    if not full.is_file():
+        raise NotFound(f"The file {path!r} of export run {run_id} is no longer on disk.")
+    mimetype = {
+        ".parquet": "application/vnd.apache.parquet",
+        ".jsonl": "application/jsonl",
+        ".md": "text/markdown",
+        ".json": "application/json",
+    }.get(full.suffix, "application/octet-stream")
+    return send_file(full.resolve(), mimetype=mimetype, as_attachment=True, max_age=0)

@@ -1,0 +1,97 @@
+"""Per-request plumbing shared by the API blueprints and pages: the DB session, JSON bodies,
+the commit (the caller is ``market.identity.tokens.caller``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+from flask import Request, current_app, g, request
+from pydantic import BaseModel, ValidationError
+from sqlmodel import Session
+
+from feedback.json_limits import MAX_JSON_DEPTH, nesting_exceeds
+from market.platform.db import commit_catalog_write
+from market.platform.errors import BadRequest, Unprocessable, UnsupportedMediaType
+
+
+def db() -> Session:
+    session = g.get("db_session")
+    if session is None:
+        read_only = request.method in ("GET", "HEAD")
+        engine = current_app.extensions["sprig.read_engine" if read_only else "sprig.engine"]
+        session = Session(engine, expire_on_commit=False)
+        g.db_session = session
+    return session
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_json(raw: bytes | str, what: str = "The body") -> Any:
+    """A JSON request body (or a JSON form field), the one way every endpoint reads one: its
+    depth is checked on the raw text before a parser recurses into it, and ``null`` is refused
+    (APIFlask would read it as an empty object)."""
+    if nesting_exceeds(raw):
+        raise BadRequest(f"{what} nests arrays and objects more than {MAX_JSON_DEPTH} deep.")
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        # orjson refuses lone surrogates and integers beyond 64 bits; Python's parser reads
+        # them, so the models can refuse such a value naming its field (and an event alone).
+        try:
+            value = json.loads(raw, parse_constant=_not_json)
+        except ValueError as error:
+            raise BadRequest(f"{what} is not valid JSON ({error}).") from None
+    if value is None:
+        raise BadRequest(f"{what} is JSON `null`; send an object.")
+    return value
+
+
+class JsonBodyRequest(Request):
+    """The request class: APIFlask's body inputs and the publish bodies read JSON through
+    ``get_json``, so this is where a body must say it is JSON (whatever ``force`` asks) and
+    goes through :func:`parse_json`. A problem is always raised (``silent`` is not honoured)."""
+
+    def get_json(self, force: bool = False, silent: bool = False, cache: bool = True) -> Any:
+        return self.json_body(self.get_data(cache=cache))
+
+    def json_body(self, data: bytes) -> Any:
+        """``data``, the body this request carried (read here or, capped, by the caller)."""
+        if not data:
+            raise BadRequest("A JSON body is required.")
+        if not self.is_json:
+            raise UnsupportedMediaType(
+                "Send the body as `application/json`.",
+                errors=[{"location": "headers.Content-Type", "message": "unsupported"}],
+            )
+        return parse_json(data)
+
+
+def _pydantic_errors(error: ValidationError, prefix: str) -> list[dict]:
+    return [
+        {
+            "location": ".".join([prefix, *(str(p) for p in e["loc"])]),
+            "message": e["msg"],
+        }
+        for e in error.errors()
+    ]
+
+
+def parse_model(model: type[BaseModel], data: object, prefix: str = "json") -> BaseModel:
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        errors = _pydantic_errors(error, prefix)
+        detail = "; ".join(f"{e['location']}: {e['message']}" for e in errors[:5])
+        raise Unprocessable(detail, errors=errors) from None
+
+
+def commit() -> None:
+    commit_catalog_write(
+        db(),
+        read_cache=current_app.extensions.get("sprig.read_cache"),
+        suggestions=current_app.extensions.get("sprig.suggestions"),
+    )

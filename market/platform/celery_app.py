@@ -1,0 +1,86 @@
+"""The Celery application: a worker and beat in production, eager (in the caller) embedded.
+
+Tasks live in each domain's ``tasks`` module (``TASK_MODULES``) as one-line wrappers around
+service functions, so tests call the service directly and no task needs a broker to be
+exercised. Each is found by its explicit name (``sprig.…``).
+"""
+
+from __future__ import annotations
+
+from celery import Celery
+from celery.schedules import crontab
+
+from market.platform.config import Settings, load_settings
+from market.platform.db import make_engine
+
+# Named, not imported: the platform knows no domain, and a worker imports these at start.
+TASK_MODULES = [
+    "market.catalog.tasks",
+    "market.usage.tasks",
+    "market.ranking.tasks",
+    "market.exports.tasks",
+]
+
+# Redis calls must never hang a request when Redis is away (STACK.md): short timeouts.
+REDIS_TIMEOUT_S = 1.0
+# Longer than any task runs, or Redis re-delivers a running task to a second worker.
+VISIBILITY_TIMEOUT_S = 3600
+
+
+def celery_config(settings: Settings) -> dict:
+    eager = settings.celery_eager or not settings.redis_url
+    return {
+        "broker_url": settings.redis_url or "memory://",
+        "result_backend": settings.redis_url or None,
+        "task_always_eager": eager,
+        "task_eager_propagates": True,
+        "task_acks_late": True,
+        "task_reject_on_worker_lost": True,
+        "worker_prefetch_multiplier": 1,
+        "task_serializer": "json",
+        "accept_content": ["json"],
+        "timezone": "UTC",
+        "broker_transport_options": {
+            "visibility_timeout": VISIBILITY_TIMEOUT_S,
+            "socket_timeout": REDIS_TIMEOUT_S,
+            "socket_connect_timeout": REDIS_TIMEOUT_S,
+        },
+        "result_backend_transport_options": {"visibility_timeout": VISIBILITY_TIMEOUT_S},
+        "redis_socket_timeout": REDIS_TIMEOUT_S,
+        "redis_socket_connect_timeout": REDIS_TIMEOUT_S,
+        "beat_schedule": {
+            "rollup-usage": {"task": "sprig.rollup", "schedule": 60.0},
+            # A run with nothing new returns at once (watermark), so every 5 minutes is cheap.
+            "rank-subagents": {"task": "sprig.rank", "schedule": 300.0},
+            "recount-catalog-counters": {
+                "task": "sprig.recount_counters",
+                "schedule": crontab(minute=17, hour=3),
+            },
+            "forget-old-exposure-contexts": {
+                "task": "sprig.forget_old_contexts",
+                "schedule": crontab(minute=47, hour=3),
+            },
+            "delete-dead-web-sessions": {
+                "task": "sprig.delete_dead_web_sessions",
+                "schedule": crontab(minute=7, hour=4),
+            },
+        },
+    }
+
+
+def make_celery(settings: Settings | None = None) -> Celery:
+    app = Celery("sprig", include=TASK_MODULES)
+    app.conf.update(celery_config(settings or load_settings()))
+    return app
+
+
+# `celery -A market.platform.celery_app:celery worker` finds this; its settings are read lazily, on
+# first use, from the environment (market/platform/celery_config.py), never at import.
+celery = Celery("sprig", include=TASK_MODULES)
+celery.config_from_object("market.platform.celery_config")
+
+
+def task_engine():
+    """An engine for a task, from the environment's settings (tasks run outside the app)."""
+    settings = load_settings()
+    return make_engine(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)

@@ -1,0 +1,89 @@
+"""Every error as ``application/problem+json`` (RFC 9457): type, title, status, detail, errors."""
+
+from __future__ import annotations
+
+from apiflask import APIFlask
+from apiflask.exceptions import HTTPError
+from sqlalchemy.exc import InterfaceError, OperationalError
+from werkzeug.exceptions import HTTPException
+
+from market.platform.errors import SprigError
+
+PROBLEM_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "type": {"type": "string"},
+        "title": {"type": "string"},
+        "status": {"type": "integer"},
+        "detail": {"type": "string"},
+        "errors": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"location": {"type": "string"}, "message": {"type": "string"}},
+            },
+        },
+    },
+    "required": ["title", "status", "detail"],
+}
+
+CONTENT_TYPE = "application/problem+json"
+
+
+def problem(status: int, title: str, detail: str, errors=None, headers=None):
+    body = {
+        "type": "about:blank",
+        "title": title,
+        "status": status,
+        "detail": detail,
+        "errors": errors or [],
+    }
+    return body, status, {"Content-Type": CONTENT_TYPE, **(headers or {})}
+
+
+def _validation_errors(detail) -> list[dict]:
+    """APIFlask reports ``{location: {field: [messages]}}``; flatten it."""
+    errors = []
+    if isinstance(detail, dict):
+        for location, fields in detail.items():
+            if isinstance(fields, dict):
+                for field, messages in fields.items():
+                    for message in messages if isinstance(messages, list) else [messages]:
+                        errors.append({"location": f"{location}.{field}", "message": str(message)})
+            else:
+                errors.append({"location": str(location), "message": str(fields)})
+    return errors
+
+
+def install(app: APIFlask) -> None:
+    @app.error_processor
+    def _apiflask_error(error: HTTPError):
+        errors = _validation_errors(error.detail)
+        if errors:
+            detail = "; ".join(f"{e['location']}: {e['message']}" for e in errors[:5])
+        else:
+            detail = error.message or "Request failed."
+        title = "Invalid input" if error.status_code == 422 else (error.message or "Error")
+        return problem(error.status_code, title, detail, errors, error.headers)
+
+    @app.errorhandler(SprigError)
+    def _domain_error(error: SprigError):
+        return problem(error.status, error.title, error.detail, error.errors, error.headers)
+
+    @app.errorhandler(OperationalError)
+    @app.errorhandler(InterfaceError)
+    def _database_away(_error):
+        return problem(
+            503,
+            "Service unavailable",
+            "The database is unavailable; retry shortly.",
+            headers={"Retry-After": "5"},
+        )
+
+    @app.errorhandler(HTTPException)
+    def _http_error(error: HTTPException):
+        # Keep werkzeug's headers (Allow on a 405, …), not its content type.
+        headers = {k: v for k, v in error.get_headers() if k.lower() != "content-type"}
+        return problem(
+            error.code or 500, error.name, error.description or error.name, None, headers
+        )

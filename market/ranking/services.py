@@ -1,0 +1,411 @@
+"""Run the ranking (evolution.ranking) over the database and store its scores.
+
+One run reads three things as flat arrays: every sub-agent's parent link (the fork forest),
+every rating (user, sub-agent, value, scale, age), and one row per distinct (sub-agent, user,
+day) of use over the last 180 days (older use weighs under 2^-6 with the 30-day half-life).
+It runs :func:`evolution.ranking.rank` and writes one ``subagent_score`` row per sub-agent.
+
+Incremental where it can be:
+* a run with nothing new since the last one (no rating, fork, publish or usage day after its
+  watermark) does nothing (``mode = "skipped"``);
+* rater leniencies are stored (``rater_offset``) and warm-start the next fit (3 rounds, not 10);
+* only rows whose figures changed are written (on PostgreSQL through COPY into a temporary
+  table and one upsert), so a quiet catalog costs reads, not writes.
+The lineage pass itself is always over the whole forest: it is a few numpy passes (a million
+sub-agents in seconds, bench/evolution_scale.py), cheaper than deciding which trees to skip.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+
+import numpy as np
+from sqlalchemy import func, select, text
+from sqlmodel import Session
+
+from evolution.ranking import Ratings, Scores, rank, usage_stats
+from evolution.tree import Forest
+from market.catalog.models import SubAgent
+from market.catalog.services import mark_catalog_changed
+from market.identity.access import can_view, publicly_listed
+from market.platform.db import session_scope
+from market.platform.time import utcnow
+from market.ranking.models import RankingRun, RaterOffset, SubAgentScore
+from market.ranking.schemas import BestDescendantOut, RankingOut
+from market.usage.models import Feedback, UsageEvent
+
+USAGE_WINDOW_DAYS = 180
+# Scores are rounded before they are compared and stored: a change in the 7th digit is not a
+# change anyone can see, and rewriting every row for it would make every run a full write.
+STORED_DIGITS = 6
+SCORE_COLUMNS = (
+    "quality",
+    "quality_sd",
+    "display",
+    "branch_value",
+    "best_descendant_id",
+    "p_descendant_better",
+    "fork_gain",
+    "rising",
+    "trending",
+    "active_users",
+    "retention",
+    "usage_score",
+    "rating_count",
+    "young",
+)
+
+
+@dataclass
+class RankingInputs:
+    forest: Forest
+    eligible: np.ndarray  # public and active: may be named a best descendant
+    item_age_days: np.ndarray
+    ratings: Ratings
+    user_ids: np.ndarray  # rating user index -> user id
+    usage_item: np.ndarray
+    usage_user: np.ndarray
+    usage_age: np.ndarray
+    watermark: dict
+
+
+def _as_utc(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def watermark(session: Session) -> dict:
+    """What the last run saw: the newest sub-agent change, rating and event receipt."""
+    newest_subagent = session.exec(select(func.max(SubAgent.updated_at), func.count())).one()
+    newest_rating = session.exec(select(func.max(Feedback.updated_at), func.count())).one()
+    newest_event = session.execute(select(func.max(UsageEvent.received_at))).scalar()
+
+    def stamp(value) -> str | None:
+        return _as_utc(value).isoformat() if value is not None else None
+
+    return {
+        "subagents": [stamp(newest_subagent[0]), int(newest_subagent[1])],
+        "ratings": [stamp(newest_rating[0]), int(newest_rating[1])],
+        "events": stamp(newest_event),
+    }
+
+
+def load_inputs(session: Session, now: datetime, mark: dict) -> RankingInputs:
+    """Everything a run reads; ``mark`` is the watermark the caller checked before loading."""
+    rows = session.exec(
+        select(
+            SubAgent.id, SubAgent.parent_id, SubAgent.visibility, SubAgent.status,
+            SubAgent.created_at,
+        )
+    ).all()  # fmt: skip
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    parents = np.fromiter(
+        (r[1] if r[1] is not None else -1 for r in rows), dtype=np.int64, count=len(rows)
+    )
+    eligible = np.fromiter((publicly_listed(r[2], r[3]) for r in rows), dtype=bool, count=len(rows))
+    item_age = np.fromiter(
+        ((now - _as_utc(r[4])).total_seconds() / 86400 for r in rows),
+        dtype=np.float64,
+        count=len(rows),
+    )
+    forest = Forest.from_parents(ids, parents)
+    position = {int(i): k for k, i in enumerate(ids)}
+
+    ratings = session.exec(
+        select(Feedback.user_id, Feedback.subagent_id, Feedback.rating, Feedback.scale,
+               Feedback.updated_at)
+    ).all()  # fmt: skip
+    ratings = [r for r in ratings if r[1] in position]
+    user_ids, user_idx = np.unique(
+        np.fromiter((r[0] for r in ratings), dtype=np.int64, count=len(ratings)),
+        return_inverse=True,
+    )
+    rating_values = Ratings(
+        user_idx=user_idx.astype(np.int64),
+        item_idx=np.fromiter((position[r[1]] for r in ratings), np.int64, len(ratings)),
+        value=np.fromiter((r[2] for r in ratings), np.float64, len(ratings)),
+        is_thumb=np.fromiter((r[3] == "thumbs" for r in ratings), bool, len(ratings)),
+        age_days=np.fromiter(
+            (max(0.0, (now - _as_utc(r[4])).total_seconds() / 86400) for r in ratings),
+            np.float64,
+            len(ratings),
+        ),
+    )
+
+    today = now.date()
+    since = today - timedelta(days=USAGE_WINDOW_DAYS)
+    # Distinct (sub-agent, user, day): all usage_stats needs (first use, last use, weeks seen),
+    # at a fraction of the rows of the raw events.
+    days = session.exec(
+        select(UsageEvent.subagent_id, UsageEvent.user_id, UsageEvent.occurred_day)
+        .where(UsageEvent.occurred_day >= since)
+        .group_by(UsageEvent.subagent_id, UsageEvent.user_id, UsageEvent.occurred_day)
+    ).all()
+    days = [d for d in days if d[0] in position]
+    usage_item = np.fromiter((position[d[0]] for d in days), np.int64, len(days))
+    usage_user = np.fromiter((d[1] for d in days), np.int64, len(days))
+    usage_age = np.fromiter(((today - _day(d[2])).days for d in days), np.float64, len(days))
+    return RankingInputs(
+        forest=forest,
+        eligible=eligible,
+        item_age_days=item_age,
+        ratings=rating_values,
+        user_ids=user_ids,
+        usage_item=usage_item,
+        usage_user=usage_user,
+        usage_age=usage_age,
+        watermark=mark,
+    )
+
+
+def _day(value) -> date:
+    return value if isinstance(value, date) else date.fromisoformat(str(value))
+
+
+def compute(inputs: RankingInputs, warm_offsets: dict[int, float], seed: int = 0) -> Scores:
+    """The pure part of a run (what bench/evolution_scale.py times)."""
+    forest = inputs.forest
+    # User ids go in as they are: usage_stats only needs them bounded (32-bit ids times a
+    # million sub-agents still fit its int64 keys), and re-indexing them cost a sort of its own.
+    usage = usage_stats(inputs.usage_item, inputs.usage_user, inputs.usage_age, forest.n)
+    warm = None
+    if warm_offsets:
+        warm = np.array([warm_offsets.get(int(u), 0.0) for u in inputs.user_ids])
+    return rank(
+        forest,
+        inputs.ratings,
+        n_users=len(inputs.user_ids),
+        usage=usage,
+        item_age_days=inputs.item_age_days,
+        rng=np.random.default_rng(seed),
+        warm_user_offset=warm,
+        eligible=inputs.eligible,
+    )
+
+
+def score_rows(inputs: RankingInputs, scores: Scores) -> list[tuple]:
+    """One tuple per sub-agent: (subagent_id, *SCORE_COLUMNS), rounded, None for no value."""
+    forest, usage = inputs.forest, scores.usage
+    ids = forest.ids
+    best = np.where(scores.best_descendant >= 0, ids[np.maximum(scores.best_descendant, 0)], -1)
+    columns = [
+        np.round(scores.mean, STORED_DIGITS),
+        np.round(scores.sd, STORED_DIGITS),
+        np.round(scores.display, STORED_DIGITS),
+        np.round(scores.branch_value, STORED_DIGITS),
+        best,
+        np.round(scores.p_descendant_better, STORED_DIGITS),
+        np.round(scores.fork_gain, STORED_DIGITS),
+        np.round(np.where(np.isfinite(scores.rising), scores.rising, np.nan), STORED_DIGITS),
+        np.round(usage.trending, STORED_DIGITS),
+        np.round(usage.active_users, STORED_DIGITS),
+        np.round(usage.retention, STORED_DIGITS),
+        np.round(usage.score, STORED_DIGITS),
+        scores.rating_count.astype(np.int64),
+        scores.young,
+    ]
+    lists = [c.tolist() for c in columns]
+    best_list, rising_list = lists[4], lists[7]
+    lists[4] = [None if b < 0 else b for b in best_list]
+    lists[7] = [None if r != r else r for r in rising_list]  # NaN -> NULL
+    return list(zip(ids.tolist(), *lists, strict=True))
+
+
+def _previous_rows(session: Session) -> dict[int, tuple]:
+    columns = [getattr(SubAgentScore, name) for name in SCORE_COLUMNS]
+    return {
+        row[0]: tuple(row[1:])
+        for row in session.exec(select(SubAgentScore.subagent_id, *columns)).all()
+    }
+
+
+def _same(old: tuple, new: tuple) -> bool:
+    for a, b in zip(old, new, strict=True):
+        if isinstance(a, float) or isinstance(b, float):
+            if a is None or b is None or abs(a - b) > 10**-STORED_DIGITS:
+                return False
+        elif a != b:
+            return False
+    return True
+
+
+def run_ranking(
+    session: Session, *, now: datetime | None = None, force: bool = False, seed: int = 0
+) -> RankingRun:
+    """Recompute every score; skip when nothing changed since the last run (unless ``force``).
+    Commits nothing itself: the caller's transaction holds the run, its scores and offsets."""
+    started = time.perf_counter()
+    now = now or utcnow()
+    last = session.scalars(
+        select(RankingRun).where(RankingRun.mode != "skipped").order_by(RankingRun.id.desc())
+    ).first()
+    mark = watermark(session)
+    if not force and last is not None and last.parameters.get("watermark") == mark:
+        return RankingRun(mode="skipped", parameters={"watermark": mark})
+
+    inputs = load_inputs(session, now, mark)
+    warm = dict(session.exec(select(RaterOffset.user_id, RaterOffset.leniency)).all())
+    scores = compute(inputs, warm, seed=seed)
+    run = RankingRun(
+        started_at=now,
+        mode="incremental" if warm else "full",
+        subagents=inputs.forest.n,
+        ratings=int(inputs.ratings.item_idx.size),
+        trees_recomputed=int(np.count_nonzero(inputs.forest.parent < 0)),
+        parameters={
+            "watermark": inputs.watermark,
+            "prior": {
+                "mu0": scores.prior.prior_mean,
+                "sigma0_sq": scores.prior.prior_var,
+                "drift_mean": scores.prior.drift_mean,
+                "drift_var": scores.prior.drift_var,
+            },
+            "noise_var": scores.baseline.noise_var,
+            "global_mean": scores.baseline.global_mean,
+        },
+    )
+    session.add(run)
+    session.flush()
+
+    rows = score_rows(inputs, scores)
+    previous = _previous_rows(session)
+    changed = [r for r in rows if r[0] not in previous or not _same(previous[r[0]], r[1:])]
+    _write_scores(session, changed, run.id, now)
+    if changed:
+        mark_catalog_changed(session)  # cached pages and sorts show the new order
+    _write_offsets(session, inputs.user_ids, scores.baseline.user_offset, warm)
+    run.parameters = {**run.parameters, "rows_written": len(changed)}
+    run.finished_at = utcnow()
+    run.seconds = round(time.perf_counter() - started, 3)
+    session.add(run)
+    session.flush()
+    return run
+
+
+_UPSERT_SCORES = """
+INSERT INTO subagent_score (subagent_id, {columns}, run_id, computed_at)
+SELECT subagent_id, {columns}, %(run)s, %(now)s FROM scores_incoming
+ON CONFLICT (subagent_id) DO UPDATE SET {updates}, run_id = EXCLUDED.run_id,
+    computed_at = EXCLUDED.computed_at
+"""
+
+
+def _write_scores(session: Session, rows: list[tuple], run_id: int, now: datetime) -> None:
+    if not rows:
+        return
+    connection = session.connection()
+    if connection.dialect.name == "postgresql":
+        cursor = connection.connection.dbapi_connection.cursor()
+        names = ", ".join(("subagent_id", *SCORE_COLUMNS))
+        # The columns' types without their NOT NULL constraints (run_id comes later).
+        create = (
+            "CREATE TEMPORARY TABLE IF NOT EXISTS scores_incoming ON COMMIT DELETE ROWS AS "  # noqa: S608 - fixed names
+            f"SELECT {names} FROM subagent_score WITH NO DATA"
+        )
+        cursor.execute(create)
+        cursor.execute("TRUNCATE scores_incoming")
+        buffer = io.StringIO()
+        for row in rows:
+            buffer.write("\t".join(_copy_text(v) for v in row))
+            buffer.write("\n")
+        with cursor.copy(f"COPY scores_incoming ({names}) FROM STDIN") as copy:
+            copy.write(buffer.getvalue())
+        columns = ", ".join(SCORE_COLUMNS)
+        updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in SCORE_COLUMNS)
+        cursor.execute(
+            _UPSERT_SCORES.format(columns=columns, updates=updates), {"run": run_id, "now": now}
+        )
+        return
+    placeholders = ", ".join(f":{c}" for c in ("subagent_id", *SCORE_COLUMNS))
+    updates = ", ".join(f"{c} = excluded.{c}" for c in SCORE_COLUMNS)
+    statement = text(
+        f"INSERT INTO subagent_score (subagent_id, {', '.join(SCORE_COLUMNS)}, run_id, "  # noqa: S608 - fixed names
+        f"computed_at) VALUES ({placeholders}, :run_id, :computed_at) "
+        f"ON CONFLICT (subagent_id) DO UPDATE SET {updates}, run_id = excluded.run_id, "
+        "computed_at = excluded.computed_at"
+    )
+    names = ("subagent_id", *SCORE_COLUMNS)
+    session.execute(
+        statement,
+        [dict(zip(names, row, strict=True), run_id=run_id, computed_at=now) for row in rows],
+    )
+
+
+def _copy_text(value) -> str:
+    if value is None:
+        return "\\N"
+    if isinstance(value, bool):
+        return "t" if value else "f"
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def _write_offsets(
+    session: Session, user_ids: np.ndarray, offsets: np.ndarray, previous: dict[int, float]
+) -> None:
+    changed = [
+        {"user_id": int(u), "leniency": round(float(b), STORED_DIGITS)}
+        for u, b in zip(user_ids.tolist(), offsets.tolist(), strict=True)
+        if abs(previous.get(int(u), float("nan")) - b) > 10**-STORED_DIGITS
+        or int(u) not in previous
+    ]
+    if not changed:
+        return
+    statement = text(
+        "INSERT INTO rater_offset (user_id, leniency) VALUES (:user_id, :leniency) "
+        "ON CONFLICT (user_id) DO UPDATE SET leniency = excluded.leniency"
+    )
+    session.execute(statement, changed)
+
+
+def scores_for(session: Session, subagent_ids: list[int]) -> dict[int, SubAgentScore]:
+    if not subagent_ids:
+        return {}
+    rows = session.scalars(
+        select(SubAgentScore).where(SubAgentScore.subagent_id.in_(subagent_ids))
+    ).all()
+    return {row.subagent_id: row for row in rows}
+
+
+def attach_ranking(session: Session, viewer, detail):
+    """Fill a SubAgentOut's ``ranking`` and ``best_descendant`` from the last run. The best
+    descendant was chosen among public, active sub-agents; it is checked again here, since a
+    yank or a visibility change since the run must not show through."""
+    score = session.get(SubAgentScore, detail.id)
+    if score is None:
+        return detail
+    detail.ranking = RankingOut.model_validate(score, from_attributes=True)
+    if score.best_descendant_id is not None:
+        best = session.get(SubAgent, score.best_descendant_id)
+        if best is not None and best.status == "active" and can_view(viewer, best):
+            detail.best_descendant = BestDescendantOut(
+                id=best.id,
+                title=best.title,
+                depth=best.depth,
+                probability_better=round(score.p_descendant_better, 3),
+            )
+    return detail
+
+
+class EmbeddedSchedule:
+    """Beat's job when there is no beat (the embedded default): at most every ``every``
+    seconds, the first request that reads scores runs the ranking first. A run with nothing
+    new returns after its watermark check, so the cost is a few aggregate queries per interval.
+    """
+
+    def __init__(self, every: float = 300.0):
+        self.every = every
+        self._last = float("-inf")
+        self._lock = threading.Lock()
+
+    def refresh_if_due(self, engine) -> None:
+        if time.monotonic() - self._last < self.every or not self._lock.acquire(blocking=False):
+            return
+        try:
+            with session_scope(engine) as session:
+                run_ranking(session)
+            self._last = time.monotonic()
+        finally:
+            self._lock.release()

@@ -1,0 +1,110 @@
+"""Request and response models of ``POST /api/v1/suggestions`` (and the MCP tool)."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+from market.catalog.bundles import SCOPES
+from market.catalog.models import Category
+from market.platform.schemas import StrictInput, whole_number
+
+# A permission a manifest may ask for ("health.injuries.read"): the closed list bundles check.
+ScopeName = Literal[tuple(sorted(SCOPES))]
+# Some letter or digit, and no NUL (the OpenAPI document says so; the validator checks it).
+REQUEST_PATTERN = "^[^\\u0000]*[^\\W_][^\\u0000]*$"
+_LETTER_OR_DIGIT = re.compile(r"[^\W_]")
+
+
+class SuggestionsIn(StrictInput):
+    request: str = Field(
+        min_length=1,
+        max_length=2000,
+        description="what the person asked for, in their words (any language)",
+        json_schema_extra={"pattern": REQUEST_PATTERN},
+    )
+    category: Category | None = Field(None, description="only bases of this category")
+    granted_scopes: list[ScopeName] | None = Field(
+        None,
+        max_length=200,
+        description="the permissions the person granted: only bases whose manifest scopes "
+        "are all among them (omit: no restriction; []: only bases that ask for none)",
+    )
+    locale: str | None = Field(
+        None,
+        max_length=35,
+        pattern=r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$",
+        description="the person's locale (BCP 47, e.g. ja-JP): bases in its script rank higher",
+    )
+    k: whole_number(1, 20) = Field(5, description="how many bases")
+
+    @field_validator("request")
+    @classmethod
+    def _has_words(cls, value: str) -> str:
+        if not _LETTER_OR_DIGIT.search(value):
+            raise ValueError("must contain at least one letter or digit")
+        return value
+
+
+class QualityOut(BaseModel):
+    mean: float = Field(description="E[θ], rater-corrected quality in standard rating units")
+    sd: float = Field(description="sd(θ)")
+    young: bool = Field(description="too little evidence of its own: explored")
+    rating_count: int
+    ranked: bool = Field(description="false: not ranked yet; the prior (mean 0, sd 1) stands in")
+
+
+class MatchOut(BaseModel):
+    terms: list[str] = Field(description="the words of the request this base matched")
+    fields: dict[str, list[str]] = Field(description="field → the words it matched")
+
+
+class ThemeOut(BaseModel):
+    label: str
+    kind: str = Field(description="tag (a feedback tag) | comments (a cluster of comments)")
+    count: int = Field(description="ratings in this theme")
+    examples: list[str] = Field(description="a few comments, contact details removed")
+
+
+class ImprovementOut(BaseModel):
+    fork_id: int
+    title: str
+    version_id: int
+    improvement: float = Field(description="E[θ_fork] − E[θ_base]")
+    p_better: float = Field(description="P(θ_fork > θ_base)")
+    rating_count: int
+    request: str = Field(description="the fork request that asked for the change")
+    changelog: str
+    scopes_added: list[str]
+    scopes_removed: list[str]
+    hosts_added: list[str]
+    hosts_removed: list[str]
+    files_added: list[str]
+    files_changed: list[str]
+    files_removed: list[str]
+    summary: str
+
+
+class SuggestionOut(BaseModel):
+    subagent_id: int
+    title: str
+    summary: str
+    category: str
+    version_id: int
+    version_number: int
+    scopes: list[str] = Field(description="permissions the base's manifest asks for")
+    relevance: float = Field(description="cosine of request and base, in [0, 1]")
+    quality: QualityOut
+    score: float = Field(description="relevance · (1 + 0.5 tanh(L/2) + 0.35 sd·young + …)")
+    why: MatchOut
+    themes: list[ThemeOut] = Field(description="what users of this base asked for")
+    improving_forks: list[ImprovementOut] = Field(
+        description="forks of this base rated better than it, and what they changed"
+    )
+
+
+class SuggestionsOut(BaseModel):
+    items: list[SuggestionOut]
+    indexed: int = Field(description="sub-agents in the suggestion index")

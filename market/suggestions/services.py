@@ -1,0 +1,634 @@
+"""Fork suggestions for coding agents: the per-process index, kept fresh, and the answer.
+
+Each web worker (and ``sprig mcp``) keeps one :class:`SuggestionService`. It builds the text
+index of :mod:`evolution.text_index` on first use from the public, active sub-agents (their
+latest versions; never private or unlisted ones), then keeps it fresh without rebuilding:
+
+* a publish, fork or new version made by this process is indexed right after its commit
+  (``catalog`` records the sub-agent in ``session.info``; ``note_committed`` hands it over);
+* what other processes published is caught up at most every ``refresh_seconds``: the versions
+  newer than the last version id seen (a primary-key range read, so it costs the same at 1k
+  or 1M sub-agents) name the sub-agents to re-read. Where the read cache's LISTEN/NOTIFY
+  listener runs, the check is skipped while no catalog change was announced;
+* listing edits, visibility changes, yanks and quarantines by other processes bump
+  ``subagent.updated_at`` without a version: every ``sweep_seconds`` (60) the rows changed
+  since the last sweep's watermark (minus a few seconds, for a transaction that committed
+  late) are re-read. That column has no index, so this is a scan, hence the slower pace;
+* the rows of the sub-agents finally suggested are read again at answer time, so a
+  sub-agent made private or yanked a moment ago is never suggested, whatever the index says
+  (and is dropped from the index there and then).
+
+Quality comes from ``subagent_score`` (the ranking's last run); a sub-agent without a row is
+unranked and the ranking's prior stands in (mean 0, sd 1, young). Themes and improving forks
+are cached per sub-agent for a minute: they change with ranking runs and new feedback, not
+from one request to the next.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import zlib
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from datetime import timedelta
+
+from sqlalchemy import Integer, String, any_, bindparam, func, select
+from sqlalchemy.dialects import postgresql
+from sqlmodel import Session
+
+from evolution.suggest import (
+    UNRANKED,
+    BundleChange,
+    ForkOutcome,
+    Quality,
+    compare_bundles,
+    improving_changes,
+    rank_suggestions,
+)
+from evolution.text_index import (
+    Match,
+    SubAgentDocument,
+    SuggestionIndex,
+    explain_match,
+    locale_script,
+)
+from evolution.themes import FeedbackNote, group_themes
+from feedback.scrub import scrub_contact_details
+from market.catalog.models import BundleBlob, SubAgent, Version
+from market.identity.access import publicly_listed, publicly_listed_clause
+from market.ranking.models import SubAgentScore
+from market.suggestions.schemas import (
+    ImprovementOut,
+    MatchOut,
+    QualityOut,
+    SuggestionOut,
+    SuggestionsIn,
+    SuggestionsOut,
+    ThemeOut,
+)
+from market.usage.models import Feedback
+
+log = logging.getLogger(__name__)
+
+CANDIDATES = 100  # relevance candidates handed to the score formula
+# How late a catalog transaction may commit after stamping updated_at and still be caught:
+# writes are single short transactions. Rows in the window are re-read on every check.
+CATCH_UP_OVERLAP = timedelta(seconds=5)
+VERSION_OVERLAP = 100
+FEEDBACK_PER_SUBAGENT = 200  # newest ratings read for themes
+FORKS_PER_SUGGESTION = 3
+CONTEXT_TTL_SECONDS = 60.0
+
+
+class _TtlCache:
+    """A small LRU of values that expire: themes and improvements per sub-agent, bundles."""
+
+    def __init__(self, ttl: float | None, max_entries: int):
+        self.ttl, self.max_entries = ttl, max_entries
+        self._entries: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key):
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or (self.ttl is not None and time.monotonic() > entry[0]):
+                return None
+            self._entries.move_to_end(key)
+            return entry[1]
+
+    def put(self, key, value) -> None:
+        expires = time.monotonic() + self.ttl if self.ttl is not None else 0.0
+        with self._lock:
+            self._entries[key] = (expires, value)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+
+
+_LISTED = (publicly_listed_clause(),)
+_DOCUMENT_COLUMNS = (
+    SubAgent.id,
+    SubAgent.title,
+    SubAgent.summary,
+    SubAgent.story,
+    SubAgent.tags,
+    SubAgent.category,
+    SubAgent.fork_request_text,
+    SubAgent.updated_at,
+    Version.manifest,
+)
+
+
+def _among(session: Session, column, values):
+    """``column IN values``; on PostgreSQL ``= ANY(array)``: one statement text whatever the
+    count, so it is prepared once (compiling and sending an IN list of 100 ids cost ~5 ms)."""
+    values = list(values)
+    if session.get_bind().dialect.name != "postgresql":
+        return column.in_(values)
+    item = Integer() if isinstance(column.type, Integer) else String()
+    return column == any_(bindparam(None, values, type_=postgresql.ARRAY(item)))
+
+
+def _document(row) -> SubAgentDocument:
+    manifest = row.manifest or {}
+    return SubAgentDocument(
+        subagent_id=row.id,
+        title=row.title,
+        summary=row.summary or "",
+        story=row.story or "",
+        tags=tuple(row.tags or ()),
+        category=row.category,
+        fork_request=row.fork_request_text or "",
+        description=str(manifest.get("description") or ""),
+        permissions=tuple(str(s) for s in manifest.get("scopes") or ()),
+    )
+
+
+class SuggestionService:
+    def __init__(
+        self,
+        engine,
+        *,
+        refresh_seconds: float = 2.0,
+        sweep_seconds: float = 60.0,
+        change_generation: Callable[[], int | None] | None = None,
+    ):
+        self._engine = engine
+        self.refresh_seconds = refresh_seconds
+        self.sweep_seconds = sweep_seconds
+        # The read cache's notification counter, or None while nobody is listening.
+        self._change_generation = change_generation
+        self._index: SuggestionIndex | None = None
+        self._indexed_at: dict[int, object] = {}  # sub-agent id → updated_at indexed
+        self._watermark = None  # newest subagent.updated_at seen
+        self._version_mark = 0  # newest version id seen
+        self._versions_seen: set[int] = set()
+        self._checked_at = self._swept_at = 0.0
+        self._generation_seen: int | None = None
+        self._lock = threading.RLock()
+        self._themes = _TtlCache(CONTEXT_TTL_SECONDS, 5000)
+        self._improvements = _TtlCache(CONTEXT_TTL_SECONDS, 5000)
+        self._bundles = _TtlCache(None, 500)  # immutable, by sha256
+
+    # -- keeping the index ------------------------------------------------------------------
+
+    @property
+    def index(self) -> SuggestionIndex:
+        with self._lock:
+            if self._index is None:
+                with Session(self._engine) as session:
+                    self._build(session)
+            return self._index
+
+    def _build(self, session: Session) -> None:
+        started = time.perf_counter()
+        self._version_mark = session.execute(select(func.max(Version.id))).scalar() or 0
+        # The build read these; one that commits late is found by the sweep.
+        self._versions_seen = set(
+            range(max(0, self._version_mark - VERSION_OVERLAP) + 1, self._version_mark + 1)
+        )
+        self._watermark = session.execute(select(func.max(SubAgent.updated_at))).scalar()
+        rows = session.execute(
+            select(*_DOCUMENT_COLUMNS)
+            .join(Version, Version.id == SubAgent.latest_version_id)
+            .where(*_LISTED)
+            .order_by(SubAgent.id)
+        ).all()
+        self._index = SuggestionIndex(_document(row) for row in rows)
+        self._indexed_at = {row.id: row.updated_at for row in rows}
+        self._checked_at = self._swept_at = time.monotonic()
+        log.info(
+            "suggestion index built: %d sub-agents in %.1fs",
+            len(rows),
+            time.perf_counter() - started,
+        )
+
+    def _due(self) -> bool:
+        if time.monotonic() - self._checked_at < self.refresh_seconds:
+            return False
+        generation = self._change_generation() if self._change_generation else None
+        if generation is not None and generation == self._generation_seen:
+            # Nothing was announced; still look now and then in case a notice was lost.
+            return time.monotonic() - self._checked_at >= 30 * self.refresh_seconds
+        return True
+
+    def catch_up(self, session: Session, force: bool = False) -> int:
+        """Index what other processes changed; how many sub-agents were re-read."""
+        with self._lock:
+            if self._index is None:
+                self._build(session)
+                return 0
+            now = time.monotonic()
+            sweep = force or now - self._swept_at >= self.sweep_seconds
+            if not sweep and not self._due():
+                return 0
+            self._generation_seen = self._change_generation() if self._change_generation else None
+            self._checked_at = now
+            changed = self._new_versions(session)
+            if sweep:
+                self._swept_at = now
+                changed |= self._changed_listings(session)
+            self._reindex(session, sorted(changed))
+            return len(changed)
+
+    def _new_versions(self, session: Session) -> set[int]:
+        """Sub-agents with versions newer than the last seen: publishes, forks and new
+        versions, found through the primary key. A few ids back are read again, for a
+        transaction that took its id before another but committed after it."""
+        rows = session.execute(
+            select(Version.id, Version.subagent_id).where(
+                Version.id > self._version_mark - VERSION_OVERLAP
+            )
+        ).all()
+        fresh = {row.id: row.subagent_id for row in rows if row.id not in self._versions_seen}
+        if rows:
+            self._version_mark = max(self._version_mark, max(row.id for row in rows))
+        floor = self._version_mark - VERSION_OVERLAP
+        self._versions_seen = {v for v in self._versions_seen | set(fresh) if v > floor}
+        return set(fresh.values())
+
+    def _changed_listings(self, session: Session) -> set[int]:
+        """Sub-agents whose row changed since the last sweep: listing edits, visibility,
+        yanks, quarantines. A range read of the ``updated_at`` index every ``sweep_seconds``;
+        meanwhile the answer re-reads what it suggests."""
+        statement = select(SubAgent.id, SubAgent.updated_at)
+        if self._watermark is not None:
+            statement = statement.where(SubAgent.updated_at >= self._watermark - CATCH_UP_OVERLAP)
+        changed = set()
+        for row in session.execute(statement):
+            if self._watermark is None or row.updated_at > self._watermark:
+                self._watermark = row.updated_at
+            if self._indexed_at.get(row.id) != row.updated_at:
+                changed.add(row.id)
+        return changed
+
+    def note_committed(self, session: Session, subagent_ids: Iterable[int]) -> None:
+        """Index sub-agents this process just published, forked or versioned."""
+        ids = list(subagent_ids)
+        with self._lock:
+            if self._index is None or not ids:
+                return  # the first build will read them
+            self._reindex(session, ids)
+
+    def _reindex(self, session: Session, ids: list[int]) -> None:
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            rows = session.execute(
+                select(*_DOCUMENT_COLUMNS, SubAgent.visibility, SubAgent.status)
+                .join(Version, Version.id == SubAgent.latest_version_id)
+                .where(_among(session, SubAgent.id, chunk))
+            ).all()
+            found, listed = set(), []
+            for row in rows:
+                found.add(row.id)
+                if publicly_listed(row.visibility, row.status):
+                    listed.append(_document(row))
+                    self._indexed_at[row.id] = row.updated_at
+                elif self._index.remove(row.id):
+                    self._indexed_at.pop(row.id, None)
+            self._index.add_many(listed)  # one segment rebuild for the lot, not one each
+            for missing in set(chunk) - found:
+                self._index.remove(missing)
+                self._indexed_at.pop(missing, None)
+
+    # -- answering ------------------------------------------------------------------------
+
+    def matching(
+        self, session: Session, text: str, *, category: str | None, limit: int
+    ) -> list[Match]:
+        """The sub-agents whose listing matches ``text`` best (characters, so any script),
+        the index first brought up to date."""
+        self.catch_up(session)
+        with self._lock:
+            return self._index.search(text, limit=limit, category=category)
+
+    def suggest(self, session: Session, body: SuggestionsIn) -> SuggestionsOut:
+        self.catch_up(session)
+        with self._lock:
+            matches = self._index.search(
+                body.request,
+                limit=CANDIDATES,
+                category=body.category.value if body.category else None,
+                granted_scopes=body.granted_scopes,
+            )
+            indexed = len(self._index)
+        qualities = self._qualities(session, [m.subagent_id for m in matches])
+        # A few spare: a candidate hidden since it was indexed is dropped below.
+        ranked = rank_suggestions(
+            matches, qualities, k=body.k + 5, locale_script=locale_script(body.locale)
+        )
+        rows = {
+            row.id: row
+            for row in session.execute(
+                select(
+                    *_DOCUMENT_COLUMNS,
+                    SubAgent.visibility,
+                    SubAgent.status,
+                    Version.id.label("version_id"),
+                    Version.number,
+                    Version.status.label("version_status"),
+                )
+                .join(Version, Version.id == SubAgent.latest_version_id)
+                .where(_among(session, SubAgent.id, [s.subagent_id for s in ranked]))
+            )
+        }
+        chosen, hidden = [], []
+        for suggestion in ranked:
+            row = rows.get(suggestion.subagent_id)
+            listed = row is not None and publicly_listed(row.visibility, row.status)
+            if not listed:
+                hidden.append(suggestion.subagent_id)
+            elif row.version_status == "active":
+                chosen.append((suggestion, row))
+        if hidden:  # changed since it was indexed, by another process: drop it now
+            with self._lock:
+                for subagent_id in hidden:
+                    self._index.remove(subagent_id)
+                    self._indexed_at.pop(subagent_id, None)
+        chosen = chosen[: body.k]
+        ids = [row.id for _, row in chosen]
+        themes = self._themes_of(session, ids)
+        improvements = self._improvements_of(session, ids, qualities)
+        items = []
+        for suggestion, row in chosen:
+            document = _document(row)
+            why = explain_match(body.request, document.field_texts())
+            items.append(
+                SuggestionOut(
+                    subagent_id=row.id,
+                    title=row.title,
+                    summary=row.summary,
+                    category=row.category,
+                    version_id=row.version_id,
+                    version_number=row.number,
+                    scopes=list(document.permissions),
+                    relevance=round(suggestion.relevance, 6),
+                    quality=_quality_out(suggestion.quality),
+                    score=round(suggestion.score, 6),
+                    why=MatchOut(
+                        terms=list(dict.fromkeys(t for terms in why.values() for t in terms)),
+                        fields=why,
+                    ),
+                    themes=themes.get(row.id, []),
+                    improving_forks=improvements.get(row.id, []),
+                )
+            )
+        return SuggestionsOut(items=items, indexed=indexed)
+
+    def _qualities(self, session: Session, ids: list[int]) -> dict[int, Quality]:
+        if not ids:
+            return {}
+        rows = session.execute(
+            select(
+                SubAgentScore.subagent_id,
+                SubAgentScore.quality,
+                SubAgentScore.quality_sd,
+                SubAgentScore.young,
+                SubAgentScore.rating_count,
+            ).where(_among(session, SubAgentScore.subagent_id, ids))
+        )
+        return {row.subagent_id: _score_quality(row) for row in rows}
+
+    # -- themes -----------------------------------------------------------------------------
+
+    def _themes_of(self, session: Session, ids: list[int]) -> dict[int, list[ThemeOut]]:
+        found = {i: self._themes.get(i) for i in ids}
+        missing = [i for i, themes in found.items() if themes is None]
+        if missing:
+            newest = (
+                select(
+                    Feedback.subagent_id,
+                    Feedback.tags,
+                    Feedback.comment,
+                    func.row_number()
+                    .over(
+                        partition_by=Feedback.subagent_id,
+                        order_by=(Feedback.updated_at.desc(), Feedback.id.desc()),
+                    )
+                    .label("position"),
+                )
+                .where(_among(session, Feedback.subagent_id, missing))
+                .subquery()
+            )
+            notes: dict[int, list[FeedbackNote]] = {i: [] for i in missing}
+            for row in session.execute(
+                select(newest.c.subagent_id, newest.c.tags, newest.c.comment)
+                .where(newest.c.position <= FEEDBACK_PER_SUBAGENT)
+                .order_by(newest.c.subagent_id, newest.c.position)
+            ):
+                comment = scrub_contact_details(row.comment) if row.comment else None
+                notes[row.subagent_id].append(FeedbackNote(tuple(row.tags or ()), comment))
+            for subagent_id, subagent_notes in notes.items():
+                themes = [
+                    ThemeOut(label=t.label, kind=t.kind, count=t.count, examples=list(t.examples))
+                    for t in group_themes(subagent_notes)
+                ]
+                self._themes.put(subagent_id, themes)
+                found[subagent_id] = themes
+        return found
+
+    # -- improving forks ------------------------------------------------------------------
+
+    def _improvements_of(
+        self, session: Session, ids: list[int], qualities: dict[int, Quality]
+    ) -> dict[int, list[ImprovementOut]]:
+        found = {i: self._improvements.get(i) for i in ids}
+        missing = [i for i, value in found.items() if value is None]
+        if not missing:
+            return found
+        forks = session.execute(
+            select(
+                SubAgent.id,
+                SubAgent.parent_id,
+                SubAgent.title,
+                SubAgent.fork_request_text,
+                SubAgent.parent_version_id,
+                SubAgent.latest_version_id,
+                SubAgentScore.quality,
+                SubAgentScore.quality_sd,
+                SubAgentScore.young,
+                SubAgentScore.rating_count,
+            )
+            .join(SubAgentScore, SubAgentScore.subagent_id == SubAgent.id)
+            .where(
+                _among(session, SubAgent.parent_id, missing),
+                *_LISTED,
+                SubAgentScore.rating_count > 0,
+            )
+        ).all()
+        by_parent: dict[int, list] = {i: [] for i in missing}
+        for row in forks:
+            by_parent[row.parent_id].append(row)
+        # First pass without bundles: which forks make the cut, so only theirs are read.
+        shortlisted = {}
+        for parent_id, rows in by_parent.items():
+            outcomes = [ForkOutcome(r.id, r.title, _score_quality(r)) for r in rows]
+            best = improving_changes(
+                qualities.get(parent_id, UNRANKED), outcomes, limit=FORKS_PER_SUGGESTION
+            )
+            chosen = {i.fork.subagent_id for i in best}
+            shortlisted[parent_id] = [r for r in rows if r.id in chosen]
+        fork_rows = [r for rows in shortlisted.values() for r in rows]
+        changelogs = self._changelogs(session, [r.id for r in fork_rows])
+        versions = self._version_bundles(
+            session,
+            [r.latest_version_id for r in fork_rows] + [r.parent_version_id for r in fork_rows],
+        )
+        for parent_id, rows in shortlisted.items():
+            outcomes = []
+            for r in rows:
+                child, base = versions.get(r.latest_version_id), versions.get(r.parent_version_id)
+                change = compare_bundles(**_pair(base, child)) if child and base else None
+                outcomes.append(
+                    ForkOutcome(
+                        r.id,
+                        r.title,
+                        _score_quality(r),
+                        request=r.fork_request_text or "",
+                        changelog=changelogs.get(r.id, ""),
+                        change=change or BundleChange(),
+                    )
+                )
+            latest = {r.id: r.latest_version_id for r in rows}
+            value = [
+                _improvement_out(i, latest[i.fork.subagent_id])
+                for i in improving_changes(
+                    qualities.get(parent_id, UNRANKED), outcomes, limit=FORKS_PER_SUGGESTION
+                )
+            ]
+            self._improvements.put(parent_id, value)
+            found[parent_id] = value
+        return found
+
+    def _changelogs(self, session: Session, ids: list[int]) -> dict[int, str]:
+        if not ids:
+            return {}
+        texts: dict[int, list[str]] = {}
+        for row in session.execute(
+            select(Version.subagent_id, Version.number, Version.changelog)
+            .where(_among(session, Version.subagent_id, ids), Version.changelog != "")
+            .order_by(Version.subagent_id, Version.number.desc())
+        ):
+            texts.setdefault(row.subagent_id, []).append(f"v{row.number}: {row.changelog}")
+        return {i: " | ".join(parts) for i, parts in texts.items()}
+
+    def _version_bundles(self, session: Session, version_ids: list[int | None]) -> dict[int, dict]:
+        """{version id: {"manifest", "files"}} read straight from the stored canonical JSON
+        (already validated when published), cached by content hash."""
+        wanted = {v for v in version_ids if v is not None}
+        if not wanted:
+            return {}
+        hashes = dict(
+            session.execute(
+                select(Version.id, Version.sha256).where(_among(session, Version.id, wanted))
+            ).all()
+        )
+        payloads = {sha: self._bundles.get(sha) for sha in set(hashes.values())}
+        missing = [sha for sha, payload in payloads.items() if payload is None]
+        if missing:
+            for sha, content in session.execute(
+                select(BundleBlob.sha256, BundleBlob.content).where(
+                    _among(session, BundleBlob.sha256, missing)
+                )
+            ):
+                payload = json.loads(zlib.decompress(content)) if content else None
+                if payload is not None:
+                    self._bundles.put(sha, payload)
+                payloads[sha] = payload
+        return {
+            version_id: payloads[sha]
+            for version_id, sha in hashes.items()
+            if payloads.get(sha) is not None
+        }
+
+
+def _pair(base: dict, child: dict) -> dict:
+    return {
+        "parent_manifest": base["manifest"],
+        "parent_files": base["files"],
+        "child_manifest": child["manifest"],
+        "child_files": child["files"],
+    }
+
+
+def _score_quality(row) -> Quality:
+    """A ``subagent_score`` row's belief."""
+    return Quality(
+        float(row.quality), float(row.quality_sd), bool(row.young), int(row.rating_count), True
+    )
+
+
+def _quality_out(quality: Quality) -> QualityOut:
+    return QualityOut(
+        mean=round(quality.mean, 6),
+        sd=round(quality.sd, 6),
+        young=quality.young,
+        rating_count=quality.rating_count,
+        ranked=quality.ranked,
+    )
+
+
+def _improvement_out(improvement, version_id: int) -> ImprovementOut:
+    fork, change = improvement.fork, improvement.fork.change
+    return ImprovementOut(
+        fork_id=fork.subagent_id,
+        title=fork.title,
+        version_id=version_id,
+        improvement=round(improvement.improvement, 6),
+        p_better=round(improvement.p_better, 6),
+        rating_count=fork.quality.rating_count,
+        request=fork.request,
+        changelog=fork.changelog,
+        scopes_added=list(change.scopes_added),
+        scopes_removed=list(change.scopes_removed),
+        hosts_added=list(change.hosts_added),
+        hosts_removed=list(change.hosts_removed),
+        files_added=list(change.files_added),
+        files_changed=list(change.files_changed),
+        files_removed=list(change.files_removed),
+        summary=improvement.summary,
+    )
+
+
+def service_for(app) -> SuggestionService:
+    """The app's suggestion service, made on first use (one per process)."""
+    service = app.extensions.get("sprig.suggestions")
+    if service is None:
+        with _SERVICE_LOCK:
+            service = app.extensions.get("sprig.suggestions")
+            if service is None:
+                cache = app.extensions.get("sprig.read_cache")
+                generation = (
+                    (lambda: cache.generation if cache.listening else None)
+                    if cache is not None
+                    else None
+                )
+                service = SuggestionService(
+                    app.extensions["sprig.engine"], change_generation=generation
+                )
+                app.extensions["sprig.suggestions"] = service
+    return service
+
+
+_SERVICE_LOCK = threading.Lock()
+
+
+def warm_up(app) -> threading.Thread:
+    """Build the app's suggestion index now, on a background thread. gunicorn calls this as
+    each worker starts (``market.entrypoints.gunicorn_conf.post_worker_init``): at 100,000
+    sub-agents the build takes seconds, and otherwise the first fork suggestion or CJK search a
+    fresh worker serves would wait for it. A failed build (the database not up yet) is logged;
+    the first request that needs the index then builds it, as without a warm-up."""
+
+    def build() -> None:
+        try:
+            service_for(app).index  # noqa: B018 - the property builds the index
+        except Exception:
+            log.exception("suggestion index warm-up failed; the first request will build it")
+
+    thread = threading.Thread(target=build, name="suggestion-index-warm-up", daemon=True)
+    thread.start()
+    return thread

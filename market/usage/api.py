@@ -1,0 +1,235 @@
+"""Usage events, feedback and creator stats."""
+
+from __future__ import annotations
+
+import collections
+import uuid
+from datetime import date, timedelta
+
+import orjson
+from apiflask import APIBlueprint
+from flask import Response, current_app, request
+
+from market.catalog import services as catalog
+from market.catalog.models import SubAgent
+from market.identity.access import can_read_full_stats, creator_for_stats, creator_subagents
+from market.identity.models import User
+from market.identity.tokens import caller
+from market.platform.api_deps import commit, db, parse_model
+from market.platform.db import session_scope
+from market.platform.errors import BadRequest, Forbidden, NotFound, PayloadTooLarge, SprigError
+from market.platform.ratelimit import RateLimiter
+from market.platform.time import utcnow
+from market.recommend import services as recommendations
+from market.usage import services as usage
+from market.usage.schemas import (
+    CreatorStats,
+    EventBatchIn,
+    EventBatchOut,
+    FeedbackIn,
+    FeedbackOut,
+    StatsQuery,
+    StatsWindow,
+    SubAgentStats,
+)
+
+bp = APIBlueprint("usage", __name__, tag="Usage and stats")
+
+MAX_BATCH_BYTES = 1024 * 1024
+MAX_WINDOW_DAYS = 400
+
+
+class TooManyRequests(SprigError):
+    status, title = 429, "Too many requests"
+
+
+def _limiter() -> RateLimiter:
+    limiter = current_app.extensions.get("sprig.rate_limiter")
+    if limiter is None:
+        limiter = RateLimiter(current_app.extensions["sprig.settings"].redis_url)
+        current_app.extensions["sprig.rate_limiter"] = limiter
+    return limiter
+
+
+@bp.post("/events")
+@bp.output(EventBatchOut, status_code=202, description="durably stored (per-item results)")
+@bp.doc(
+    description=(
+        "A batch of up to 1,000 usage events (1 MiB). Each event: `event_id` (UUID made by "
+        "the client), `user_id`, `subagent_id`, `version_id`, `kind` (open, action, "
+        "session_end, error, uninstall), `occurred_at` (ISO 8601 with zone, at most 7 days "
+        "old), optional `duration_ms`, `properties` (≤ 1 KiB) and `exposure_id`. The 202 is "
+        "sent after the batch is committed: retry freely, each event is stored once."
+    )
+)
+def post_events():
+    """Log usage events (scope `events:write`)."""
+    who = caller()
+    who.require("events:write")
+    if (request.content_length or 0) > MAX_BATCH_BYTES:
+        raise PayloadTooLarge("A batch is at most 1 MiB.")
+    # Read at most one byte past the cap: a chunked upload declares no length up front.
+    data = request.stream.read(MAX_BATCH_BYTES + 1)
+    if len(data) > MAX_BATCH_BYTES:
+        raise PayloadTooLarge("A batch is at most 1 MiB.")
+    raw = request.json_body(data)
+    events = raw.get("events") if isinstance(raw, dict) else None
+    if isinstance(events, list) and len(events) > 1000:
+        raise PayloadTooLarge("A batch is at most 1,000 events.")
+    body = parse_model(EventBatchIn, raw)
+    settings = current_app.extensions["sprig.settings"]
+    wait = _limiter().spend(f"events:{who.user_id}", len(body.events), settings.events_per_minute)
+    if wait is not None:
+        raise TooManyRequests(
+            "Event rate limit reached for this client.", headers={"Retry-After": str(wait)}
+        )
+    session = db()
+    results = usage.ingest_events(session, who.user_id, body.events)
+    commit()
+    counts = collections.Counter(result["status"] for result in results)
+    # Serialized here rather than through EventBatchOut: validating a thousand result objects
+    # on the way out cost more than storing them. The shape is the documented EventBatchOut.
+    body = {
+        "stored": counts["stored"],
+        "duplicates": counts["duplicate"],
+        "rejected": counts["rejected"],
+        "results": results,
+    }
+    return Response(orjson.dumps(body), status=202, mimetype="application/json")
+
+
+@bp.post("/feedback")
+@bp.input(FeedbackIn, arg_name="body")
+@bp.output(FeedbackOut, status_code=201, description="recorded (200 if it replaced a rating)")
+def post_feedback(body: FeedbackIn):
+    """Rate a version (stars 1–5 or thumbs), with an optional comment and tags. One rating
+    per user and version: rating again replaces it."""
+    who = caller()
+    who.require()
+    session = db()
+    if who.kind == "service":
+        who.require("events:write")
+        if body.user_id is None:
+            raise SprigError("A service names the user who rated in `user_id`.")
+        user = session.get(User, body.user_id)
+        if user is None:
+            raise NotFound(f"No user {body.user_id}.")
+        user_id = user.id
+    else:
+        who.require("feedback")
+        if body.user_id not in (None, who.user_id):
+            raise Forbidden("People rate for themselves only.")
+        user_id = who.user_id
+    version = session.get(catalog.Version, body.version_id)
+    subagent = session.get(SubAgent, version.subagent_id) if version else None
+    rater = catalog.Principal(user_id=user_id)
+    if subagent is None or not catalog.can_view(rater, subagent):
+        raise NotFound(f"No version {body.version_id}.")
+    exposure = uuid.UUID(body.exposure_id) if body.exposure_id else None
+    # One indexed read per rating (events, a thousand per request, store theirs unchecked):
+    # a rating is the reward an off-policy estimate reweights, so it must cite the exposure
+    # that really showed this sub-agent to this user, or none.
+    if exposure is not None and not recommendations.is_exposure_of(
+        session, exposure, user_id, subagent.id
+    ):
+        raise NotFound(f"No exposure {exposure} of sub-agent {subagent.id} to this user.")
+    row, created = usage.record_feedback(
+        session,
+        user_id=user_id,
+        subagent=subagent,
+        version=version,
+        scale="stars" if body.stars is not None else "thumbs",
+        rating=body.stars if body.stars is not None else int(body.thumbs == "up"),
+        comment=body.comment.strip() if body.comment else None,
+        tags=sorted({t.strip().lower() for t in body.tags}),
+        exposure_id=exposure,
+        client_id=who.user_id if who.kind == "service" else None,
+    )
+    commit()
+    return FeedbackOut.model_validate(row, from_attributes=True), 201 if created else 200
+
+
+def _window(query: StatsQuery) -> tuple[date, date]:
+    end = query.to or utcnow().date()
+    start = query.from_ or end - timedelta(days=29)
+    if start > end:
+        raise BadRequest("`from` is after `to`.")
+    if (end - start).days + 1 > MAX_WINDOW_DAYS:
+        raise BadRequest(f"A window is at most {MAX_WINDOW_DAYS} days.")
+    return start, end
+
+
+@bp.get("/subagents/<int(max=2147483647):subagent_id>/stats")
+@bp.input(StatsQuery, location="query", arg_name="query")
+@bp.output(SubAgentStats)
+def subagent_stats(subagent_id: int, query: StatsQuery):
+    """Usage of one sub-agent. Its author and moderators get the full figures; everyone else
+    gets installs and the rating with its count."""
+    session = db()
+    who = caller()
+    subagent = catalog.get_visible(session, who, subagent_id)
+    if not can_read_full_stats(who, subagent):
+        return SubAgentStats(
+            subagent_id=subagent.id,
+            view="public",
+            install_count=subagent.install_count,
+            rating=usage.rating_summary(session, [subagent.id]),
+        )
+    start, end = _window(query)
+    fresh_rollups()
+    figures = usage.usage_stats(session, [subagent.id], start, end, query.granularity)
+    return SubAgentStats(
+        subagent_id=subagent.id,
+        view="full",
+        window=StatsWindow(
+            start=start.isoformat(), end=end.isoformat(), granularity=query.granularity
+        ),
+        install_count=subagent.install_count,
+        fork_count=subagent.fork_count,
+        rating=usage.rating_summary(session, [subagent.id]),
+        lineage=usage.lineage_stats(
+            session, [subagent.id], subagent.author_id, start, end, who.user_id
+        ),
+        **figures,
+    )
+
+
+@bp.get("/creators/<handle>/stats")
+@bp.input(StatsQuery, location="query", arg_name="query")
+@bp.output(CreatorStats)
+def creator_stats(handle: str, query: StatsQuery):
+    """Everything a creator's sub-agents did in the window (the creator and moderators)."""
+    session = db()
+    who = caller()
+    who.require()
+    creator = creator_for_stats(session, who, handle)
+    start, end = _window(query)
+    fresh_rollups()
+    own = creator_subagents(session, who, creator)
+    ids = [s.id for s in own]
+    figures = usage.usage_stats(session, ids, start, end, query.granularity)
+    per_subagent = usage.per_subagent_summary(session, own, start, end)
+    return CreatorStats(
+        handle=creator.handle,
+        window=StatsWindow(
+            start=start.isoformat(), end=end.isoformat(), granularity=query.granularity
+        ),
+        subagents=per_subagent,
+        rating=usage.rating_summary(session, ids),
+        lineage=usage.lineage_stats(session, ids, creator.id, start, end, who.user_id),
+        **figures,
+    )
+
+
+def fresh_rollups() -> None:
+    """Embedded mode has no beat: bring the rollups up to date before reading them. In a
+    transaction of its own (GET requests read in autocommit), so the rollup's lock holds while
+    it runs; skipped when no mark waits (a mark committed just after the check waits for the
+    next reader, as one committed during a rollup does)."""
+    settings = current_app.extensions["sprig.settings"]
+    if not (settings.celery_eager or not settings.redis_url):
+        return
+    if not usage.rollup_pending(db()):
+        return
+    with session_scope(current_app.extensions["sprig.engine"]) as session:
+        usage.run_rollup(session)

@@ -1,0 +1,190 @@
+"""The numbers pages show next to sub-agents: ratings, recent active users, ranking scores.
+
+Each reader takes a list of ids and answers with one grouped query, so a page of twenty cards
+or a tree of three hundred nodes costs one round trip per figure, whatever its size.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlalchemy import case, func, select
+from sqlmodel import Session
+
+from market.identity.models import User
+from market.platform.db import id_in
+from market.platform.time import utcnow
+from market.ranking.models import SubAgentScore
+from market.usage.models import DailyStats, Feedback
+
+ACTIVE_WINDOW_DAYS = 30
+# Stars averages are shrunk toward 3.5 by this many pseudo-ratings before colouring a tree
+# node, so one enthusiastic rating does not paint a fork as loved.
+PRIOR_RATINGS = 5
+PRIOR_STARS = 3.5
+
+
+@dataclass(frozen=True)
+class Rating:
+    stars_average: float | None
+    stars_count: int
+    thumbs_up: int
+    thumbs_down: int
+
+    @property
+    def count(self) -> int:
+        return self.stars_count + self.thumbs_up + self.thumbs_down
+
+    @property
+    def thumbs_share(self) -> float | None:
+        thumbs = self.thumbs_up + self.thumbs_down
+        return self.thumbs_up / thumbs if thumbs else None
+
+
+def ratings(session: Session, ids: list[int]) -> dict[int, Rating]:
+    """Current ratings per sub-agent (one per user and version), all time."""
+    if not ids:
+        return {}
+    is_stars = Feedback.scale == "stars"
+    rows = session.execute(
+        select(
+            Feedback.subagent_id,
+            func.sum(case((is_stars, 1), else_=0)),
+            func.sum(case((is_stars, Feedback.rating), else_=0)),
+            func.sum(case((is_stars, 0), else_=Feedback.rating)),
+            func.sum(case((is_stars, 0), else_=1)),
+        )
+        .where(id_in(session, Feedback.subagent_id, ids))
+        .group_by(Feedback.subagent_id)
+    )
+    found = {}
+    for subagent_id, stars, stars_sum, up, thumbs in rows:
+        stars, thumbs, up = int(stars or 0), int(thumbs or 0), int(up or 0)
+        average = round(int(stars_sum) / stars, 1) if stars else None
+        found[subagent_id] = Rating(average, stars, up, thumbs - up)
+    return found
+
+
+def rating_with_histogram(session: Session, subagent_id: int) -> tuple[Rating, list[int]]:
+    """One sub-agent's current rating and how many star ratings gave 1, 2, 3, 4 and 5 stars,
+    from one grouped read (the same figures ``ratings`` gives)."""
+    counts = [0] * 5
+    stars, stars_sum, up, thumbs = 0, 0, 0, 0
+    for scale, rating, count in session.execute(
+        select(Feedback.scale, Feedback.rating, func.count())
+        .where(Feedback.subagent_id == subagent_id)
+        .group_by(Feedback.scale, Feedback.rating)
+    ):
+        if scale == "stars":
+            stars += count
+            stars_sum += rating * count
+            if 1 <= rating <= 5:
+                counts[rating - 1] = count
+        else:
+            thumbs += count
+            up += rating * count
+    average = round(stars_sum / stars, 1) if stars else None
+    return Rating(average, stars, up, thumbs - up), counts
+
+
+@dataclass(frozen=True)
+class Comment:
+    author: str
+    stars: int | None
+    thumbs_up: bool | None
+    text: str
+    tags: list[str]
+    when: str
+
+
+def recent_comments(session: Session, subagent_id: int, limit: int = 20) -> list[Comment]:
+    """The newest written comments. Raters appear by display name only: never handle, email
+    or anything else about them."""
+    rows = session.execute(
+        select(Feedback.scale, Feedback.rating, Feedback.comment, Feedback.tags)
+        .add_columns(Feedback.updated_at, User.display_name)
+        .join(User, User.id == Feedback.user_id)
+        .where(
+            Feedback.subagent_id == subagent_id,
+            Feedback.comment.is_not(None),
+            Feedback.comment != "",
+        )
+        .order_by(Feedback.updated_at.desc(), Feedback.id.desc())
+        .limit(limit)
+    )
+    return [
+        Comment(
+            author=name,
+            stars=rating if scale == "stars" else None,
+            thumbs_up=bool(rating) if scale == "thumbs" else None,
+            text=comment,
+            tags=list(tags or []),
+            when=updated_at.date().isoformat(),
+        )
+        for scale, rating, comment, tags, updated_at, name in rows
+    ]
+
+
+def average_daily_users(session: Session, ids: list[int]) -> dict[int, float]:
+    """Average distinct users per day over the last 30 days (from the daily rollup)."""
+    if not ids:
+        return {}
+    since = utcnow().date() - timedelta(days=ACTIVE_WINDOW_DAYS - 1)
+    rows = session.execute(
+        select(DailyStats.subagent_id, func.sum(DailyStats.active_users))
+        .where(id_in(session, DailyStats.subagent_id, ids), DailyStats.day >= since)
+        .group_by(DailyStats.subagent_id)
+    )
+    return {subagent_id: int(total) / ACTIVE_WINDOW_DAYS for subagent_id, total in rows}
+
+
+@dataclass(frozen=True)
+class Score:
+    quality: float
+    best_descendant_id: int | None
+    p_descendant_better: float
+
+
+def scores(session: Session, ids: list[int]) -> dict[int, Score]:
+    """The last ranking run's figures (empty until a ranking has run)."""
+    if not ids:
+        return {}
+    rows = session.execute(
+        select(
+            SubAgentScore.subagent_id,
+            SubAgentScore.quality,
+            SubAgentScore.best_descendant_id,
+            SubAgentScore.p_descendant_better,
+        ).where(id_in(session, SubAgentScore.subagent_id, ids))
+    )
+    return {row[0]: Score(row[1], row[2], row[3]) for row in rows}
+
+
+def quality_level(score: Score | None, rating: Rating | None) -> float | None:
+    """Quality on 0..1 for colouring: the ranking's debiased E[θ] when it has run (through a
+    logistic, so 0 is the middle), else the stars average shrunk toward 3.5."""
+    if score is not None:
+        return 1 / (1 + math.exp(-1.5 * score.quality))
+    if rating is not None and rating.stars_count:
+        shrunk = (rating.stars_average * rating.stars_count + PRIOR_STARS * PRIOR_RATINGS) / (
+            rating.stars_count + PRIOR_RATINGS
+        )
+        return (shrunk - 1) / 4
+    if rating is not None and rating.thumbs_share is not None:
+        thumbs = rating.thumbs_up + rating.thumbs_down
+        return (rating.thumbs_up + 0.5 * PRIOR_RATINGS) / (thumbs + PRIOR_RATINGS)
+    return None
+
+
+def quality_word(level: float | None) -> str:
+    if level is None:
+        return "not rated yet"
+    if level >= 0.75:
+        return "loved"
+    if level >= 0.6:
+        return "liked"
+    if level >= 0.4:
+        return "mixed"
+    return "disliked"

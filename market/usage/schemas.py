@@ -1,0 +1,123 @@
+"""Request and response models of usage events, feedback and stats."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from market.platform.schemas import Id, StrictInput, Tag, UtcDatetime, whole_number
+
+
+class EventBatchIn(BaseModel):
+    """Items are checked one by one (a bad one is rejected, the rest stored), so the items
+    are free-form here and described in the endpoint's documentation."""
+
+    model_config = ConfigDict(extra="forbid")
+    # Free-form items: a malformed one is rejected alone, the rest of the batch is stored.
+    events: list[Any] = Field(max_length=1000)
+
+
+class EventResult(BaseModel):
+    index: int
+    event_id: str | None
+    status: str = Field(description="stored | duplicate | rejected")
+    reason: str | None = None
+
+
+class EventBatchOut(BaseModel):
+    stored: int
+    duplicates: int
+    rejected: int
+    results: list[EventResult]
+
+
+class FeedbackIn(StrictInput):
+    # Exactly one of stars and thumbs, said in the document too (the validator below).
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "oneOf": [
+                {"required": ["stars"], "properties": {"stars": {"type": "integer"}}},
+                {"required": ["thumbs"], "properties": {"thumbs": {"type": "string"}}},
+            ]
+        },
+    )
+
+    version_id: Id
+    user_id: Id | None = Field(None, description="services only: the user who rated")
+    stars: whole_number(1, 5) | None = None
+    thumbs: str | None = Field(None, pattern="^(up|down)$")
+    comment: str | None = Field(None, max_length=1000)
+    tags: list[Tag] = Field(default_factory=list, max_length=10)
+    # Exactly the forms uuid.UUID reads (the looser [0-9a-f-]{32,36} let "----…" through
+    # to a 500).
+    exposure_id: str | None = Field(
+        None,
+        pattern=r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$",
+        description="the exposure (from POST /recommendations) that showed this sub-agent "
+        "to this user",
+    )
+
+    @model_validator(mode="after")
+    def _one_rating(self):
+        if (self.stars is None) == (self.thumbs is None):
+            raise ValueError("give exactly one of `stars` or `thumbs`")
+        return self
+
+
+class FeedbackOut(BaseModel):
+    id: int
+    user_id: int
+    subagent_id: int
+    version_id: int
+    scale: str
+    rating: int
+    comment: str | None
+    tags: list[str]
+    created_at: UtcDatetime
+    updated_at: UtcDatetime
+
+
+class StatsQuery(StrictInput):
+    from_: date | None = Field(None, alias="from", description="first UTC day (YYYY-MM-DD)")
+    to: date | None = Field(None, description="last UTC day (YYYY-MM-DD)")
+    granularity: str = Field("day", pattern="^(day|week)$")
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class StatsWindow(BaseModel):
+    start: str = Field(description="first UTC day included")
+    end: str = Field(description="last UTC day included")
+    granularity: str
+
+
+class SubAgentStats(BaseModel):
+    """Full figures for the author and moderators; others get ``view: "public"`` with only
+    installs and the rating (the other fields are null)."""
+
+    subagent_id: int
+    view: str = Field(description="full | public")
+    install_count: int = Field(description="active installs now")
+    rating: dict = Field(description="current ratings (one per user and version), all time")
+    window: StatsWindow | None = None
+    fork_count: int | None = Field(None, description="direct public forks now")
+    totals: dict | None = Field(None, description="over the window")
+    series: list[dict] | None = None
+    retention: list[dict] | None = Field(None, description="install cohorts in the window")
+    lineage: dict | None = Field(
+        None, description="forks by others, lineage reach and credit, in the window"
+    )
+
+
+class CreatorStats(BaseModel):
+    handle: str
+    window: StatsWindow
+    subagents: list[dict]
+    rating: dict
+    totals: dict
+    series: list[dict]
+    retention: list[dict]
+    lineage: dict

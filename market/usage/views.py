@@ -1,0 +1,205 @@
+"""The creator dashboard: installs, active users, retention and ratings over a window; a table
+of the creator's sub-agents with sparklines; forks of their work and the lineage's reach; CSV.
+
+The figures come from ``market.usage.services`` (the same functions behind
+``/api/v1/creators/<handle>/stats``), so the page and the API always agree.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from datetime import timedelta
+
+from flask import Response, redirect, render_template, request, url_for
+from sqlmodel import select
+
+from market.catalog.models import SubAgent
+from market.identity.access import creator_for_stats, creator_subagents, tree_clause
+from market.identity.models import User
+from market.identity.tokens import caller
+from market.platform.api_deps import db
+from market.platform.db import id_in
+from market.platform.errors import BadRequest
+from market.platform.time import utcnow
+from market.usage import services as usage
+from market.usage.api import fresh_rollups
+from market.usage.models import DailyStats
+from market.web import charts
+from market.web.blueprint import bp
+
+WINDOWS = {7: "7 days", 30: "30 days", 90: "90 days", 365: "a year"}
+DEFAULT_WINDOW = 30
+CSV_FIELDS = (
+    "day",
+    "subagent_id",
+    "title",
+    "active_users",
+    "opens",
+    "sessions",
+    "installs",
+    "uninstalls",
+    "errors",
+    "ratings",
+)
+
+
+def _window_days() -> int:
+    raw = request.args.get("window", str(DEFAULT_WINDOW))
+    if not raw.isdigit() or int(raw) not in WINDOWS:
+        raise BadRequest(f"The window is one of {', '.join(map(str, WINDOWS))} days.")
+    return int(raw)
+
+
+@bp.get("/dashboard")
+def my_dashboard():
+    viewer = caller()
+    if not viewer.is_authenticated:
+        return redirect(url_for("web.signin_page", next="/dashboard"))
+    return redirect(url_for("web.dashboard_page", handle=viewer.handle))
+
+
+def _retention_chart(cohorts: list[dict]) -> charts.Chart | None:
+    """Share of each install cohort active again on day 1, 7 and 30: the size-weighted
+    average as a bold curve, six recent cohorts as thin ones. Unripe points are gaps."""
+    if not cohorts:
+        return None
+    labels = ["install day", "day 1", "day 7", "day 30"]
+    series = []
+    totals = {1: [0, 0], 7: [0, 0], 30: [0, 0]}
+    for cohort in cohorts:
+        for offset in (1, 7, 30):
+            if cohort[f"day{offset}_rate"] is not None:
+                totals[offset][0] += cohort[f"day{offset}"]
+                totals[offset][1] += cohort["cohort_size"]
+    # The latest cohorts old enough to have a day-7 figure say the most; the very latest
+    # would be single dots.
+    ripe = [c for c in cohorts if c["day7_rate"] is not None] or cohorts
+    for cohort in ripe[-6:]:
+        values = [1.0] + [cohort[f"day{k}_rate"] for k in (1, 7, 30)]
+        series.append((f"cohort of {cohort['cohort_start']}", "cohort", values))
+    average = [1.0] + [(a / n if n else None) for a, n in (totals[k] for k in (1, 7, 30))]
+    series.append(("all cohorts (weighted)", "average", average))
+    return charts.line_chart(labels, series, percent=True, top=1.0)
+
+
+@bp.get("/creators/<handle>")
+def dashboard_page(handle: str):
+    days = _window_days()
+    session, viewer = db(), caller()
+    creator = creator_for_stats(session, viewer, handle)
+    end = utcnow().date()
+    start = end - timedelta(days=days - 1)
+    granularity = "week" if days > 90 else "day"
+    fresh_rollups()
+    own = creator_subagents(session, viewer, creator)
+    ids = [s.id for s in own]
+    figures = usage.usage_stats(session, ids, start, end, granularity)
+    labels = [point["period_start"][5:] for point in figures["series"]]
+    installs_chart = charts.bar_chart(labels, [p["installs"] for p in figures["series"]])
+    active_chart = charts.line_chart(
+        labels, [("active users", "active", [p["active_users"] for p in figures["series"]])]
+    )
+    histogram = figures["totals"]["ratings"]["histogram"]
+    stars = [histogram[f"stars_{k}"] for k in range(1, 6)]
+    rating_chart = charts.bar_chart([f"{k}★" for k in range(1, 6)], stars)
+    table = usage.per_subagent_summary(session, own, start, end)
+    for row in table:
+        row["sparkline"] = charts.sparkline(row["daily_active_users"])
+        row["peak"] = max(row["daily_active_users"], default=0)
+    table.sort(key=lambda r: (-r["installs"], -r["install_count"], r["id"]))
+    lineage = usage.lineage_stats(session, ids, creator.id, start, end, viewer.user_id)
+    forks_by_others = []
+    if ids:
+        forks_by_others = list(
+            session.execute(
+                select(SubAgent.id, SubAgent.title, SubAgent.parent_id, SubAgent.install_count)
+                .add_columns(User.display_name)
+                .join(User, User.id == SubAgent.author_id)
+                .where(
+                    id_in(session, SubAgent.parent_id, ids),
+                    SubAgent.author_id != creator.id,
+                    tree_clause(viewer),
+                )
+                .order_by(SubAgent.install_count.desc(), SubAgent.id)
+                .limit(10)
+            )
+        )
+    titles = {s.id: s.title for s in own}
+    return render_template(
+        "web/dashboard.html",
+        creator=creator,
+        days=days,
+        windows=WINDOWS,
+        start=start,
+        end=end,
+        granularity=granularity,
+        totals=figures["totals"],
+        series=figures["series"],
+        installs_chart=installs_chart,
+        active_chart=active_chart,
+        retention=figures["retention"],
+        retention_chart=_retention_chart(figures["retention"]),
+        stars=stars,
+        thumbs=(histogram["thumbs_up"], histogram["thumbs_down"]),
+        rating_chart=rating_chart,
+        table=table,
+        lineage=lineage,
+        forks_by_others=forks_by_others,
+        titles=titles,
+    )
+
+
+def _csv_cell(value):
+    """Spreadsheets run a cell that starts with = + - @ as a formula: a title like
+    "=HYPERLINK(…)" must stay text."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
+
+@bp.get("/creators/<handle>/stats.csv")
+def dashboard_csv(handle: str):
+    """One row per sub-agent and day of the window with any activity."""
+    days = _window_days()
+    session, viewer = db(), caller()
+    creator = creator_for_stats(session, viewer, handle)
+    end = utcnow().date()
+    start = end - timedelta(days=days - 1)
+    fresh_rollups()
+    titles = {s.id: s.title for s in creator_subagents(session, viewer, creator)}
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(CSV_FIELDS)
+    if titles:
+        for row in session.execute(
+            select(DailyStats)
+            .where(
+                id_in(session, DailyStats.subagent_id, titles),
+                DailyStats.day >= start,
+                DailyStats.day <= end,
+            )
+            .order_by(DailyStats.day, DailyStats.subagent_id)
+        ).scalars():
+            writer.writerow(
+                [
+                    row.day.isoformat(),
+                    row.subagent_id,
+                    _csv_cell(titles[row.subagent_id]),
+                    row.active_users,
+                    row.opens,
+                    row.sessions,
+                    row.installs,
+                    row.uninstalls,
+                    row.errors,
+                    row.ratings,
+                ]
+            )
+    safe_handle = re.sub(r"[^A-Za-z0-9._-]", "_", creator.handle)
+    filename = f"sprig-{safe_handle}-{start.isoformat()}-{end.isoformat()}.csv"
+    return Response(
+        buffer.getvalue(),
+        mimetype="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )

@@ -1,0 +1,205 @@
+"""The ranking run over the database: scores, sorts, best descendants, incremental runs.
+
+Ratings go in through the real feedback API; `run_ranking` is what `sprig rank` and Celery beat
+call; the effects are read back through the HTTP API, on every backend.
+"""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import func, select
+
+from market.platform.db import session_scope
+from market.ranking.models import RankingRun, RaterOffset, SubAgentScore
+from market.ranking.services import run_ranking
+from tests.factories import fork, make_user, publish
+
+API = "/api/v1"
+
+
+def rate(client, service, user_id: int, version_id: int, stars: int) -> None:
+    response = client.post(
+        f"{API}/feedback",
+        json={"user_id": user_id, "version_id": version_id, "stars": stars},
+        headers=service.headers,
+    )
+    assert response.status_code in (200, 201), response.get_json()
+
+
+def rank(engine, **kwargs) -> RankingRun:
+    with session_scope(engine) as session:
+        run = run_ranking(session, **kwargs)
+        session.expunge(run) if run.id else None
+        return run
+
+
+def scores(engine) -> dict[int, SubAgentScore]:
+    with session_scope(engine) as session:
+        rows = session.scalars(select(SubAgentScore)).all()
+        for row in rows:
+            session.expunge(row)
+        return {row.subagent_id: row for row in rows}
+
+
+@pytest.fixture
+def family(client, engine):
+    """A root, two forks of it and a private fork; a rating service and 15 raters."""
+    alice, bob = make_user(engine, "alice"), make_user(engine, "bob")
+    service = make_user(engine, "agent", kind="service", scopes=["events:write"])
+    root = publish(client, alice, title="Water Tracker")
+    good = fork(client, bob, root["id"], note="reminders")
+    plain = fork(client, bob, root["id"], note="dark mode")
+    secret = fork(client, alice, root["id"], note="mine", visibility="private")
+    raters = [make_user(engine, f"rater{i}").id for i in range(15)]
+    return {
+        "alice": alice,
+        "bob": bob,
+        "service": service,
+        "root": root,
+        "good": good,
+        "plain": plain,
+        "secret": secret,
+        "raters": raters,
+    }
+
+
+def version(node: dict) -> int:
+    return node["latest_version"]["id"]
+
+
+def test_good_feedback_on_a_fork_lifts_it_above_its_parent(client, engine, family):
+    root, good, plain = family["root"], family["good"], family["plain"]
+    for user_id in family["raters"]:
+        rate(client, family["service"], user_id, version(root), 3)
+        rate(client, family["service"], user_id, version(plain), 3)
+    rank(engine)
+    before = scores(engine)
+    # Unrated, the fork starts from its parent's belief with more uncertainty: below it.
+    assert before[good["id"]].display < before[root["id"]].display
+    assert before[good["id"]].young
+
+    for user_id in family["raters"]:
+        rate(client, family["service"], user_id, version(good), 5)
+    run = rank(engine)
+    assert run.mode != "skipped"
+    after = scores(engine)
+    assert after[good["id"]].quality > after[root["id"]].quality
+    assert after[good["id"]].display > after[root["id"]].display
+    assert after[good["id"]].display > after[plain["id"]].display
+
+    top = client.get(f"{API}/subagents", query_string={"sort": "top", "limit": 10}).get_json()
+    order = [card["id"] for card in top["items"]]
+    assert order.index(good["id"]) < order.index(root["id"])
+
+    detail = client.get(f"{API}/subagents/{root['id']}").get_json()
+    assert detail["best_descendant"]["id"] == good["id"]
+    assert detail["best_descendant"]["probability_better"] >= 0.8
+    assert detail["ranking"]["rating_count"] == 15
+    rising = client.get(f"{API}/subagents", query_string={"sort": "rising"}).get_json()
+    assert good["id"] in [card["id"] for card in rising["items"]]
+    assert root["id"] not in [card["id"] for card in rising["items"]]  # roots never rise
+
+
+def test_a_known_harsh_rater_counts_less_than_a_stranger(client, engine, family):
+    """`plain` and `twin` get the same ratings: twelve 4s and one 1. The 1 on `plain` comes from
+    someone who gave 1 star to everything else they rated while the crowd gave 4; the 1 on
+    `twin` from someone who rated nothing else. Same raw mean, but Sprig knows the first 1
+    says more about the rater than about `plain`."""
+    root, good, plain = family["root"], family["good"], family["plain"]
+    twin = fork(client, family["bob"], root["id"], note="twin")
+    crowd, harsh, stranger = family["raters"][:12], family["raters"][12], family["raters"][13]
+    for user_id in crowd:
+        for node in (root, good, plain, twin):
+            rate(client, family["service"], user_id, version(node), 4)
+    for node in (root, good, plain):
+        rate(client, family["service"], harsh, version(node), 1)
+    rate(client, family["service"], stranger, version(twin), 1)
+    rank(engine)
+    after = scores(engine)
+    assert after[plain["id"]].quality > after[twin["id"]].quality
+    with session_scope(engine) as session:
+        harsh_leniency = session.get(RaterOffset, harsh).leniency
+        stranger_leniency = session.get(RaterOffset, stranger).leniency
+    assert harsh_leniency < stranger_leniency < 0  # both low, the known one more surely
+
+
+def test_private_and_withdrawn_forks_are_never_the_best_descendant(client, engine, family):
+    root, secret = family["root"], family["secret"]
+    for user_id in family["raters"]:
+        rate(client, family["service"], user_id, version(root), 2)
+    # Only its author may rate a private sub-agent: one rating of 5.
+    response = client.post(
+        f"{API}/feedback",
+        json={"version_id": version(secret), "stars": 5},
+        headers=family["alice"].headers,
+    )
+    assert response.status_code == 201
+    rank(engine)
+    stored = scores(engine)
+    assert stored[root["id"]].best_descendant_id != secret["id"]
+    for sort in ("top", "trending", "rising"):
+        page = client.get(f"{API}/subagents", query_string={"sort": sort}).get_json()
+        assert secret["id"] not in [card["id"] for card in page["items"]]
+    own = client.get(f"{API}/subagents/{secret['id']}", headers=family["alice"].headers).get_json()
+    assert own["ranking"] is not None  # its owner sees its figures
+
+
+def test_nothing_new_means_nothing_recomputed(client, engine, family):
+    rate(client, family["service"], family["raters"][0], version(family["root"]), 4)
+    first = rank(engine)
+    assert first.mode == "full"
+    assert first.parameters["rows_written"] == 4
+    assert rank(engine).mode == "skipped"
+    forced = rank(engine, force=True)
+    assert forced.mode == "incremental"  # warm-started from the stored rater offsets
+    assert forced.parameters["rows_written"] == 0  # same inputs, same scores: no writes
+    rate(client, family["service"], family["raters"][1], version(family["good"]), 5)
+    again = rank(engine)
+    assert again.mode == "incremental"
+    assert 0 < again.parameters["rows_written"] <= 4
+    with session_scope(engine) as session:
+        runs = session.scalar(select(func.count()).select_from(RankingRun))
+        assert runs == 3  # skipped runs are not recorded
+
+
+def test_score_sorts_page_through_every_scored_subagent_once(client, engine, family):
+    for i, user_id in enumerate(family["raters"]):
+        rate(client, family["service"], user_id, version(family["root"]), 1 + i % 5)
+    rank(engine)
+    seen, cursor = [], None
+    while True:
+        query = {"sort": "top", "limit": 1}
+        if cursor:
+            query["cursor"] = cursor
+        page = client.get(f"{API}/subagents", query_string=query).get_json()
+        seen += [card["id"] for card in page["items"]]
+        cursor = page["next_cursor"]
+        if not cursor:
+            break
+    public = [family[name]["id"] for name in ("root", "good", "plain")]
+    assert sorted(seen) == sorted(public)
+    displays = scores(engine)
+    assert [displays[i].display for i in seen] == sorted(
+        (displays[i].display for i in seen), reverse=True
+    )
+
+
+def test_bad_cursor_for_a_score_sort_is_a_400(client, engine, family):
+    rank(engine)
+    page = client.get(f"{API}/subagents", query_string={"sort": "new", "limit": 1}).get_json()
+    response = client.get(
+        f"{API}/subagents", query_string={"sort": "top", "cursor": page["next_cursor"]}
+    )
+    assert response.status_code == 400
+    assert response.content_type == "application/problem+json"
+
+
+def test_ranking_method_is_published(client, engine, family):
+    body = client.get(f"{API}/ranking").get_json()
+    assert "Koren" in body["formulas"] and "E[θ] − 1.64" in body["formulas"]
+    assert body["last_run"] is None
+    rate(client, family["service"], family["raters"][0], version(family["root"]), 4)
+    rank(engine)
+    body = client.get(f"{API}/ranking").get_json()
+    assert body["last_run"]["subagents"] == 4
+    assert set(body["last_run"]["prior"]) == {"mu0", "sigma0_sq", "drift_mean", "drift_var"}

@@ -1,0 +1,15 @@
+"""A worker finds every task by its explicit name from the modules the Celery app includes
+(each domain keeps its tasks in its own ``tasks`` module)."""
+
+from __future__ import annotations
+
+from market.platform.celery_app import celery, celery_config
+from market.platform.config import load_settings
+
+
+def test_every_scheduled_and_queued_task_is_found_by_name():
+    celery.loader.import_default_modules()
+    schedule = celery_config(load_settings())["beat_schedule"]
+    scheduled = {entry["task"] for entry in schedule.values()}
+    queued = {"sprig.export_rewards"}  # sent by POST /exports
+    assert scheduled | queued <= set(celery.tasks)
