@@ -275,10 +275,6 @@ class Forest:
             reduced = ufunc.reduceat(in_order[self.level_slice(d)], starts, axis=0)
             in_order[parent_pos] = ufunc(in_order[parent_pos], reduced)
 
-    def sum_children(self, values: np.ndarray) -> np.ndarray:
-        """For each node, the sum of ``values`` over its direct children (0 for a leaf)."""
-        return self.reduce_children(values, "sum", 0.0)
-
     def path_sum(self, values: np.ndarray) -> np.ndarray:
         """For each node, the sum of ``values`` over its root path (root and itself included).
 

@@ -77,7 +77,7 @@ Cursor = Annotated[str, StringConstraints(max_length=200)]
 
 
 class BundleIn(StrictInput):
-    """A bundle sent as JSON. Checked in depth by ``market.bundles``."""
+    """A bundle sent as JSON. Checked in depth by ``market.catalog.bundles``."""
 
     manifest: dict = Field(description="name, entry, scopes, hosts, data_schema, description")
     files: dict[str, str] = Field(description="path → UTF-8 text of each file")

@@ -9,7 +9,7 @@ uninstalls send an ``uninstall`` event and make the writes of ``DELETE
 /subagents/<id>/install`` (the row goes inactive, the install log records it). The creator
 stats API then shows what the product really computes, rollups included.
 
-The world has a known truth, in the spirit of ``/work/shared/evolution-notes.md``:
+The world has a known truth, so that what the ranking recovers can be checked against it:
 
 * every sub-agent has a latent quality on a logit scale. A root's is drawn (popular roots
   lean better); a fork's is its parent's plus a mutation that is usually a small tweak

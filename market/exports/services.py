@@ -20,7 +20,6 @@ import secrets
 import subprocess
 import zlib
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -448,7 +447,3 @@ def run_summary(run: ExportRun) -> dict:
         "error": run.error,
         "manifest": run.manifest,
     }
-
-
-def replace_parameters(parameters: ExportParameters, **changes) -> ExportParameters:
-    return replace(parameters, **{k: v for k, v in changes.items() if v is not None})

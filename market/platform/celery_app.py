@@ -21,7 +21,8 @@ TASK_MODULES = [
     "market.exports.tasks",
 ]
 
-# Redis calls must never hang a request when Redis is away (STACK.md): short timeouts.
+# Redis calls must never hang a request when Redis is away: short timeouts, then the
+# caller falls back (the rate limiter to a local count) or answers 503.
 REDIS_TIMEOUT_S = 1.0
 # Longer than any task runs, or Redis re-delivers a running task to a second worker.
 VISIBILITY_TIMEOUT_S = 3600
@@ -66,12 +67,6 @@ def celery_config(settings: Settings) -> dict:
             },
         },
     }
-
-
-def make_celery(settings: Settings | None = None) -> Celery:
-    app = Celery("sprig", include=TASK_MODULES)
-    app.conf.update(celery_config(settings or load_settings()))
-    return app
 
 
 # `celery -A market.platform.celery_app:celery worker` finds this; its settings are read lazily, on

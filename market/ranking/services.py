@@ -360,15 +360,6 @@ def _write_offsets(
     session.execute(statement, changed)
 
 
-def scores_for(session: Session, subagent_ids: list[int]) -> dict[int, SubAgentScore]:
-    if not subagent_ids:
-        return {}
-    rows = session.scalars(
-        select(SubAgentScore).where(SubAgentScore.subagent_id.in_(subagent_ids))
-    ).all()
-    return {row.subagent_id: row for row in rows}
-
-
 def attach_ranking(session: Session, viewer, detail):
     """Fill a SubAgentOut's ``ranking`` and ``best_descendant`` from the last run. The best
     descendant was chosen among public, active sub-agents; it is checked again here, since a

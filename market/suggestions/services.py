@@ -13,7 +13,8 @@ latest versions; never private or unlisted ones), then keeps it fresh without re
 * listing edits, visibility changes, yanks and quarantines by other processes bump
   ``subagent.updated_at`` without a version: every ``sweep_seconds`` (60) the rows changed
   since the last sweep's watermark (minus a few seconds, for a transaction that committed
-  late) are re-read. That column has no index, so this is a scan, hence the slower pace;
+  late) are re-read (an index on ``updated_at`` keeps it a range read; the slower pace keeps
+  the worker's own re-reads rare);
 * the rows of the sub-agents finally suggested are read again at answer time, so a
   sub-agent made private or yanked a moment ago is never suggested, whatever the index says
   (and is dropped from the index there and then).

@@ -19,8 +19,6 @@ from datetime import UTC, date, datetime, timedelta
 import orjson
 from sqlalchemy import ARRAY, Integer, any_, bindparam, delete, distinct, func, select, text, tuple_
 from sqlalchemy import insert as generic_insert
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session
 
 from feedback import credit, rollup
@@ -38,10 +36,6 @@ from market.usage.models import (
     RollupDirty,
     UsageEvent,
 )
-
-
-def _insert_for(session: Session):
-    return pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
 
 
 def mark_dirty(session: Session, pairs: Iterable[tuple[int, date]]) -> None:

@@ -113,7 +113,7 @@ def test_vectorized_passes_match_brute_force(seed):
     counts = forest.reduce_up(np.ones(forest.n, dtype=np.int64), "sum")
     column_max = forest.reduce_up(two_columns, "max")
     child_max = forest.reduce_children(values, "max", -np.inf)
-    child_sum = forest.sum_children(values)
+    child_sum = forest.reduce_children(values, "sum", 0.0)
     path = forest.path_sum(values)
     for v in range(forest.n):
         subtree = list(nx.descendants(graph, v) | {v})
