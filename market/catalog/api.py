@@ -11,7 +11,9 @@ from pydantic import BaseModel
 from market.catalog import bundles, installs
 from market.catalog import queries as browse
 from market.catalog import services as catalog
-from market.catalog.bundles import BundleError
+from market.catalog.bundles.archive import bundle_from_zip, bundle_to_zip
+from market.catalog.bundles.diff import diff_bundles
+from market.catalog.bundles.limits import BundleError
 from market.catalog.schemas import (
     BrowseQuery,
     BundleOut,
@@ -186,7 +188,7 @@ def get_bundle(subagent_id: int, version_id: int, query: BundleQuery):
     bundle = catalog.load_bundle(session, version)
     if query.format == "zip":
         return send_file(
-            io.BytesIO(bundles.bundle_to_zip(bundle)),
+            io.BytesIO(bundle_to_zip(bundle)),
             mimetype="application/zip",
             as_attachment=True,
             download_name=f"subagent-{subagent.id}-v{version.number}.zip",
@@ -255,7 +257,7 @@ def get_diff(subagent_id: int, query: DiffQuery):
     subagent = catalog.get_visible(session, who, subagent_id)
     version = catalog.get_readable_version(session, who, subagent, query.version_id)
     base = catalog.diff_base(session, who, subagent, version, query.against.value)
-    diff = bundles.diff_bundles(
+    diff = diff_bundles(
         catalog.load_bundle(session, base) if base else None,
         catalog.load_bundle(session, version),
     )
@@ -378,7 +380,7 @@ def read_body_with_bundle(model: type[BaseModel]) -> tuple[BaseModel, bundles.Bu
             )
         if getattr(body, "bundle", None) is not None:
             raise Unprocessable("Send the bundle either as JSON or as a zip, not both.")
-        return body, bundles.bundle_from_zip(upload.stream)
+        return body, bundle_from_zip(upload.stream)
     if request.get_data() and not request.is_json:
         raise UnsupportedMediaType(
             "Send `application/json` or `multipart/form-data`.",

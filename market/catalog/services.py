@@ -15,6 +15,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, func, select
 
 from market.catalog import bundles
+from market.catalog.bundles import scan
 from market.catalog.counters import lock_subagent, recount_forks
 from market.catalog.models import BundleBlob, ForkRequest, Report, SubAgent, SubAgentTag, Version
 from market.identity.access import (
@@ -164,7 +165,7 @@ def personal_values(user: User) -> dict[str, str | None]:
 def check_publishable(bundle: bundles.Bundle | None, publisher: User, **listing: str) -> None:
     """Refuse a secret or the publisher's own details in the bundle or in the text published
     with it (title, summary, story, changelog: ``listing``), with the same scanners."""
-    bundles.check_publishable(bundle, personal_values(publisher), listing)
+    scan.check_publishable(bundle, personal_values(publisher), listing)
 
 
 # ---- storing bundles -------------------------------------------------------------------

@@ -6,9 +6,11 @@ from flask import current_app, flash, jsonify, redirect, render_template, reques
 from sqlalchemy import and_, func, or_
 from sqlmodel import Session, select
 
-from market.catalog import bundles, installs
+from market.catalog import installs
 from market.catalog import queries as browse
 from market.catalog import services as catalog
+from market.catalog.bundles.diff import diff_bundles
+from market.catalog.bundles.manifest import SCOPE_DESCRIPTIONS
 from market.catalog.models import CATEGORIES, Install, SubAgent
 from market.catalog.schemas import BrowseSort
 from market.catalog.search import matcher_for
@@ -145,7 +147,7 @@ def _scope_words(scopes: list[str]) -> tuple[list[tuple[str, str]], list[tuple[s
     """(reads, writes) as (scope, what it touches in plain words) pairs."""
     reads, writes = [], []
     for scope in sorted(scopes):
-        words = bundles.SCOPE_DESCRIPTIONS.get(scope, scope)
+        words = SCOPE_DESCRIPTIONS.get(scope, scope)
         words = words.removeprefix("reads ").removeprefix("adds to and changes ")
         (writes if scope.endswith(".write") else reads).append((scope, words))
     return reads, writes
@@ -225,7 +227,7 @@ def import_subagent(subagent_id: int):
     if result.new_scopes:
         message += (
             " It now also asks to "
-            + ", ".join(bundles.SCOPE_DESCRIPTIONS.get(s, s) for s in result.new_scopes)
+            + ", ".join(SCOPE_DESCRIPTIONS.get(s, s) for s in result.new_scopes)
             + "."
         )
     flash(message, "ok")
@@ -316,7 +318,7 @@ def diff_page(subagent_id: int):
     latest = catalog.get_readable_version(session, viewer, subagent, latest.id)
     base = catalog.diff_base(session, viewer, subagent, latest, "parent")
     parent = session.get(SubAgent, subagent.parent_id) if base is not None else None
-    diff = bundles.diff_bundles(
+    diff = diff_bundles(
         catalog.load_bundle(session, base) if base else None,
         catalog.load_bundle(session, latest),
     )
@@ -331,10 +333,8 @@ def diff_page(subagent_id: int):
         parent=parent,
         base=base,
         diff=diff,
-        scopes_added=[(s, bundles.SCOPE_DESCRIPTIONS.get(s, s)) for s in manifest["scopes_added"]],
-        scopes_removed=[
-            (s, bundles.SCOPE_DESCRIPTIONS.get(s, s)) for s in manifest["scopes_removed"]
-        ],
+        scopes_added=[(s, SCOPE_DESCRIPTIONS.get(s, s)) for s in manifest["scopes_added"]],
+        scopes_removed=[(s, SCOPE_DESCRIPTIONS.get(s, s)) for s in manifest["scopes_removed"]],
     )
 
 

@@ -26,7 +26,8 @@ from sqlmodel import Session
 
 from market.catalog import bundles
 from market.catalog import services as catalog
-from market.catalog.bundles import BundleError
+from market.catalog.bundles.diff import diff_bundles
+from market.catalog.bundles.limits import BundleError
 from market.catalog.schemas import DiffOut, ForkIn, SubAgentOut
 from market.catalog.serialize import subagent_out, visible_detail
 from market.identity.tokens import ANONYMOUS, Principal, principal_for_token
@@ -139,7 +140,7 @@ def build_server(
             subagent = catalog.get_visible(session, viewer, subagent_id)
             version = catalog.get_readable_version(session, viewer, subagent, version_id)
             base = catalog.diff_base(session, viewer, subagent, version, against)
-            diff = bundles.diff_bundles(
+            diff = diff_bundles(
                 catalog.load_bundle(session, base) if base else None,
                 catalog.load_bundle(session, version),
             )

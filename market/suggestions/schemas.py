@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from market.catalog.bundles import SCOPES
+from market.catalog.bundles.manifest import SCOPES
 from market.catalog.models import Category
 from market.platform.schemas import StrictInput, whole_number
 

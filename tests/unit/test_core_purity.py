@@ -204,6 +204,7 @@ def test_the_check_sees_a_violation(tmp_path, monkeypatch, importer, source, rul
         ("feedback/sample.py", "from evolution.ranking import rank\n"),
         ("market/platform/sample.py", "from market.platform.db import session_scope\n"),
         ("market/usage/sample.py", "from market.catalog.models import SubAgent\n"),
+        ("market/suggestions/sample.py", "from market.catalog.bundles.manifest import SCOPES\n"),
         ("market/usage/sample.py", "from market.usage.schemas import FeedbackIn\n"),
         ("market/entrypoints/sample.py", "from market.catalog import services\n"),
     ],
