@@ -3,7 +3,7 @@
 ``simulate_activity(engine, seed)`` reads the loaded community (people, the fork forest,
 versions, installs) and replays a few months of its life: people open the sub-agents they
 installed, use them, hit errors, drift away or uninstall, and rate what they used. Every
-event goes through :func:`market.usage.services.ingest_events` in day-sized batches, as the main
+event goes through :func:`market.usage.ingest.ingest_events` in day-sized batches, as the main
 agent would send them at the end of each day; ratings go through ``record_feedback``, and
 uninstalls send an ``uninstall`` event and make the writes of ``DELETE
 /subagents/<id>/install`` (the row goes inactive, the install log records it). The creator
@@ -48,7 +48,9 @@ from market.catalog.models import Install, SubAgent, Version
 from market.identity.models import User
 from market.platform.db import session_scope
 from market.platform.time import utcnow
-from market.usage.services import ingest_events, log_install, record_feedback, run_rollup
+from market.usage.ingest import ingest_events, log_install
+from market.usage.ratings import record_feedback
+from market.usage.rollups import run_rollup
 
 __all__ = [
     "FEEDBACK_TAGS",
