@@ -79,33 +79,33 @@ def profile_ingest(url: str, data: dict, batches: int, seed: int) -> dict:
     def under(outer: str, inner: str, direct: bool = False) -> float:
         return inside(table, *outer.split(":"), *inner.split(":"), direct=direct)
 
-    services = "market/usage/services.py"
-    ingest = cum(f"{services}:ingest_events")
+    ingest_module = "market/usage/ingest.py"
+    ingest = cum(f"{ingest_module}:ingest_events")
     parse = cum("feedback/ingest.py:parse_batch")
     store = sum(
-        cum(f"{services}:{name}")
+        cum(f"{ingest_module}:{name}")
         for name in ("_store_postgres", "_store_checked", "_store_copy", "_store")
     )
-    references = cum(f"{services}:_references")
+    references = cum(f"{ingest_module}:_references")
     if not store:  # the first version: references, INSERT and marks straight from ingest_events
-        store = cum(f"{services}:_insert_events") + cum(f"{services}:mark_dirty")
-        references = cum(f"{services}:_references")
+        store = cum(f"{ingest_module}:_insert_events") + cum("market/usage/rollups.py:mark_dirty")
+        references = cum(f"{ingest_module}:_references")
     stages = {
         "HTTP body -> JSON (orjson.loads)": cum("~:<orjson.loads>"),
         "pydantic EventBatchIn (parse_model)": cum("market/platform/api_deps.py:parse_model"),
         "validation: feedback/ingest.parse_batch": parse,
         "store (SQL build + execute + marks)": store,
         "  of which orjson.dumps of the payload": under(
-            f"{services}:_store_postgres", "~:<orjson.dumps>", direct=True
+            f"{ingest_module}:_store_postgres", "~:<orjson.dumps>", direct=True
         ),
         "  of which SQLAlchemy compile": under(
-            f"{services}:ingest_events", "sqlalchemy/sql/elements.py:_compiler"
+            f"{ingest_module}:ingest_events", "sqlalchemy/sql/elements.py:_compiler"
         ),
         "  of which psycopg execute (DB time)": under(
-            f"{services}:ingest_events", "psycopg/cursor.py:execute"
+            f"{ingest_module}:ingest_events", "psycopg/cursor.py:execute"
         )
-        + under(f"{services}:ingest_events", "psycopg/cursor.py:executemany")
-        + under(f"{services}:ingest_events", "psycopg/cursor.py:copy"),
+        + under(f"{ingest_module}:ingest_events", "psycopg/cursor.py:executemany")
+        + under(f"{ingest_module}:ingest_events", "psycopg/cursor.py:copy"),
         "reference checks (_references)": references,
         "result dicts (rest of ingest_events)": max(0.0, ingest - parse - store - references),
         "token lookup (caller)": cum("market/identity/tokens.py:caller"),

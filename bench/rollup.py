@@ -167,7 +167,7 @@ def rollup(url: str, data: dict, r: int, seed: int) -> dict:
     from sqlmodel import Session
 
     from market.platform.db import make_engine
-    from market.usage.services import run_rollup
+    from market.usage.rollups import run_rollup
 
     rng = random.Random(seed + 11)
     days = the_last_30_days()

@@ -16,7 +16,7 @@ from market.identity.tokens import Principal
 from market.platform.errors import Conflict, Forbidden
 from market.platform.pagination import decode_cursor, encode_cursor
 from market.platform.time import utcnow
-from market.usage.services import log_install
+from market.usage.ingest import log_install
 
 
 def _previously_granted(session: Session, user_id: int, subagent: SubAgent) -> set[str] | None:

@@ -23,7 +23,7 @@ from market.identity.tokens import issue_token
 from market.platform.db import session_scope
 from market.platform.time import utcnow
 from market.ranking.services import run_ranking
-from market.usage.services import log_install
+from market.usage.ingest import log_install
 
 DEMO_SERVICE_SCOPES = ["events:write", "recommend", "suggest", "publish:on-behalf", "exports"]
 

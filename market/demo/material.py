@@ -6,7 +6,9 @@
 * ``apps/`` -- the JavaScript every generated ``app.js`` is assembled from (``prelude.js``,
   ``engines/<engine>.js``, ``features/<feature>.js``, ``bootstrap.js``), the page layout
   of each engine and the network host of each feature (``apps.json``), the UI strings
-  (``ui/<lang>.json``) and the translations of config labels (``labels.json``).
+  (``ui/<lang>.json``) and the translations of config labels (``labels.json``);
+* ``comments.toml`` -- what demo raters write, by feedback tag (or by how they rated) and
+  language.
 
 ``assets/README.md`` describes the fields. Everything is read once, on import, through
 :mod:`importlib.resources`, so an installed wheel reads the same files as a checkout.
@@ -21,7 +23,7 @@ from importlib.resources import files
 from importlib.resources.abc import Traversable
 from typing import Any
 
-__all__ = ["APPS", "PEOPLE", "ROOTS", "Apps", "People"]
+__all__ = ["APPS", "COMMENTS", "PEOPLE", "ROOTS", "Apps", "People"]
 
 _ASSETS = files("market.demo").joinpath("assets")
 
@@ -134,6 +136,15 @@ def _apps() -> Apps:
     )
 
 
+def _comments() -> dict[str, dict[str, tuple[str, ...]]]:
+    data = tomllib.loads(_text("comments.toml"))
+    return {
+        key: {lang: tuple(texts) for lang, texts in by_lang.items()}
+        for key, by_lang in data.items()
+    }
+
+
 PEOPLE: People = _people()
 ROOTS: list[dict[str, Any]] = _roots()
 APPS: Apps = _apps()
+COMMENTS: dict[str, dict[str, tuple[str, ...]]] = _comments()  # key -> language -> texts

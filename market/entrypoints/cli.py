@@ -62,7 +62,7 @@ def demo(seed: int, if_empty: bool, tokens: bool) -> None:
 @main.command()
 def rollup() -> None:
     """Bring daily stats and retention cohorts up to date (what Celery beat runs)."""
-    from market.usage.services import run_rollup
+    from market.usage.rollups import run_rollup
 
     total = {"marks": 0, "days": 0, "cohorts": 0}
     while True:

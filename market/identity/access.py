@@ -136,7 +136,7 @@ def may_inherit_listing(parent: SubAgent) -> bool:
 
 def may_use(user_id: int, author_id: int, visibility: str) -> bool:
     """Whose usage events a sub-agent takes: a private one is only ever used by its author.
-    (The PostgreSQL ingest statement in ``market.usage.services`` states it in SQL.)"""
+    (The PostgreSQL ingest statement in ``market.usage.ingest`` states it in SQL.)"""
     return visibility != "private" or user_id == author_id
 
 

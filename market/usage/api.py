@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import collections
-import uuid
 from datetime import date, timedelta
 
 import orjson
@@ -11,17 +10,14 @@ from apiflask import APIBlueprint
 from flask import Response, current_app, request
 
 from market.catalog import services as catalog
-from market.catalog.models import SubAgent
 from market.identity.access import can_read_full_stats, creator_for_stats, creator_subagents
-from market.identity.models import User
 from market.identity.tokens import caller
 from market.platform.api_deps import commit, db, parse_model
 from market.platform.db import session_scope
-from market.platform.errors import BadRequest, Forbidden, NotFound, PayloadTooLarge, SprigError
+from market.platform.errors import BadRequest, PayloadTooLarge, SprigError
 from market.platform.ratelimit import RateLimiter
 from market.platform.time import utcnow
-from market.recommend import services as recommendations
-from market.usage import services as usage
+from market.usage import ingest, ratings, rollups, stats
 from market.usage.schemas import (
     CreatorStats,
     EventBatchIn,
@@ -84,7 +80,7 @@ def post_events():
             "Event rate limit reached for this client.", headers={"Retry-After": str(wait)}
         )
     session = db()
-    results = usage.ingest_events(session, who.user_id, body.events)
+    results = ingest.ingest_events(session, who.user_id, body.events)
     commit()
     counts = collections.Counter(result["status"] for result in results)
     # Serialized here rather than through EventBatchOut: validating a thousand result objects
@@ -104,46 +100,16 @@ def post_events():
 def post_feedback(body: FeedbackIn):
     """Rate a version (stars 1–5 or thumbs), with an optional comment and tags. One rating
     per user and version: rating again replaces it."""
-    who = caller()
-    who.require()
-    session = db()
-    if who.kind == "service":
-        who.require("events:write")
-        if body.user_id is None:
-            raise SprigError("A service names the user who rated in `user_id`.")
-        user = session.get(User, body.user_id)
-        if user is None:
-            raise NotFound(f"No user {body.user_id}.")
-        user_id = user.id
-    else:
-        who.require("feedback")
-        if body.user_id not in (None, who.user_id):
-            raise Forbidden("People rate for themselves only.")
-        user_id = who.user_id
-    version = session.get(catalog.Version, body.version_id)
-    subagent = session.get(SubAgent, version.subagent_id) if version else None
-    rater = catalog.Principal(user_id=user_id)
-    if subagent is None or not catalog.can_view(rater, subagent):
-        raise NotFound(f"No version {body.version_id}.")
-    exposure = uuid.UUID(body.exposure_id) if body.exposure_id else None
-    # One indexed read per rating (events, a thousand per request, store theirs unchecked):
-    # a rating is the reward an off-policy estimate reweights, so it must cite the exposure
-    # that really showed this sub-agent to this user, or none.
-    if exposure is not None and not recommendations.is_exposure_of(
-        session, exposure, user_id, subagent.id
-    ):
-        raise NotFound(f"No exposure {exposure} of sub-agent {subagent.id} to this user.")
-    row, created = usage.record_feedback(
-        session,
-        user_id=user_id,
-        subagent=subagent,
-        version=version,
-        scale="stars" if body.stars is not None else "thumbs",
-        rating=body.stars if body.stars is not None else int(body.thumbs == "up"),
-        comment=body.comment.strip() if body.comment else None,
-        tags=sorted({t.strip().lower() for t in body.tags}),
-        exposure_id=exposure,
-        client_id=who.user_id if who.kind == "service" else None,
+    row, created = ratings.rate_version(
+        db(),
+        caller(),
+        version_id=body.version_id,
+        user_id=body.user_id,
+        stars=body.stars,
+        thumbs=body.thumbs,
+        comment=body.comment,
+        tags=body.tags,
+        exposure_id=body.exposure_id,
     )
     commit()
     return FeedbackOut.model_validate(row, from_attributes=True), 201 if created else 200
@@ -173,11 +139,11 @@ def subagent_stats(subagent_id: int, query: StatsQuery):
             subagent_id=subagent.id,
             view="public",
             install_count=subagent.install_count,
-            rating=usage.rating_summary(session, [subagent.id]),
+            rating=stats.rating_summary(session, [subagent.id]),
         )
     start, end = _window(query)
     fresh_rollups()
-    figures = usage.usage_stats(session, [subagent.id], start, end, query.granularity)
+    figures = stats.usage_stats(session, [subagent.id], start, end, query.granularity)
     return SubAgentStats(
         subagent_id=subagent.id,
         view="full",
@@ -186,8 +152,8 @@ def subagent_stats(subagent_id: int, query: StatsQuery):
         ),
         install_count=subagent.install_count,
         fork_count=subagent.fork_count,
-        rating=usage.rating_summary(session, [subagent.id]),
-        lineage=usage.lineage_stats(
+        rating=stats.rating_summary(session, [subagent.id]),
+        lineage=stats.lineage_stats(
             session, [subagent.id], subagent.author_id, start, end, who.user_id
         ),
         **figures,
@@ -207,16 +173,16 @@ def creator_stats(handle: str, query: StatsQuery):
     fresh_rollups()
     own = creator_subagents(session, who, creator)
     ids = [s.id for s in own]
-    figures = usage.usage_stats(session, ids, start, end, query.granularity)
-    per_subagent = usage.per_subagent_summary(session, own, start, end)
+    figures = stats.usage_stats(session, ids, start, end, query.granularity)
+    per_subagent = stats.per_subagent_summary(session, own, start, end)
     return CreatorStats(
         handle=creator.handle,
         window=StatsWindow(
             start=start.isoformat(), end=end.isoformat(), granularity=query.granularity
         ),
         subagents=per_subagent,
-        rating=usage.rating_summary(session, ids),
-        lineage=usage.lineage_stats(session, ids, creator.id, start, end, who.user_id),
+        rating=stats.rating_summary(session, ids),
+        lineage=stats.lineage_stats(session, ids, creator.id, start, end, who.user_id),
         **figures,
     )
 
@@ -229,7 +195,7 @@ def fresh_rollups() -> None:
     settings = current_app.extensions["sprig.settings"]
     if not (settings.celery_eager or not settings.redis_url):
         return
-    if not usage.rollup_pending(db()):
+    if not rollups.rollup_pending(db()):
         return
     with session_scope(current_app.extensions["sprig.engine"]) as session:
-        usage.run_rollup(session)
+        rollups.run_rollup(session)

@@ -6,7 +6,7 @@ import time
 
 from market.platform.celery_app import celery, task_engine
 from market.platform.db import session_scope
-from market.usage.services import run_rollup
+from market.usage.rollups import run_rollup
 
 
 @celery.task(name="sprig.rollup")

@@ -1,7 +1,7 @@
 """The creator dashboard: installs, active users, retention and ratings over a window; a table
 of the creator's sub-agents with sparklines; forks of their work and the lineage's reach; CSV.
 
-The figures come from ``market.usage.services`` (the same functions behind
+The figures come from ``market.usage.stats`` (the same functions behind
 ``/api/v1/creators/<handle>/stats``), so the page and the API always agree.
 """
 
@@ -23,7 +23,7 @@ from market.platform.api_deps import db
 from market.platform.db import id_in
 from market.platform.errors import BadRequest
 from market.platform.time import utcnow
-from market.usage import services as usage
+from market.usage import stats
 from market.usage.api import fresh_rollups
 from market.usage.models import DailyStats
 from market.web import charts
@@ -95,7 +95,7 @@ def dashboard_page(handle: str):
     fresh_rollups()
     own = creator_subagents(session, viewer, creator)
     ids = [s.id for s in own]
-    figures = usage.usage_stats(session, ids, start, end, granularity)
+    figures = stats.usage_stats(session, ids, start, end, granularity)
     labels = [point["period_start"][5:] for point in figures["series"]]
     installs_chart = charts.bar_chart(labels, [p["installs"] for p in figures["series"]])
     active_chart = charts.line_chart(
@@ -104,12 +104,12 @@ def dashboard_page(handle: str):
     histogram = figures["totals"]["ratings"]["histogram"]
     stars = [histogram[f"stars_{k}"] for k in range(1, 6)]
     rating_chart = charts.bar_chart([f"{k}★" for k in range(1, 6)], stars)
-    table = usage.per_subagent_summary(session, own, start, end)
+    table = stats.per_subagent_summary(session, own, start, end)
     for row in table:
         row["sparkline"] = charts.sparkline(row["daily_active_users"])
         row["peak"] = max(row["daily_active_users"], default=0)
     table.sort(key=lambda r: (-r["installs"], -r["install_count"], r["id"]))
-    lineage = usage.lineage_stats(session, ids, creator.id, start, end, viewer.user_id)
+    lineage = stats.lineage_stats(session, ids, creator.id, start, end, viewer.user_id)
     forks_by_others = []
     if ids:
         forks_by_others = list(

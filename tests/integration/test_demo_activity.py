@@ -20,7 +20,8 @@ from sqlmodel import Session
 from market.app import create_app
 from market.catalog.maintenance import recount_counters
 from market.catalog.models import CATEGORIES, Install, SubAgent
-from market.demo.activity import FEEDBACK_TAGS, plan_activity, read_community
+from market.demo.activity import plan_activity, read_community
+from market.demo.activity_plan import FEEDBACK_TAGS
 from market.demo.loader import demo_tokens, load_demo
 from market.identity.models import User
 from market.platform.time import utcnow

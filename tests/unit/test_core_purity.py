@@ -56,6 +56,7 @@ SHARED_MODULES = (
     "installs",
     "bundles",
     "search",
+    "ingest",
 )
 
 # Imports the contract forbids that today's code still makes, each with why it remains.

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 import market.demo
-from market.demo.material import APPS, ROOTS
+from market.demo.activity_plan import FEEDBACK_TAGS
+from market.demo.material import APPS, COMMENTS, ROOTS
 
 NODE = shutil.which("node")
 needs_node = pytest.mark.skipif(NODE is None, reason="node is not on PATH")
@@ -79,3 +80,12 @@ def test_roots_are_one_file_each_named_by_their_key() -> None:
     names = sorted(p.name for p in (ASSETS / "roots").glob("*.json"))
     assert names == [f"{i:02d}-{root['key']}.json" for i, root in enumerate(ROOTS, start=1)]
     assert len({root["key"] for root in ROOTS}) == len(ROOTS)
+
+
+def test_every_feedback_tag_and_rating_band_has_comments_in_every_language() -> None:
+    # The planner keys a comment by the tag that leads it, or by the rating band when no tag
+    # does, and writes in English, Chinese, Japanese or Spanish.
+    keys = {*FEEDBACK_TAGS, "low", "mid", "high"}
+    assert set(COMMENTS) == keys
+    assert all(set(COMMENTS[key]) == {"en", "zh", "ja", "es"} for key in keys)
+    assert all(texts for by_lang in COMMENTS.values() for texts in by_lang.values())

@@ -16,7 +16,7 @@ from market.identity.tokens import revoke_token
 from market.platform.db import session_scope
 from market.platform.time import utcnow
 from market.ranking.models import SubAgentScore
-from market.usage import services
+from market.usage import rollups
 from tests.factories import bundle, fork, make_user, publish
 
 SCRIPT_TITLE = "<script>window.__pwned=1</script>Water"
@@ -523,7 +523,7 @@ def test_the_dashboard_rolls_up_pending_usage_first_and_skips_the_rollup_when_no
     def no_rollup(_session):
         raise AssertionError("a rollup ran with nothing pending")
 
-    monkeypatch.setattr(services, "run_rollup", no_rollup)
+    monkeypatch.setattr(rollups, "run_rollup", no_rollup)
     assert client.get("/creators/alice").status_code == 200
     assert client.get("/creators/alice/stats.csv").status_code == 200
 

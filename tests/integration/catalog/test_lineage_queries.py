@@ -2,7 +2,7 @@
 
 A random forest is written straight into the tables (bushy nodes, tied install counts, private,
 unlisted, yanked and quarantined nodes by several authors), then on every backend:
-- ``market.usage.services.descendants`` (one recursive query) finds exactly the nodes whose stored
+- ``market.usage.stats.descendants`` (one recursive query) finds exactly the nodes whose stored
   ancestry path passes through one of the given ones (what it used to filter in Python);
 - the capped subtree read in one recursive query returns the same rows, in the same order, as
   the level-by-level read and as a breadth-first walk in Python, for every node as the top and
@@ -19,7 +19,7 @@ from market.catalog import queries as browse
 from market.catalog.models import SubAgent
 from market.identity.tokens import ANONYMOUS, Principal
 from market.platform.db import session_scope
-from market.usage import services
+from market.usage import stats
 from tests.factories import make_user
 
 FOREST_SIZE = 160
@@ -98,9 +98,9 @@ def test_descendants_are_the_nodes_whose_path_passes_through_the_given_ones(engi
             expected = {
                 n.id: (n.ancestry, n.author_id) for n in nodes if _ancestors(n) & set(subset)
             }
-            assert services.descendants(session, subset) == expected, subset
-        assert services.descendants(session, []) == {}
-        assert len(services.descendants(session, [nodes[0].id])) > 10  # not a trivial forest
+            assert stats.descendants(session, subset) == expected, subset
+        assert stats.descendants(session, []) == {}
+        assert len(stats.descendants(session, [nodes[0].id])) > 10  # not a trivial forest
 
 
 def _breadth_first(nodes, top, viewer, depth, max_children, max_nodes) -> list[int]:

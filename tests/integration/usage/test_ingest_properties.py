@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 from sqlalchemy import delete, select
 from sqlmodel import Session
 
+from market.usage.ingest import ingest_events
 from market.usage.models import RollupDirty, UsageEvent
-from market.usage.services import ingest_events
 from tests.factories import make_user, publish
 
 

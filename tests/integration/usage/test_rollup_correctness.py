@@ -26,6 +26,7 @@ from sqlmodel import Session
 from feedback import rollup
 from market.catalog.models import Install, SubAgent, Version
 from market.platform.db import make_engine
+from market.usage.ingest import ingest_events, log_install
 from market.usage.models import (
     DailyStats,
     Feedback,
@@ -34,7 +35,8 @@ from market.usage.models import (
     RollupDirty,
     UsageEvent,
 )
-from market.usage.services import ingest_events, log_install, record_feedback, run_rollup
+from market.usage.ratings import record_feedback
+from market.usage.rollups import run_rollup
 from tests.factories import make_user, publish
 
 BASE_DAY = date(2026, 3, 2)  # every time here is explicit: nothing depends on today

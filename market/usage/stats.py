@@ -1,0 +1,303 @@
+"""The stats reads: a sub-agent's or a creator's series, totals and retention over a window,
+the rating summary, the creator's per-sub-agent table, and the lineage figures (forks by
+others, the lineage's reach, the credit flowing back)."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+
+from sqlalchemy import distinct, func, select
+from sqlmodel import Session
+
+from feedback import credit, rollup
+from market.catalog.models import SubAgent
+from market.identity.access import counted_fork_clause, tree_visible
+from market.platform.db import id_in
+from market.platform.time import utcnow
+from market.usage.models import DailyStats, Feedback, RetentionCohort, UsageEvent
+
+SUM_FIELDS = (
+    "opens",
+    "sessions",
+    "time_spent_ms",
+    "installs",
+    "uninstalls",
+    "errors",
+    "ratings",
+    *rollup.STAR_FIELDS,
+    "thumbs_up",
+    "thumbs_down",
+)
+
+
+def period_start(day: date, granularity: str) -> date:
+    return day - timedelta(days=day.weekday()) if granularity == "week" else day
+
+
+def _distinct_users(session: Session, subagent_ids: list[int], start: date, end: date) -> int:
+    if not subagent_ids:
+        return 0
+    return session.execute(
+        select(func.count(distinct(UsageEvent.user_id))).where(
+            id_in(session, UsageEvent.subagent_id, subagent_ids),
+            UsageEvent.occurred_day >= start,
+            UsageEvent.occurred_day <= end,
+        )
+    ).scalar_one()
+
+
+def _active_users(
+    session: Session, subagent_ids: list[int], start: date, end: date, granularity: str
+) -> tuple[dict[date, int], int]:
+    """Distinct users per period (a week's actives are not the sum of its days'), and over
+    the whole window. Where the periods are read from the events, the window's figure is the
+    union of theirs, so it costs no second read."""
+    if not subagent_ids:
+        return {}, 0
+    if granularity == "day" and len(subagent_ids) == 1:
+        rows = session.execute(
+            select(DailyStats.day, func.sum(DailyStats.active_users))
+            .where(
+                id_in(session, DailyStats.subagent_id, subagent_ids),
+                DailyStats.day >= start,
+                DailyStats.day <= end,
+            )
+            .group_by(DailyStats.day)
+        )
+        per_day = {day: int(users) for day, users in rows}
+        return per_day, _distinct_users(session, subagent_ids, start, end)
+    users: dict[date, set] = {}
+    for day, user_id in session.execute(
+        select(UsageEvent.occurred_day, UsageEvent.user_id)
+        .where(
+            id_in(session, UsageEvent.subagent_id, subagent_ids),
+            UsageEvent.occurred_day >= start,
+            UsageEvent.occurred_day <= end,
+        )
+        .distinct()
+    ):
+        users.setdefault(period_start(day, granularity), set()).add(user_id)
+    everyone = set().union(*users.values())
+    return {period: len(members) for period, members in users.items()}, len(everyone)
+
+
+def usage_stats(
+    session: Session, subagent_ids: list[int], start: date, end: date, granularity: str
+) -> dict:
+    """Series, totals and retention over [start, end] for one or several sub-agents."""
+    totals = dict.fromkeys(SUM_FIELDS, 0)
+    series: dict[date, dict] = {}
+    if subagent_ids:
+        # Summed per day in the database: a row per day instead of one per sub-agent and day.
+        for day, *sums in session.execute(
+            select(DailyStats.day, *(func.sum(getattr(DailyStats, name)) for name in SUM_FIELDS))
+            .where(
+                id_in(session, DailyStats.subagent_id, subagent_ids),
+                DailyStats.day >= start,
+                DailyStats.day <= end,
+            )
+            .group_by(DailyStats.day)
+        ):
+            bucket = series.setdefault(period_start(day, granularity), dict.fromkeys(SUM_FIELDS, 0))
+            for name, value in zip(SUM_FIELDS, sums, strict=True):
+                value = int(value)  # PostgreSQL sums a bigint column as numeric
+                bucket[name] += value
+                totals[name] += value
+    active, window_users = _active_users(session, subagent_ids, start, end, granularity)
+    points = []
+    cursor = period_start(start, granularity)
+    step = timedelta(days=7 if granularity == "week" else 1)
+    while cursor <= end:
+        bucket = series.get(cursor, dict.fromkeys(SUM_FIELDS, 0))
+        points.append(
+            {"period_start": cursor.isoformat(), "active_users": active.get(cursor, 0), **bucket}
+        )
+        cursor += step
+    cohorts = _retention(session, subagent_ids, start, end, granularity)
+    histogram = {name: totals[name] for name in (*rollup.STAR_FIELDS, "thumbs_up", "thumbs_down")}
+    return {
+        "totals": {
+            **{
+                k: totals[k]
+                for k in ("installs", "uninstalls", "opens", "sessions", "time_spent_ms", "errors")
+            },
+            "active_users": window_users,
+            "error_rate": round(totals["errors"] / totals["opens"], 4) if totals["opens"] else 0.0,
+            "ratings": {"count": totals["ratings"], "histogram": histogram},
+        },
+        "series": points,
+        "retention": cohorts,
+    }
+
+
+def _retention(session, subagent_ids, start, end, granularity) -> list[dict]:
+    if not subagent_ids:
+        return []
+    grouped: dict[date, dict] = {}
+    for row in session.execute(
+        select(RetentionCohort).where(
+            id_in(session, RetentionCohort.subagent_id, subagent_ids),
+            RetentionCohort.install_day >= start,
+            RetentionCohort.install_day <= end,
+        )
+    ).scalars():
+        bucket = grouped.setdefault(
+            period_start(row.install_day, granularity),
+            {"cohort_size": 0, "day1": 0, "day7": 0, "day30": 0},
+        )
+        for name in bucket:
+            bucket[name] += getattr(row, name)
+    today = utcnow().date()
+    curves = []
+    for period, bucket in sorted(grouped.items()):
+        size = bucket["cohort_size"]
+        curve = {"cohort_start": period.isoformat(), **bucket}
+        for offset in rollup.RETENTION_OFFSETS:
+            # A cohort too young to have reached day N has no figure yet, not a zero.
+            matured = period + timedelta(days=offset) <= today
+            curve[f"day{offset}_rate"] = (
+                round(bucket[f"day{offset}"] / size, 4) if size and matured else None
+            )
+        curves.append(curve)
+    return curves
+
+
+def rating_summary(session: Session, subagent_ids: list[int]) -> dict:
+    """The current ratings (one per user and version), all time."""
+    stars_count, stars_avg, up, down = 0, None, 0, 0
+    if subagent_ids:
+        for scale, count, average, positive in session.execute(
+            select(
+                Feedback.scale, func.count(), func.avg(Feedback.rating), func.sum(Feedback.rating)
+            )
+            .where(Feedback.subagent_id.in_(subagent_ids))
+            .group_by(Feedback.scale)
+        ):
+            if scale == "stars":
+                stars_count, stars_avg = count, round(float(average), 2)
+            else:
+                up, down = int(positive or 0), count - int(positive or 0)
+    return {
+        "stars_count": stars_count,
+        "stars_average": stars_avg,
+        "thumbs_up": up,
+        "thumbs_down": down,
+        "count": stars_count + up + down,
+    }
+
+
+def descendants(
+    session: Session, subagent_ids: list[int], *, visible_to: int | None = None
+) -> dict[int, tuple[str, int]]:
+    """Every descendant of the given sub-agents: id → (ancestry, author_id). With
+    ``visible_to``, only those that person may see listed (their own, and public ones that are
+    active or yanked): a count of someone else's private or unlisted forks would tell that
+    they exist. The walk still passes through hidden ones to reach what lies below them.
+
+    One recursive query down the parent links (the parent index), so the cost follows the
+    number of descendants, not the size of the lineages they sit in: a popular root's
+    lineage can hold thousands of sub-agents of which a creator's fork has a handful.
+    UNION (not UNION ALL) keeps a node once when it sits below two of the given ones."""
+    if not subagent_ids:
+        return {}
+    columns = (
+        SubAgent.id,
+        SubAgent.ancestry,
+        SubAgent.author_id,
+        SubAgent.visibility,
+        SubAgent.status,
+    )
+    # The columns travel in the recursion: joining the result back to the table by id makes
+    # PostgreSQL guess thousands of rows and hash the whole table instead.
+    below = (
+        select(*columns)
+        .where(id_in(session, SubAgent.parent_id, subagent_ids))
+        .cte("below", recursive=True)
+    )
+    below = below.union(select(*columns).join(below, SubAgent.parent_id == below.c.id))
+    found = select(below.c.id, below.c.ancestry, below.c.author_id)
+    if visible_to is not None:
+        found = found.where(tree_visible(below.c, visible_to))
+    rows = session.execute(found)
+    return {node_id: (ancestry, author_id) for node_id, ancestry, author_id in rows}
+
+
+def lineage_stats(
+    session: Session, own_ids: list[int], author_id: int, start: date, end: date, viewer_id: int
+) -> dict:
+    """Forks of a creator's work, the reach of its lineage and the credit flowing back, over
+    the forks the viewer sees in the tree (for the creator, others' private and unlisted ones
+    are not counted; for a moderator, nor are the creator's own)."""
+    below = descendants(session, own_ids, visible_to=viewer_id)
+    others = {node: ancestry for node, (ancestry, author) in below.items() if author != author_id}
+    usage = {}
+    if below:
+        usage = dict(
+            session.execute(
+                select(UsageEvent.subagent_id, func.count(distinct(UsageEvent.user_id)))
+                .where(
+                    id_in(session, UsageEvent.subagent_id, list(below)),
+                    UsageEvent.occurred_day >= start,
+                    UsageEvent.occurred_day <= end,
+                )
+                .group_by(UsageEvent.subagent_id)
+            ).all()
+        )
+    direct_forks = 0
+    if own_ids:
+        direct_forks = session.execute(
+            select(func.count(SubAgent.id)).where(
+                id_in(session, SubAgent.parent_id, own_ids),
+                SubAgent.author_id != author_id,
+                counted_fork_clause(SubAgent),
+            )
+        ).scalar_one()
+    flows = credit.credit_to_ancestors({n: a for n, (a, _) in below.items()}, usage)
+    return {
+        "forks_by_others": direct_forks,
+        "descendants_by_others": len(others),
+        "lineage_reach": _distinct_users(session, list(below), start, end),
+        "credit": {str(k): v for k, v in flows.items() if k in set(own_ids)},
+        "credit_decay": credit.DECAY,
+    }
+
+
+def per_subagent_summary(session: Session, subagents: list, start: date, end: date) -> list[dict]:
+    """One row per sub-agent for a creator's table: window totals and a daily sparkline."""
+    ids = [s.id for s in subagents]
+    days = (end - start).days + 1
+    lines = {s.id: [0] * days for s in subagents}
+    totals = {s.id: {"installs": 0, "opens": 0, "errors": 0} for s in subagents}
+    if ids:
+        for subagent_id, day, active_users, installs, opens, errors in session.execute(
+            select(
+                DailyStats.subagent_id,
+                DailyStats.day,
+                DailyStats.active_users,
+                DailyStats.installs,
+                DailyStats.opens,
+                DailyStats.errors,
+            ).where(
+                id_in(session, DailyStats.subagent_id, ids),
+                DailyStats.day >= start,
+                DailyStats.day <= end,
+            )
+        ):
+            lines[subagent_id][(day - start).days] = active_users
+            row_totals = totals[subagent_id]
+            row_totals["installs"] += installs
+            row_totals["opens"] += opens
+            row_totals["errors"] += errors
+    return [
+        {
+            "id": s.id,
+            "title": s.title,
+            "visibility": s.visibility,
+            "status": s.status,
+            "install_count": s.install_count,
+            "fork_count": s.fork_count,
+            **totals[s.id],
+            "daily_active_users": lines[s.id],
+        }
+        for s in subagents
+    ]
