@@ -1,4 +1,5 @@
-"""``/subagents``: publish, read, fork, browse, lineage, diff, install, moderation."""
+"""``/subagents``: publish, read, fork, browse, lineage, diff, install, moderation; the
+caller's installs, the fork-request queue and the reports."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ import io
 from apiflask import APIBlueprint
 from flask import current_app, request, send_file
 from pydantic import BaseModel
+from sqlmodel import select
 
 from market.catalog import bundles, installs
 from market.catalog import queries as browse
 from market.catalog import services as catalog
 from market.catalog.bundles import BundleError
+from market.catalog.models import Report
 from market.catalog.schemas import (
     BrowseQuery,
     BundleOut,
@@ -20,8 +23,11 @@ from market.catalog.schemas import (
     DiffQuery,
     ForkIn,
     ForkRequestIn,
+    ForkRequestList,
     ForkRequestOut,
+    ForkRequestQuery,
     InstallIn,
+    InstallList,
     InstallOut,
     Lineage,
     Page,
@@ -29,6 +35,7 @@ from market.catalog.schemas import (
     PublishIn,
     QuarantineIn,
     ReportIn,
+    ReportList,
     ReportOut,
     SubAgentOut,
     Tree,
@@ -40,11 +47,21 @@ from market.catalog.schemas import (
     YankIn,
 )
 from market.catalog.search import matcher_for
-from market.catalog.serialize import fork_request_out, subagent_out, version_out, visible_detail
+from market.catalog.serialize import (
+    fork_request_out,
+    fork_request_page_out,
+    install_out,
+    install_page_out,
+    subagent_out,
+    version_out,
+    visible_detail,
+)
+from market.identity.access import can_moderate
 from market.identity.models import User
 from market.identity.tokens import caller
 from market.platform.api_deps import commit, db, parse_json, parse_model
-from market.platform.errors import Unprocessable, UnsupportedMediaType
+from market.platform.errors import Forbidden, Unprocessable, UnsupportedMediaType
+from market.platform.pagination import decode_cursor, encode_cursor
 from market.platform.problems import problem
 from market.ranking.services import EmbeddedSchedule
 
@@ -277,7 +294,7 @@ def install(subagent_id: int, body: InstallIn):
     who = caller()
     who.require("install")
     subagent = catalog.get_visible(session, who, subagent_id)
-    result, created = installs.install(
+    installed = installs.install(
         session,
         who,
         subagent,
@@ -286,7 +303,7 @@ def install(subagent_id: int, body: InstallIn):
         exposure_id=body.exposure_id,
     )
     commit()
-    return result, 201 if created else 200
+    return install_out(installed.install, installed.new_scopes), 201 if installed.created else 200
 
 
 @bp.delete("/subagents/<int(max=2147483647):subagent_id>/install")
@@ -357,6 +374,53 @@ def report(subagent_id: int, body: ReportIn):
     row, created = catalog.report(session, who, subagent, body.reason.value, body.detail)
     commit()
     return ReportOut.model_validate(row, from_attributes=True), 201 if created else 200
+
+
+# The caller's installs, the fork-request queue and the moderators' reports are catalog rows
+# listed under the Account tag of the API document, beside ``/me``.
+ACCOUNT = {"tags": ["Account"]}
+
+
+@bp.get("/me/installs")
+@bp.input(PageQuery, location="query", arg_name="query")
+@bp.output(InstallList)
+@bp.doc(**ACCOUNT)
+def my_installs(query: PageQuery):
+    """The caller's imported sub-agents, newest first."""
+    page = installs.my_installs(db(), caller(), limit=query.limit, cursor=query.cursor)
+    return install_page_out(page)
+
+
+@bp.get("/fork-requests")
+@bp.input(ForkRequestQuery, location="query", arg_name="query")
+@bp.output(ForkRequestList)
+@bp.doc(**ACCOUNT)
+def fork_requests(query: ForkRequestQuery):
+    """The coding agent's queue of customization requests (oldest first)."""
+    page = installs.fork_request_queue(
+        db(), caller(), status=query.status, limit=query.limit, cursor=query.cursor
+    )
+    return fork_request_page_out(page)
+
+
+@bp.get("/reports")
+@bp.input(PageQuery, location="query", arg_name="query")
+@bp.output(ReportList)
+@bp.doc(**ACCOUNT)
+def reports(query: PageQuery):
+    """Open reports, for moderators."""
+    who = caller()
+    who.require()
+    if not can_moderate(who):
+        raise Forbidden("Only moderators read reports.")
+    statement = select(Report).where(Report.status == "open")
+    if query.cursor:
+        (last_id,) = decode_cursor(query.cursor, (int,))
+        statement = statement.where(Report.id > last_id)
+    rows = list(db().exec(statement.order_by(Report.id).limit(query.limit + 1)))
+    items = [ReportOut.model_validate(r, from_attributes=True) for r in rows[: query.limit]]
+    next_cursor = encode_cursor(rows[query.limit - 1].id) if len(rows) > query.limit else None
+    return ReportList(items=items, next_cursor=next_cursor)
 
 
 def read_body_with_bundle(model: type[BaseModel]) -> tuple[BaseModel, bundles.Bundle]:

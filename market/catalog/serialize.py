@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from market.catalog.installs import ForkRequestPage, InstallPage
 from market.catalog.models import ForkRequest, Install, SubAgent, Version
 from market.catalog.schemas import (
     AuthorOut,
+    ForkRequestList,
     ForkRequestOut,
+    InstallList,
     InstallOut,
     SubAgentCard,
     SubAgentOut,
@@ -105,6 +108,18 @@ def fork_request_out(request: ForkRequest, requester: User) -> ForkRequestOut:
         fulfilled_by_id=request.fulfilled_by_id,
         created_at=request.created_at,
     )
+
+
+def install_page_out(page: InstallPage) -> InstallList:
+    items = [
+        install_out(row.install, card=card_out(row.subagent, row.author)) for row in page.items
+    ]
+    return InstallList(items=items, next_cursor=page.next_cursor)
+
+
+def fork_request_page_out(page: ForkRequestPage) -> ForkRequestList:
+    items = [fork_request_out(queued.request, queued.requester) for queued in page.items]
+    return ForkRequestList(items=items, next_cursor=page.next_cursor)
 
 
 def visible_detail(session, viewer, detail: SubAgentOut) -> SubAgentOut:

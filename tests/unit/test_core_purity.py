@@ -63,10 +63,6 @@ KNOWN_EXCEPTIONS = {
     ("market.catalog.schemas", "market.ranking.schemas"): (
         "a sub-agent's response embeds its ranking figures (RankingOut, BestDescendantOut)"
     ),
-    ("market.identity.api", "market.catalog.schemas"): (
-        "the Account API lists the caller's installs, the fork-request queue and reports in "
-        "catalog shapes; moving those routes to the catalog changes the OpenAPI document"
-    ),
 }
 
 
