@@ -52,7 +52,10 @@ from market.catalog.serialize import (
     fork_request_page_out,
     install_out,
     install_page_out,
+    lineage_out,
+    page_out,
     subagent_out,
+    tree_out,
     version_out,
     visible_detail,
 )
@@ -132,7 +135,7 @@ def list_subagents(query: BrowseQuery):
     """Browse and search public sub-agents (full text over title, summary, story, tags)."""
     if query.sort and query.sort.value in browse.SCORE_SORTS:
         _fresh_ranking()
-    return browse.browse(
+    page = browse.browse(
         db(),
         caller(),
         q=query.q,
@@ -143,6 +146,7 @@ def list_subagents(query: BrowseQuery):
         cursor=query.cursor,
         character_matches=matcher_for(current_app, db()),
     )
+    return page_out(page)
 
 
 @bp.get("/subagents/<int(max=2147483647):subagent_id>")
@@ -229,7 +233,7 @@ def list_forks(subagent_id: int, query: PageQuery):
     session = db()
     who = caller()
     parent = catalog.get_visible(session, who, subagent_id)
-    return browse.forks_of(session, who, parent, limit=query.limit, cursor=query.cursor)
+    return page_out(browse.forks_of(session, who, parent, limit=query.limit, cursor=query.cursor))
 
 
 @bp.get("/subagents/<int(max=2147483647):subagent_id>/lineage")
@@ -238,7 +242,7 @@ def get_lineage(subagent_id: int):
     """Ancestors from the root to the parent."""
     session = db()
     who = caller()
-    return browse.lineage(session, who, catalog.get_visible(session, who, subagent_id))
+    return lineage_out(browse.lineage(session, who, catalog.get_visible(session, who, subagent_id)))
 
 
 @bp.get("/subagents/<int(max=2147483647):subagent_id>/tree")
@@ -252,7 +256,7 @@ def get_tree(subagent_id: int, query: TreeQuery):
     from flask import current_app
 
     settings = current_app.extensions["sprig.settings"]
-    return browse.subtree(
+    tree = browse.subtree(
         session,
         who,
         top,
@@ -260,6 +264,7 @@ def get_tree(subagent_id: int, query: TreeQuery):
         max_children=query.max_children,
         max_nodes=settings.tree_nodes_max,
     )
+    return tree_out(tree)
 
 
 @bp.get("/subagents/<int(max=2147483647):subagent_id>/diff")
