@@ -33,6 +33,7 @@ from market.identity.tokens import ANONYMOUS, Principal, principal_for_token
 from market.platform.db import commit_catalog_write
 from market.platform.errors import SprigError
 from market.suggestions.schemas import SuggestionsIn, SuggestionsOut
+from market.suggestions.serialize import suggestion_request, suggestions_out
 from market.suggestions.services import SuggestionService
 
 INSTRUCTIONS = (
@@ -114,7 +115,7 @@ def build_server(
                     "k": k,
                 },
             )
-            return suggestions.suggest(session, body)
+            return suggestions_out(suggestions.suggest(session, suggestion_request(body)))
 
     @server.tool()
     def get_subagent(subagent_id: int) -> SubAgentOut:
