@@ -48,6 +48,7 @@ from market.catalog.schemas import (
 )
 from market.catalog.search import matcher_for
 from market.catalog.serialize import (
+    fork_command,
     fork_request_out,
     fork_request_page_out,
     install_out,
@@ -220,7 +221,8 @@ def get_bundle(subagent_id: int, version_id: int, query: BundleQuery):
 def fork_subagent(subagent_id: int):
     """Fork: the fork request text plus the new bundle; the server records the parent link."""
     body, bundle = read_body_with_bundle(ForkIn)
-    child, _version, created = catalog.fork_as_requested(db(), caller(), subagent_id, body, bundle)
+    command = fork_command(subagent_id, body, bundle)
+    child, _version, created = catalog.fork_as_requested(db(), caller(), command)
     commit()
     return _detail(child), 201 if created else 200
 

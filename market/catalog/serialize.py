@@ -1,14 +1,16 @@
 """Turn table rows and the services' results into response models (never return a table row:
-it would leak fields)."""
+it would leak fields), and request bodies into the services' commands."""
 
 from __future__ import annotations
 
+from market.catalog import bundles
 from market.catalog.installs import ForkRequestPage, InstallPage
 from market.catalog.models import ForkRequest, Install, SubAgent, Version
 from market.catalog.queries import Card, CardPage, LineagePath, Subtree
 from market.catalog.schemas import (
     AuthorOut,
     BestDescendantOut,
+    ForkIn,
     ForkRequestList,
     ForkRequestOut,
     InstallList,
@@ -23,9 +25,27 @@ from market.catalog.schemas import (
     TreeNode,
     VersionOut,
 )
+from market.catalog.services import ForkCommand
 from market.identity.access import hidden_among
 from market.identity.models import User
 from market.ranking.services import ranking_figures
+
+
+def fork_command(parent_id: int, body: ForkIn, bundle: bundles.Bundle) -> ForkCommand:
+    return ForkCommand(
+        parent_id=parent_id,
+        title=body.title,
+        fork_request=body.fork_request,
+        bundle=bundle,
+        summary=body.summary,
+        story=body.story,
+        tags=body.tags,
+        category=body.category.value if body.category else None,
+        parent_version_id=body.parent_version_id,
+        fork_request_id=body.fork_request_id,
+        visibility=body.visibility.value,
+        on_behalf_of=body.on_behalf_of,
+    )
 
 
 def author_out(user: User) -> AuthorOut:

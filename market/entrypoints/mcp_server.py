@@ -28,7 +28,7 @@ from market.catalog import bundles
 from market.catalog import services as catalog
 from market.catalog.bundles import BundleError
 from market.catalog.schemas import DiffOut, ForkIn, SubAgentOut
-from market.catalog.serialize import subagent_out, visible_detail
+from market.catalog.serialize import fork_command, subagent_out, visible_detail
 from market.identity.tokens import ANONYMOUS, Principal, principal_for_token
 from market.platform.db import commit_catalog_write
 from market.platform.errors import SprigError
@@ -190,9 +190,8 @@ def build_server(
                 },
             )
             bundle = bundles.bundle_from_json(body.bundle.model_dump())
-            child, version, created = catalog.fork_as_requested(
-                session, principal, parent_id, body, bundle
-            )
+            command = fork_command(parent_id, body, bundle)
+            child, version, created = catalog.fork_as_requested(session, principal, command)
             # No read cache in this process: web workers hear the commit's NOTIFY.
             commit_catalog_write(session, suggestions=suggestions)
             detail = subagent_out(child, catalog.get_author(session, child), version)
