@@ -7,6 +7,9 @@
 - A domain may use another domain's non-HTTP modules (``SHARED_MODULES``: its tables, services,
   queries, ...), never its ``api``, ``views``, ``schemas`` or ``tasks``: HTTP shapes belong to
   the domain that serves them.
+- A domain's non-HTTP modules take primitives or command dataclasses and return rows or
+  dataclasses: they never import a ``schemas`` or ``serialize`` module, so an API shape change
+  is not a service change (``api``, ``views`` and the MCP server map the results).
 - Entry points (CLI, MCP, gunicorn) call services, never an ``api`` or ``views`` module nor
   the web shell.
 """
@@ -123,6 +126,13 @@ def violations(path: Path) -> list[str]:
             foreign = theirs and theirs[0] == "domain" and theirs[1] != mine[1]
             if foreign and theirs[2] not in SHARED_MODULES:
                 rule = f"a domain uses only another's non-HTTP modules, not its {theirs[2]!r}"
+            elif (
+                mine[2] in SHARED_MODULES
+                and theirs
+                and theirs[0] == "domain"
+                and theirs[2] in ("schemas", "serialize")
+            ):
+                rule = "services take and return rows and dataclasses, not HTTP shapes"
         elif mine == ("shell", "entrypoints"):
             http = theirs and theirs[0] == "domain" and theirs[2] in ("api", "views")
             if http or theirs == ("shell", "web"):
@@ -176,6 +186,16 @@ def test_no_flat_module_is_left_in_market():
         ),
         ("market/usage/sample.py", "import market.catalog.api\n", "not its 'api'"),
         ("market/usage/sample.py", "from market.catalog.tasks import rank\n", "not its 'tasks'"),
+        (
+            "market/catalog/services.py",
+            "from market.catalog.schemas import SubAgentOut\n",
+            "not HTTP shapes",
+        ),
+        (
+            "market/catalog/queries.py",
+            "from market.catalog.serialize import card_out\n",
+            "not HTTP shapes",
+        ),
         ("market/entrypoints/sample.py", "from market.web import signin\n", "never api"),
         ("market/entrypoints/sample.py", "from market.catalog import views\n", "never api"),
     ],
