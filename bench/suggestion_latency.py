@@ -158,8 +158,8 @@ def in_process(url: str, queries: list[str]) -> dict:
     from evolution.text_index import SCRIPTS, Match, count_matrix
     from market.platform.db import make_engine
     from market.ranking.models import SubAgentScore
-    from market.suggestions.schemas import SuggestionsIn
-    from market.suggestions.services import CANDIDATES, SuggestionService
+    from market.suggestions.serialize import suggestions_out
+    from market.suggestions.services import CANDIDATES, SuggestionRequest, SuggestionService
 
     engine = make_engine(url)
     service = SuggestionService(engine)
@@ -221,9 +221,10 @@ def in_process(url: str, queries: list[str]) -> dict:
         hits = sum(f >= b - 1e-6 for f, b in zip(found, best, strict=False))
         recall.append(hits / max(1, len(best)))
     with Session(engine) as session:
-        service.suggest(session, SuggestionsIn(request=queries[0]))
+        suggestions_out(service.suggest(session, SuggestionRequest(text=queries[0])))
         full_ms, _ = _timed(
-            lambda q: service.suggest(session, SuggestionsIn(request=q, k=5)), queries[:200]
+            lambda q: suggestions_out(service.suggest(session, SuggestionRequest(text=q, k=5))),
+            queries[:200],
         )
     engine.dispose()
     return {

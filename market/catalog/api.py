@@ -1,4 +1,5 @@
-"""``/subagents``: publish, read, fork, browse, lineage, diff, install, moderation."""
+"""``/subagents``: publish, read, fork, browse, lineage, diff, install, moderation; the
+caller's installs, the fork-request queue and the reports."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import io
 from apiflask import APIBlueprint
 from flask import current_app, request, send_file
 from pydantic import BaseModel
+from sqlmodel import select
 
 from market.catalog import bundles, installs
 from market.catalog import queries as browse
@@ -14,6 +16,7 @@ from market.catalog import services as catalog
 from market.catalog.bundles.archive import bundle_from_zip, bundle_to_zip
 from market.catalog.bundles.diff import diff_bundles
 from market.catalog.bundles.limits import BundleError
+from market.catalog.models import Report
 from market.catalog.schemas import (
     BrowseQuery,
     BundleOut,
@@ -22,8 +25,11 @@ from market.catalog.schemas import (
     DiffQuery,
     ForkIn,
     ForkRequestIn,
+    ForkRequestList,
     ForkRequestOut,
+    ForkRequestQuery,
     InstallIn,
+    InstallList,
     InstallOut,
     Lineage,
     Page,
@@ -31,6 +37,7 @@ from market.catalog.schemas import (
     PublishIn,
     QuarantineIn,
     ReportIn,
+    ReportList,
     ReportOut,
     SubAgentOut,
     Tree,
@@ -42,11 +49,25 @@ from market.catalog.schemas import (
     YankIn,
 )
 from market.catalog.search import matcher_for
-from market.catalog.serialize import fork_request_out, subagent_out, version_out, visible_detail
+from market.catalog.serialize import (
+    fork_command,
+    fork_request_out,
+    fork_request_page_out,
+    install_out,
+    install_page_out,
+    lineage_out,
+    page_out,
+    subagent_out,
+    tree_out,
+    version_out,
+    visible_detail,
+)
+from market.identity.access import can_moderate
 from market.identity.models import User
 from market.identity.tokens import caller
 from market.platform.api_deps import commit, db, parse_json, parse_model
-from market.platform.errors import Unprocessable, UnsupportedMediaType
+from market.platform.errors import Forbidden, Unprocessable, UnsupportedMediaType
+from market.platform.pagination import decode_cursor, encode_cursor
 from market.platform.problems import problem
 from market.ranking.services import EmbeddedSchedule
 
@@ -117,7 +138,7 @@ def list_subagents(query: BrowseQuery):
     """Browse and search public sub-agents (full text over title, summary, story, tags)."""
     if query.sort and query.sort.value in browse.SCORE_SORTS:
         _fresh_ranking()
-    return browse.browse(
+    page = browse.browse(
         db(),
         caller(),
         q=query.q,
@@ -128,6 +149,7 @@ def list_subagents(query: BrowseQuery):
         cursor=query.cursor,
         character_matches=matcher_for(current_app, db()),
     )
+    return page_out(page)
 
 
 @bp.get("/subagents/<int(max=2147483647):subagent_id>")
@@ -201,7 +223,8 @@ def get_bundle(subagent_id: int, version_id: int, query: BundleQuery):
 def fork_subagent(subagent_id: int):
     """Fork: the fork request text plus the new bundle; the server records the parent link."""
     body, bundle = read_body_with_bundle(ForkIn)
-    child, _version, created = catalog.fork_as_requested(db(), caller(), subagent_id, body, bundle)
+    command = fork_command(subagent_id, body, bundle)
+    child, _version, created = catalog.fork_as_requested(db(), caller(), command)
     commit()
     return _detail(child), 201 if created else 200
 
@@ -214,7 +237,7 @@ def list_forks(subagent_id: int, query: PageQuery):
     session = db()
     who = caller()
     parent = catalog.get_visible(session, who, subagent_id)
-    return browse.forks_of(session, who, parent, limit=query.limit, cursor=query.cursor)
+    return page_out(browse.forks_of(session, who, parent, limit=query.limit, cursor=query.cursor))
 
 
 @bp.get("/subagents/<int(max=2147483647):subagent_id>/lineage")
@@ -223,7 +246,7 @@ def get_lineage(subagent_id: int):
     """Ancestors from the root to the parent."""
     session = db()
     who = caller()
-    return browse.lineage(session, who, catalog.get_visible(session, who, subagent_id))
+    return lineage_out(browse.lineage(session, who, catalog.get_visible(session, who, subagent_id)))
 
 
 @bp.get("/subagents/<int(max=2147483647):subagent_id>/tree")
@@ -237,7 +260,7 @@ def get_tree(subagent_id: int, query: TreeQuery):
     from flask import current_app
 
     settings = current_app.extensions["sprig.settings"]
-    return browse.subtree(
+    tree = browse.subtree(
         session,
         who,
         top,
@@ -245,6 +268,7 @@ def get_tree(subagent_id: int, query: TreeQuery):
         max_children=query.max_children,
         max_nodes=settings.tree_nodes_max,
     )
+    return tree_out(tree)
 
 
 @bp.get("/subagents/<int(max=2147483647):subagent_id>/diff")
@@ -279,7 +303,7 @@ def install(subagent_id: int, body: InstallIn):
     who = caller()
     who.require("install")
     subagent = catalog.get_visible(session, who, subagent_id)
-    result, created = installs.install(
+    installed = installs.install(
         session,
         who,
         subagent,
@@ -288,7 +312,7 @@ def install(subagent_id: int, body: InstallIn):
         exposure_id=body.exposure_id,
     )
     commit()
-    return result, 201 if created else 200
+    return install_out(installed.install, installed.new_scopes), 201 if installed.created else 200
 
 
 @bp.delete("/subagents/<int(max=2147483647):subagent_id>/install")
@@ -359,6 +383,53 @@ def report(subagent_id: int, body: ReportIn):
     row, created = catalog.report(session, who, subagent, body.reason.value, body.detail)
     commit()
     return ReportOut.model_validate(row, from_attributes=True), 201 if created else 200
+
+
+# The caller's installs, the fork-request queue and the moderators' reports are catalog rows
+# listed under the Account tag of the API document, beside ``/me``.
+ACCOUNT = {"tags": ["Account"]}
+
+
+@bp.get("/me/installs")
+@bp.input(PageQuery, location="query", arg_name="query")
+@bp.output(InstallList)
+@bp.doc(**ACCOUNT)
+def my_installs(query: PageQuery):
+    """The caller's imported sub-agents, newest first."""
+    page = installs.my_installs(db(), caller(), limit=query.limit, cursor=query.cursor)
+    return install_page_out(page)
+
+
+@bp.get("/fork-requests")
+@bp.input(ForkRequestQuery, location="query", arg_name="query")
+@bp.output(ForkRequestList)
+@bp.doc(**ACCOUNT)
+def fork_requests(query: ForkRequestQuery):
+    """The coding agent's queue of customization requests (oldest first)."""
+    page = installs.fork_request_queue(
+        db(), caller(), status=query.status, limit=query.limit, cursor=query.cursor
+    )
+    return fork_request_page_out(page)
+
+
+@bp.get("/reports")
+@bp.input(PageQuery, location="query", arg_name="query")
+@bp.output(ReportList)
+@bp.doc(**ACCOUNT)
+def reports(query: PageQuery):
+    """Open reports, for moderators."""
+    who = caller()
+    who.require()
+    if not can_moderate(who):
+        raise Forbidden("Only moderators read reports.")
+    statement = select(Report).where(Report.status == "open")
+    if query.cursor:
+        (last_id,) = decode_cursor(query.cursor, (int,))
+        statement = statement.where(Report.id > last_id)
+    rows = list(db().exec(statement.order_by(Report.id).limit(query.limit + 1)))
+    items = [ReportOut.model_validate(r, from_attributes=True) for r in rows[: query.limit]]
+    next_cursor = encode_cursor(rows[query.limit - 1].id) if len(rows) > query.limit else None
+    return ReportList(items=items, next_cursor=next_cursor)
 
 
 def read_body_with_bundle(model: type[BaseModel]) -> tuple[BaseModel, bundles.Bundle]:

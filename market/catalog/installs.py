@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sqlalchemy import and_
 from sqlmodel import Session, select
 
 from market.catalog.counters import count_install_change, lock_subagent
 from market.catalog.models import ForkRequest, Install, SubAgent
-from market.catalog.schemas import ForkRequestList, InstallList
-from market.catalog.serialize import card_out, fork_request_out, install_out
 from market.catalog.services import get_version
 from market.identity.access import can_view, sees_every_fork_request, viewable_clause
 from market.identity.models import User
@@ -17,6 +17,43 @@ from market.platform.errors import Conflict, Forbidden
 from market.platform.pagination import decode_cursor, encode_cursor
 from market.platform.time import utcnow
 from market.usage.ingest import log_install
+
+
+@dataclass
+class Installed:
+    """What an install did: the caller's install row, the scopes this version asks for that
+    were not granted before, and whether the install was made (or turned back on) now."""
+
+    install: Install
+    new_scopes: list[str]
+    created: bool
+
+
+@dataclass
+class InstalledRow:
+    """One of the caller's installs with the sub-agent and its author, for a list."""
+
+    install: Install
+    subagent: SubAgent
+    author: User
+
+
+@dataclass
+class InstallPage:
+    items: list[InstalledRow]
+    next_cursor: str | None
+
+
+@dataclass
+class QueuedRequest:
+    request: ForkRequest
+    requester: User
+
+
+@dataclass
+class ForkRequestPage:
+    items: list[QueuedRequest]
+    next_cursor: str | None
 
 
 def _previously_granted(session: Session, user_id: int, subagent: SubAgent) -> set[str] | None:
@@ -40,7 +77,7 @@ def install(
     version_id: int | None,
     source: str,
     exposure_id: str | None,
-):
+) -> Installed:
     caller.require("install")
     # Installs of one sub-agent take turns: the install row read below is what the previous
     # request committed, so concurrent first installs make one row and one 201, and only the
@@ -81,7 +118,7 @@ def install(
     if created:
         count_install_change(session, subagent.id, +1)
         log_install(session, caller.user_id, subagent.id, "install", now)
-    return install_out(existing, new_scopes), created
+    return Installed(existing, new_scopes, created)
 
 
 def uninstall(session: Session, caller: Principal, subagent: SubAgent) -> bool:
@@ -106,7 +143,9 @@ def _install_row(session: Session, user_id: int, subagent_id: int) -> Install | 
     ).first()
 
 
-def my_installs(session: Session, caller: Principal, *, limit: int, cursor: str | None):
+def my_installs(
+    session: Session, caller: Principal, *, limit: int, cursor: str | None
+) -> InstallPage:
     caller.require()
     statement = (
         select(Install, SubAgent, User)
@@ -119,16 +158,18 @@ def my_installs(session: Session, caller: Principal, *, limit: int, cursor: str 
         statement = statement.where(Install.id < last_id)
     rows = list(session.exec(statement.order_by(Install.id.desc()).limit(limit + 1)))
     items = [
-        install_out(inst, card=card_out(sa, author))
+        InstalledRow(inst, sa, author)
         for inst, sa, author in rows[:limit]
         # An installed sub-agent that later went private or quarantined drops out of view.
         if can_view(caller, sa)
     ]
     next_cursor = encode_cursor(rows[limit - 1][0].id) if len(rows) > limit else None
-    return InstallList(items=items, next_cursor=next_cursor)
+    return InstallPage(items=items, next_cursor=next_cursor)
 
 
-def request_fork(session: Session, caller: Principal, subagent: SubAgent, text: str):
+def request_fork(
+    session: Session, caller: Principal, subagent: SubAgent, text: str
+) -> tuple[ForkRequest, bool]:
     caller.require("request")
     text = text.strip()
     # Requests for one sub-agent take turns, so concurrent identical requests find the first
@@ -154,7 +195,7 @@ def request_fork(session: Session, caller: Principal, subagent: SubAgent, text: 
 
 def fork_request_queue(
     session: Session, caller: Principal, *, status: str, limit: int, cursor: str | None
-) -> ForkRequestList:
+) -> ForkRequestPage:
     """The coding agent's queue. Services with publish:on-behalf and moderators see every
     request; a person sees their own."""
     caller.require()
@@ -174,6 +215,6 @@ def fork_request_queue(
         (last_id,) = decode_cursor(cursor, (int,))
         statement = statement.where(and_(ForkRequest.id > last_id))
     rows = list(session.exec(statement.order_by(ForkRequest.id).limit(limit + 1)))
-    items = [fork_request_out(req, user) for req, user, _sa in rows[:limit]]
+    items = [QueuedRequest(req, user) for req, user, _sa in rows[:limit]]
     next_cursor = encode_cursor(rows[limit - 1][0].id) if len(rows) > limit else None
-    return ForkRequestList(items=items, next_cursor=next_cursor)
+    return ForkRequestPage(items=items, next_cursor=next_cursor)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import and_, bindparam, case, literal, literal_column, or_, text
@@ -10,15 +11,6 @@ from sqlalchemy.orm import aliased
 from sqlmodel import Session, func, select
 
 from market.catalog.models import SubAgent, SubAgentTag
-from market.catalog.schemas import (
-    AuthorOut,
-    Lineage,
-    LineageNode,
-    Page,
-    SubAgentCard,
-    Tree,
-    TreeNode,
-)
 from market.catalog.search import TextMatcher, relevant_ids, written_without_spaces
 from market.identity.access import can_view, hidden_among, listed_clause, tree_clause, tree_visible
 from market.identity.models import User
@@ -29,6 +21,75 @@ from market.ranking.models import SubAgentScore
 
 MAX_SEARCH_OFFSET = 1000
 _WORD = re.compile(r"\w+", re.UNICODE)
+
+
+@dataclass
+class CardAuthor:
+    handle: str
+    display_name: str
+
+
+@dataclass
+class Card:
+    """What a list shows of a sub-agent. ``parent_id`` is None for a root, and for a fork of
+    something the viewer may not see."""
+
+    id: int
+    title: str
+    summary: str
+    category: str
+    tags: list[str]
+    author: CardAuthor
+    visibility: str
+    status: str
+    parent_id: int | None
+    depth: int
+    install_count: int
+    fork_count: int
+    created_at: datetime
+
+
+@dataclass
+class CardPage:
+    items: list[Card]
+    next_cursor: str | None
+
+
+@dataclass
+class Ancestor:
+    """One step of a lineage: the ancestor's card, or ``hidden`` (and no card) for one the
+    viewer may not see."""
+
+    depth: int
+    hidden: bool = False
+    subagent: Card | None = None
+
+
+@dataclass
+class LineagePath:
+    subagent_id: int
+    root_id: int | None
+    ancestors: list[Ancestor]  # root first, parent last
+
+
+@dataclass
+class SubtreeNode:
+    id: int
+    parent_id: int | None
+    depth: int
+    title: str
+    status: str
+    install_count: int
+    fork_count: int
+    shown_children: int
+
+
+@dataclass
+class Subtree:
+    root_id: int
+    depth: int
+    nodes: list[SubtreeNode]
+    truncated: bool
 
 
 # Only what a card shows: loading whole rows (stories of up to 4,000 characters) into ORM
@@ -57,14 +118,14 @@ def _with_author(*where):
     return select(*_CARD_COLUMNS).join(User, User.id == SubAgent.author_id).where(*where)
 
 
-def _card(row) -> SubAgentCard:
-    return SubAgentCard(
+def _card(row) -> Card:
+    return Card(
         id=row.id,
         title=row.title,
         summary=row.summary,
         category=row.category,
         tags=row.tags,
-        author=AuthorOut(handle=row.handle, display_name=row.display_name),
+        author=CardAuthor(handle=row.handle, display_name=row.display_name),
         visibility=row.visibility,
         status=row.status,
         parent_id=row.parent_id,
@@ -84,7 +145,7 @@ def _cards(
     viewer: Principal | None = None,
     *,
     known: dict[int, bool] | None = None,
-) -> list:
+) -> list[Card]:
     """Cards for rows; with a session and viewer, parents the viewer may not see are blanked.
     ``known`` maps ids whose visibility the caller already holds to "hidden?", so the query
     asks only about the others (often none)."""
@@ -169,7 +230,7 @@ def browse(
     limit: int,
     cursor: str | None,
     character_matches: TextMatcher | None = None,
-) -> Page:
+) -> CardPage:
     """A page of listed sub-agents. ``character_matches`` (``market.catalog.search``)
     serves searches written in Chinese, Japanese or Korean."""
     terms = search_terms(q) if q else []
@@ -200,7 +261,7 @@ def browse(
         )
         more = len(rows) > limit and offset + limit < MAX_SEARCH_OFFSET
         next_cursor = encode_cursor(offset + limit) if more else None
-        return Page(items=_cards(rows[:limit], session, viewer), next_cursor=next_cursor)
+        return CardPage(items=_cards(rows[:limit], session, viewer), next_cursor=next_cursor)
 
     if sort in SCORE_SORTS:
         return _by_score(session, viewer, statement, SCORE_SORTS[sort], limit, cursor)
@@ -226,7 +287,7 @@ def browse(
         last = rows[limit - 1]
         key = last.install_count if sort == "installs" else last.created_at.isoformat()
         next_cursor = encode_cursor(key, last.id)
-    return Page(items=_cards(rows[:limit], session, viewer), next_cursor=next_cursor)
+    return CardPage(items=_cards(rows[:limit], session, viewer), next_cursor=next_cursor)
 
 
 # The ranking's sorts (market/ranking/services.py writes the scores; /ranking explains them). A
@@ -238,7 +299,7 @@ SCORE_SORTS = {
 }
 
 
-def _by_score(session, viewer, statement, column, limit: int, cursor: str | None) -> Page:
+def _by_score(session, viewer, statement, column, limit: int, cursor: str | None) -> CardPage:
     statement = statement.join(SubAgentScore, SubAgentScore.subagent_id == SubAgent.id).where(
         column.is_not(None)
     )
@@ -259,12 +320,12 @@ def _by_score(session, viewer, statement, column, limit: int, cursor: str | None
     if len(rows) > limit:
         last = rows[limit - 1]
         next_cursor = encode_cursor(last.sort_key, last.id)
-    return Page(items=_cards(rows[:limit], session, viewer), next_cursor=next_cursor)
+    return CardPage(items=_cards(rows[:limit], session, viewer), next_cursor=next_cursor)
 
 
 def forks_of(
     session: Session, viewer: Principal, parent: SubAgent, *, limit: int, cursor: str | None
-) -> Page:
+) -> CardPage:
     statement = _with_author(SubAgent.parent_id == parent.id, tree_clause(viewer))
     if cursor:
         installs, last_id = decode_cursor(cursor, (int, int))
@@ -285,10 +346,12 @@ def forks_of(
         next_cursor = encode_cursor(last.install_count, last.id)
     # Every card's parent is ``parent``, whose visibility is at hand.
     known = {parent.id: not can_view(viewer, parent)}
-    return Page(items=_cards(rows[:limit], session, viewer, known=known), next_cursor=next_cursor)
+    return CardPage(
+        items=_cards(rows[:limit], session, viewer, known=known), next_cursor=next_cursor
+    )
 
 
-def lineage(session: Session, viewer: Principal, subagent: SubAgent) -> Lineage:
+def lineage(session: Session, viewer: Principal, subagent: SubAgent) -> LineagePath:
     """Ancestors root first. One an ordinary viewer may not see stays a hidden placeholder so
     the path still ends at its root without revealing what the hidden one is."""
     ids = [int(i) for i in subagent.ancestry.split("/") if i]
@@ -298,13 +361,13 @@ def lineage(session: Session, viewer: Principal, subagent: SubAgent) -> Lineage:
     # An ancestor's parent is the ancestor before it: its visibility is known already.
     cards = {card.id: card for card in _cards(visible, session, viewer, known=hidden)}
     nodes = [
-        LineageNode(depth=depth, subagent=cards[i])
+        Ancestor(depth=depth, subagent=cards[i])
         if i in cards
-        else LineageNode(depth=depth, hidden=True)
+        else Ancestor(depth=depth, hidden=True)
         for depth, i in enumerate(ids)
     ]
     root_id = subagent.root_id if (not ids or ids[0] in cards) else None
-    return Lineage(subagent_id=subagent.id, root_id=root_id, ancestors=nodes)
+    return LineagePath(subagent_id=subagent.id, root_id=root_id, ancestors=nodes)
 
 
 _TREE_COLUMNS = (
@@ -326,7 +389,7 @@ def subtree(
     depth: int,
     max_children: int,
     max_nodes: int,
-) -> Tree:
+) -> Subtree:
     """Breadth first: under each node only its ``max_children`` most installed children, at
     most ``depth`` levels down and ``max_nodes`` nodes, cut in breadth-first order (level,
     then parent id, then rank), so a root with thousands of forks costs the same as one with
@@ -342,7 +405,7 @@ def subtree(
         by_id[node.parent_id].shown_children += 1
     # Some forks were left out: by the per-node cap, the node cap, or the depth.
     truncated = any(n.fork_count > n.shown_children for n in nodes)
-    return Tree(root_id=top.id, depth=depth, nodes=nodes, truncated=truncated)
+    return Subtree(root_id=top.id, depth=depth, nodes=nodes, truncated=truncated)
 
 
 # One recursive query reads the whole capped tree when its worst case (a full tree of
@@ -466,8 +529,8 @@ def _subtree_by_level(session, viewer, top, depth, max_children, max_nodes) -> l
     return rows
 
 
-def _tree_node(row: SubAgent) -> TreeNode:
-    return TreeNode(
+def _tree_node(row: SubAgent) -> SubtreeNode:
+    return SubtreeNode(
         id=row.id,
         parent_id=row.parent_id,
         depth=row.depth,

@@ -13,7 +13,6 @@ from pydantic import BaseModel, Field, StrictBool, StringConstraints
 
 from market.catalog.models import Category
 from market.platform.schemas import Id, StrictInput, Tag, UtcDatetime
-from market.ranking.schemas import BestDescendantOut, RankingOut
 
 
 class Visibility(StrEnum):
@@ -210,6 +209,28 @@ class VersionOut(BaseModel):
     size_bytes: int
     file_count: int
     created_at: UtcDatetime
+
+
+class RankingOut(BaseModel):
+    quality: float = Field(description="E[θ]: rater-corrected quality, standard rating units")
+    quality_sd: float = Field(description="sd(θ)")
+    display: float = Field(description="E[θ] − 1.64·sd(θ), the `top` order")
+    branch_value: float = Field(description="E[max θ over this and its descendants]")
+    fork_gain: float = Field(description="how much its forks tend to improve on it")
+    rising: float | None = Field(description="recent forks: E[θ − θ_parent] / sd")
+    trending: float = Field(description="ln((users last 7 days + 5) / (weekly users before + 5))")
+    active_users: float = Field(description="distinct users, each decayed by a 30-day half-life")
+    retention: float = Field(description="shrunk share of users back after 7 days")
+    rating_count: int
+    young: bool = Field(description="own evidence worth under 10 typical ratings")
+    computed_at: UtcDatetime
+
+
+class BestDescendantOut(BaseModel):
+    id: int
+    title: str
+    depth: int
+    probability_better: float
 
 
 class SubAgentOut(BaseModel):

@@ -1,19 +1,51 @@
-"""Turn table rows into response models (never return a table row: it would leak fields)."""
+"""Turn table rows and the services' results into response models (never return a table row:
+it would leak fields), and request bodies into the services' commands."""
 
 from __future__ import annotations
 
+from market.catalog import bundles
+from market.catalog.installs import ForkRequestPage, InstallPage
 from market.catalog.models import ForkRequest, Install, SubAgent, Version
+from market.catalog.queries import Card, CardPage, LineagePath, Subtree
 from market.catalog.schemas import (
     AuthorOut,
+    BestDescendantOut,
+    ForkIn,
+    ForkRequestList,
     ForkRequestOut,
+    InstallList,
     InstallOut,
+    Lineage,
+    LineageNode,
+    Page,
+    RankingOut,
     SubAgentCard,
     SubAgentOut,
+    Tree,
+    TreeNode,
     VersionOut,
 )
+from market.catalog.services import ForkCommand
 from market.identity.access import hidden_among
 from market.identity.models import User
-from market.ranking.services import attach_ranking
+from market.ranking.services import ranking_figures
+
+
+def fork_command(parent_id: int, body: ForkIn, bundle: bundles.Bundle) -> ForkCommand:
+    return ForkCommand(
+        parent_id=parent_id,
+        title=body.title,
+        fork_request=body.fork_request,
+        bundle=bundle,
+        summary=body.summary,
+        story=body.story,
+        tags=body.tags,
+        category=body.category.value if body.category else None,
+        parent_version_id=body.parent_version_id,
+        fork_request_id=body.fork_request_id,
+        visibility=body.visibility.value,
+        on_behalf_of=body.on_behalf_of,
+    )
 
 
 def author_out(user: User) -> AuthorOut:
@@ -51,6 +83,57 @@ def card_out(subagent: SubAgent, author: User) -> SubAgentCard:
         fork_count=subagent.fork_count,
         created_at=subagent.created_at,
     )
+
+
+def listed_card_out(card: Card) -> SubAgentCard:
+    return SubAgentCard(
+        id=card.id,
+        title=card.title,
+        summary=card.summary,
+        category=card.category,
+        tags=card.tags,
+        author=AuthorOut(handle=card.author.handle, display_name=card.author.display_name),
+        visibility=card.visibility,
+        status=card.status,
+        parent_id=card.parent_id,
+        depth=card.depth,
+        install_count=card.install_count,
+        fork_count=card.fork_count,
+        created_at=card.created_at,
+    )
+
+
+def page_out(page: CardPage) -> Page:
+    return Page(items=[listed_card_out(card) for card in page.items], next_cursor=page.next_cursor)
+
+
+def lineage_out(path: LineagePath) -> Lineage:
+    ancestors = [
+        LineageNode(
+            depth=node.depth,
+            hidden=node.hidden,
+            subagent=listed_card_out(node.subagent) if node.subagent else None,
+        )
+        for node in path.ancestors
+    ]
+    return Lineage(subagent_id=path.subagent_id, root_id=path.root_id, ancestors=ancestors)
+
+
+def tree_out(tree: Subtree) -> Tree:
+    nodes = [
+        TreeNode(
+            id=node.id,
+            parent_id=node.parent_id,
+            depth=node.depth,
+            title=node.title,
+            status=node.status,
+            install_count=node.install_count,
+            fork_count=node.fork_count,
+            shown_children=node.shown_children,
+        )
+        for node in tree.nodes
+    ]
+    return Tree(root_id=tree.root_id, depth=tree.depth, nodes=nodes, truncated=tree.truncated)
 
 
 def subagent_out(subagent: SubAgent, author: User, latest: Version | None) -> SubAgentOut:
@@ -107,6 +190,18 @@ def fork_request_out(request: ForkRequest, requester: User) -> ForkRequestOut:
     )
 
 
+def install_page_out(page: InstallPage) -> InstallList:
+    items = [
+        install_out(row.install, card=card_out(row.subagent, row.author)) for row in page.items
+    ]
+    return InstallList(items=items, next_cursor=page.next_cursor)
+
+
+def fork_request_page_out(page: ForkRequestPage) -> ForkRequestList:
+    items = [fork_request_out(queued.request, queued.requester) for queued in page.items]
+    return ForkRequestList(items=items, next_cursor=page.next_cursor)
+
+
 def visible_detail(session, viewer, detail: SubAgentOut) -> SubAgentOut:
     """A sub-agent's detail as ``viewer`` may see it, for every caller (API, MCP): links to a
     parent or root the viewer may not see are blanked (their ids alone would reveal that they
@@ -116,4 +211,16 @@ def visible_detail(session, viewer, detail: SubAgentOut) -> SubAgentOut:
         detail.parent_id = detail.parent_version_id = detail.fork_request_id = None
     if detail.root_id in hidden:
         detail.root_id = None
-    return attach_ranking(session, viewer, detail)
+    figures = ranking_figures(session, viewer, detail.id)
+    if figures is None:
+        return detail
+    detail.ranking = RankingOut.model_validate(figures.score, from_attributes=True)
+    best = figures.best_descendant
+    if best is not None:
+        detail.best_descendant = BestDescendantOut(
+            id=best.id,
+            title=best.title,
+            depth=best.depth,
+            probability_better=round(figures.score.p_descendant_better, 3),
+        )
+    return detail

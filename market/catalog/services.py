@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import zlib
+from dataclasses import dataclass, field
 
 from sqlalchemy import bindparam, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -275,13 +276,35 @@ def publish(
     return subagent, version, True
 
 
-def fork_as_requested(session: Session, who: Principal, parent_id: int, body, bundle):
-    """A fork as a ``ForkIn`` body asks for it (the HTTP API and the MCP tool both call this):
-    the parent must be visible to the caller, who may publish on behalf of a person."""
-    parent = get_visible(session, who, parent_id)
-    publisher = resolve_publisher(session, who, body.on_behalf_of)
-    if body.fork_request_id is not None:
-        request = session.get(ForkRequest, body.fork_request_id)
+@dataclass(frozen=True)
+class ForkCommand:
+    """A fork as a caller asks for it (the HTTP API's body, the MCP tool's arguments).
+    ``category`` None keeps the parent's, empty ``tags`` keep the parent's tags, and
+    ``on_behalf_of`` names the person a service publishes for."""
+
+    parent_id: int
+    title: str
+    fork_request: str
+    bundle: bundles.Bundle
+    summary: str = ""
+    story: str = ""
+    tags: list[str] = field(default_factory=list)
+    category: str | None = None
+    parent_version_id: int | None = None
+    fork_request_id: int | None = None
+    visibility: str = "public"
+    on_behalf_of: str | None = None
+
+
+def fork_as_requested(
+    session: Session, who: Principal, command: ForkCommand
+) -> tuple[SubAgent, Version, bool]:
+    """A fork as the caller asks for it (the HTTP API and the MCP tool both call this): the
+    parent must be visible to the caller, who may publish on behalf of a person."""
+    parent = get_visible(session, who, command.parent_id)
+    publisher = resolve_publisher(session, who, command.on_behalf_of)
+    if command.fork_request_id is not None:
+        request = session.get(ForkRequest, command.fork_request_id)
         if not can_fulfil_fork_request(who, publisher, request):
             raise Forbidden(
                 "Only the coding agent fulfils a fork request, publishing on behalf of the "
@@ -291,16 +314,16 @@ def fork_as_requested(session: Session, who: Principal, parent_id: int, body, bu
         session,
         publisher,
         parent,
-        title=body.title,
-        bundle=bundle,
-        fork_request=body.fork_request,
-        fork_request_id=body.fork_request_id,
-        parent_version_id=body.parent_version_id,
-        category=body.category.value if body.category else None,
-        summary=body.summary,
-        story=body.story,
-        tags=body.tags or None,
-        visibility=body.visibility.value,
+        title=command.title,
+        bundle=command.bundle,
+        fork_request=command.fork_request,
+        fork_request_id=command.fork_request_id,
+        parent_version_id=command.parent_version_id,
+        category=command.category,
+        summary=command.summary,
+        story=command.story,
+        tags=command.tags or None,
+        visibility=command.visibility,
     )
 
 

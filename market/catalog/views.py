@@ -14,6 +14,7 @@ from market.catalog.bundles.manifest import SCOPE_DESCRIPTIONS
 from market.catalog.models import CATEGORIES, Install, SubAgent
 from market.catalog.schemas import BrowseSort
 from market.catalog.search import matcher_for
+from market.catalog.serialize import install_page_out
 from market.identity.access import can_read_files, hidden_among, tree_clause
 from market.identity.tokens import ANONYMOUS, Principal, caller
 from market.platform.api_deps import commit, db
@@ -212,7 +213,7 @@ def import_subagent(subagent_id: int):
         return _sign_in_first(subagent_id)
     subagent = catalog.get_visible(session, viewer, subagent_id)
     try:
-        result, created = installs.install(
+        installed = installs.install(
             session, viewer, subagent, version_id=None, source="link", exposure_id=None
         )
     except SprigError as error:
@@ -221,13 +222,13 @@ def import_subagent(subagent_id: int):
     commit()
     message = (
         "Imported into your agent."
-        if created
+        if installed.created
         else "Already in your agent (now the newest version)."
     )
-    if result.new_scopes:
+    if installed.new_scopes:
         message += (
             " It now also asks to "
-            + ", ".join(SCOPE_DESCRIPTIONS.get(s, s) for s in result.new_scopes)
+            + ", ".join(SCOPE_DESCRIPTIONS.get(s, s) for s in installed.new_scopes)
             + "."
         )
     flash(message, "ok")
@@ -347,7 +348,7 @@ def my_installs_page():
     if cursor and len(cursor) > 200:
         raise BadRequest("The cursor is not one this site made.")
     session = db()
-    page = installs.my_installs(session, viewer, limit=PAGE_SIZE, cursor=cursor)
+    page = install_page_out(installs.my_installs(session, viewer, limit=PAGE_SIZE, cursor=cursor))
     ratings = figures.ratings(session, [item.subagent_id for item in page.items])
     next_url = (
         url_for("web.my_installs_page", cursor=page.next_cursor) if page.next_cursor else None

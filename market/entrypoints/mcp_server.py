@@ -29,11 +29,12 @@ from market.catalog import services as catalog
 from market.catalog.bundles.diff import diff_bundles
 from market.catalog.bundles.limits import BundleError
 from market.catalog.schemas import DiffOut, ForkIn, SubAgentOut
-from market.catalog.serialize import subagent_out, visible_detail
+from market.catalog.serialize import fork_command, subagent_out, visible_detail
 from market.identity.tokens import ANONYMOUS, Principal, principal_for_token
 from market.platform.db import commit_catalog_write
 from market.platform.errors import SprigError
 from market.suggestions.schemas import SuggestionsIn, SuggestionsOut
+from market.suggestions.serialize import suggestion_request, suggestions_out
 from market.suggestions.services import SuggestionService
 
 INSTRUCTIONS = (
@@ -115,7 +116,7 @@ def build_server(
                     "k": k,
                 },
             )
-            return suggestions.suggest(session, body)
+            return suggestions_out(suggestions.suggest(session, suggestion_request(body)))
 
     @server.tool()
     def get_subagent(subagent_id: int) -> SubAgentOut:
@@ -190,9 +191,8 @@ def build_server(
                 },
             )
             bundle = bundles.bundle_from_json(body.bundle.model_dump())
-            child, version, created = catalog.fork_as_requested(
-                session, principal, parent_id, body, bundle
-            )
+            command = fork_command(parent_id, body, bundle)
+            child, version, created = catalog.fork_as_requested(session, principal, command)
             # No read cache in this process: web workers hear the commit's NOTIFY.
             commit_catalog_write(session, suggestions=suggestions)
             detail = subagent_out(child, catalog.get_author(session, child), version)

@@ -35,7 +35,6 @@ from market.identity.access import can_view, publicly_listed
 from market.platform.db import session_scope
 from market.platform.time import utcnow
 from market.ranking.models import RankingRun, RaterOffset, SubAgentScore
-from market.ranking.schemas import BestDescendantOut, RankingOut
 from market.usage.models import Feedback, UsageEvent
 
 USAGE_WINDOW_DAYS = 180
@@ -360,24 +359,27 @@ def _write_offsets(
     session.execute(statement, changed)
 
 
-def attach_ranking(session: Session, viewer, detail):
-    """Fill a SubAgentOut's ``ranking`` and ``best_descendant`` from the last run. The best
-    descendant was chosen among public, active sub-agents; it is checked again here, since a
-    yank or a visibility change since the run must not show through."""
-    score = session.get(SubAgentScore, detail.id)
+@dataclass
+class RankingFigures:
+    """A sub-agent's row of the last ranking run, and its best descendant when one shows."""
+
+    score: SubAgentScore
+    best_descendant: SubAgent | None
+
+
+def ranking_figures(session: Session, viewer, subagent_id: int) -> RankingFigures | None:
+    """The figures of the last run (None before it scored the sub-agent). The best descendant
+    was chosen among public, active sub-agents; it is checked again here, since a yank or a
+    visibility change since the run must not show through."""
+    score = session.get(SubAgentScore, subagent_id)
     if score is None:
-        return detail
-    detail.ranking = RankingOut.model_validate(score, from_attributes=True)
+        return None
+    best = None
     if score.best_descendant_id is not None:
-        best = session.get(SubAgent, score.best_descendant_id)
-        if best is not None and best.status == "active" and can_view(viewer, best):
-            detail.best_descendant = BestDescendantOut(
-                id=best.id,
-                title=best.title,
-                depth=best.depth,
-                probability_better=round(score.p_descendant_better, 3),
-            )
-    return detail
+        candidate = session.get(SubAgent, score.best_descendant_id)
+        if candidate is not None and candidate.status == "active" and can_view(viewer, candidate):
+            best = candidate
+    return RankingFigures(score=score, best_descendant=best)
 
 
 class EmbeddedSchedule:

@@ -14,6 +14,7 @@ from flask import current_app
 from market.identity.tokens import caller
 from market.platform.api_deps import db
 from market.suggestions.schemas import SuggestionsIn, SuggestionsOut
+from market.suggestions.serialize import suggestion_request, suggestions_out
 from market.suggestions.services import service_for
 
 bp = APIBlueprint("suggestions", __name__, tag="Suggestions")
@@ -39,4 +40,5 @@ def suggest(body: SuggestionsIn):
     who.require()
     if who.kind == "service":
         who.require("suggest")
-    return service_for(current_app).suggest(db(), body)
+    answer = service_for(current_app).suggest(db(), suggestion_request(body))
+    return suggestions_out(answer)

@@ -34,6 +34,7 @@ import time
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import timedelta
 
 from sqlalchemy import Integer, String, any_, bindparam, func, select
@@ -44,6 +45,7 @@ from evolution.suggest import (
     UNRANKED,
     BundleChange,
     ForkOutcome,
+    Improvement,
     Quality,
     compare_bundles,
     improving_changes,
@@ -56,20 +58,11 @@ from evolution.text_index import (
     explain_match,
     locale_script,
 )
-from evolution.themes import FeedbackNote, group_themes
+from evolution.themes import FeedbackNote, Theme, group_themes
 from feedback.scrub import scrub_contact_details
 from market.catalog.models import BundleBlob, SubAgent, Version
 from market.identity.access import publicly_listed, publicly_listed_clause
 from market.ranking.models import SubAgentScore
-from market.suggestions.schemas import (
-    ImprovementOut,
-    MatchOut,
-    QualityOut,
-    SuggestionOut,
-    SuggestionsIn,
-    SuggestionsOut,
-    ThemeOut,
-)
 from market.usage.models import Feedback
 
 log = logging.getLogger(__name__)
@@ -82,6 +75,48 @@ VERSION_OVERLAP = 100
 FEEDBACK_PER_SUBAGENT = 200  # newest ratings read for themes
 FORKS_PER_SUGGESTION = 3
 CONTEXT_TTL_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class SuggestionRequest:
+    """What a coding agent asks: the person's words, and what narrows the bases."""
+
+    text: str
+    category: str | None = None
+    granted_scopes: list[str] | None = None  # None: no restriction
+    locale: str | None = None
+    k: int = 5
+
+
+@dataclass
+class ImprovingFork:
+    """A fork rated better than the base, with the version that carries its change."""
+
+    improvement: Improvement
+    version_id: int
+
+
+@dataclass
+class Suggestion:
+    subagent_id: int
+    title: str
+    summary: str
+    category: str
+    version_id: int
+    version_number: int
+    scopes: list[str]
+    relevance: float
+    quality: Quality
+    score: float
+    matched: dict[str, list[str]]  # field -> the words of the request it matched
+    themes: list[Theme]
+    improving_forks: list[ImprovingFork]
+
+
+@dataclass
+class Suggestions:
+    items: list[Suggestion]
+    indexed: int  # sub-agents in the index
 
 
 class _TtlCache:
@@ -306,20 +341,20 @@ class SuggestionService:
         with self._lock:
             return self._index.search(text, limit=limit, category=category)
 
-    def suggest(self, session: Session, body: SuggestionsIn) -> SuggestionsOut:
+    def suggest(self, session: Session, request: SuggestionRequest) -> Suggestions:
         self.catch_up(session)
         with self._lock:
             matches = self._index.search(
-                body.request,
+                request.text,
                 limit=CANDIDATES,
-                category=body.category.value if body.category else None,
-                granted_scopes=body.granted_scopes,
+                category=request.category,
+                granted_scopes=request.granted_scopes,
             )
             indexed = len(self._index)
         qualities = self._qualities(session, [m.subagent_id for m in matches])
         # A few spare: a candidate hidden since it was indexed is dropped below.
         ranked = rank_suggestions(
-            matches, qualities, k=body.k + 5, locale_script=locale_script(body.locale)
+            matches, qualities, k=request.k + 5, locale_script=locale_script(request.locale)
         )
         rows = {
             row.id: row
@@ -349,16 +384,15 @@ class SuggestionService:
                 for subagent_id in hidden:
                     self._index.remove(subagent_id)
                     self._indexed_at.pop(subagent_id, None)
-        chosen = chosen[: body.k]
+        chosen = chosen[: request.k]
         ids = [row.id for _, row in chosen]
         themes = self._themes_of(session, ids)
         improvements = self._improvements_of(session, ids, qualities)
         items = []
         for suggestion, row in chosen:
             document = _document(row)
-            why = explain_match(body.request, document.field_texts())
             items.append(
-                SuggestionOut(
+                Suggestion(
                     subagent_id=row.id,
                     title=row.title,
                     summary=row.summary,
@@ -366,18 +400,15 @@ class SuggestionService:
                     version_id=row.version_id,
                     version_number=row.number,
                     scopes=list(document.permissions),
-                    relevance=round(suggestion.relevance, 6),
-                    quality=_quality_out(suggestion.quality),
-                    score=round(suggestion.score, 6),
-                    why=MatchOut(
-                        terms=list(dict.fromkeys(t for terms in why.values() for t in terms)),
-                        fields=why,
-                    ),
+                    relevance=suggestion.relevance,
+                    quality=suggestion.quality,
+                    score=suggestion.score,
+                    matched=explain_match(request.text, document.field_texts()),
                     themes=themes.get(row.id, []),
                     improving_forks=improvements.get(row.id, []),
                 )
             )
-        return SuggestionsOut(items=items, indexed=indexed)
+        return Suggestions(items=items, indexed=indexed)
 
     def _qualities(self, session: Session, ids: list[int]) -> dict[int, Quality]:
         if not ids:
@@ -395,7 +426,7 @@ class SuggestionService:
 
     # -- themes -----------------------------------------------------------------------------
 
-    def _themes_of(self, session: Session, ids: list[int]) -> dict[int, list[ThemeOut]]:
+    def _themes_of(self, session: Session, ids: list[int]) -> dict[int, list[Theme]]:
         found = {i: self._themes.get(i) for i in ids}
         missing = [i for i, themes in found.items() if themes is None]
         if missing:
@@ -423,10 +454,7 @@ class SuggestionService:
                 comment = scrub_contact_details(row.comment) if row.comment else None
                 notes[row.subagent_id].append(FeedbackNote(tuple(row.tags or ()), comment))
             for subagent_id, subagent_notes in notes.items():
-                themes = [
-                    ThemeOut(label=t.label, kind=t.kind, count=t.count, examples=list(t.examples))
-                    for t in group_themes(subagent_notes)
-                ]
+                themes = group_themes(subagent_notes)
                 self._themes.put(subagent_id, themes)
                 found[subagent_id] = themes
         return found
@@ -435,7 +463,7 @@ class SuggestionService:
 
     def _improvements_of(
         self, session: Session, ids: list[int], qualities: dict[int, Quality]
-    ) -> dict[int, list[ImprovementOut]]:
+    ) -> dict[int, list[ImprovingFork]]:
         found = {i: self._improvements.get(i) for i in ids}
         missing = [i for i, value in found.items() if value is None]
         if not missing:
@@ -495,7 +523,7 @@ class SuggestionService:
                 )
             latest = {r.id: r.latest_version_id for r in rows}
             value = [
-                _improvement_out(i, latest[i.fork.subagent_id])
+                ImprovingFork(i, latest[i.fork.subagent_id])
                 for i in improving_changes(
                     qualities.get(parent_id, UNRANKED), outcomes, limit=FORKS_PER_SUGGESTION
                 )
@@ -559,38 +587,6 @@ def _score_quality(row) -> Quality:
     """A ``subagent_score`` row's belief."""
     return Quality(
         float(row.quality), float(row.quality_sd), bool(row.young), int(row.rating_count), True
-    )
-
-
-def _quality_out(quality: Quality) -> QualityOut:
-    return QualityOut(
-        mean=round(quality.mean, 6),
-        sd=round(quality.sd, 6),
-        young=quality.young,
-        rating_count=quality.rating_count,
-        ranked=quality.ranked,
-    )
-
-
-def _improvement_out(improvement, version_id: int) -> ImprovementOut:
-    fork, change = improvement.fork, improvement.fork.change
-    return ImprovementOut(
-        fork_id=fork.subagent_id,
-        title=fork.title,
-        version_id=version_id,
-        improvement=round(improvement.improvement, 6),
-        p_better=round(improvement.p_better, 6),
-        rating_count=fork.quality.rating_count,
-        request=fork.request,
-        changelog=fork.changelog,
-        scopes_added=list(change.scopes_added),
-        scopes_removed=list(change.scopes_removed),
-        hosts_added=list(change.hosts_added),
-        hosts_removed=list(change.hosts_removed),
-        files_added=list(change.files_added),
-        files_changed=list(change.files_changed),
-        files_removed=list(change.files_removed),
-        summary=improvement.summary,
     )
 
 

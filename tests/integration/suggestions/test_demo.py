@@ -14,6 +14,7 @@ from market.catalog.models import SubAgent
 from market.demo.loader import demo_tokens, load_demo
 from market.identity.models import User
 from market.suggestions.schemas import SuggestionsIn
+from market.suggestions.serialize import suggestion_request, suggestions_out
 from market.suggestions.services import SuggestionService
 from tests.conftest import _wipe
 from tests.factories import listing
@@ -48,7 +49,8 @@ def service(demo):
 
 def suggest(app, service, request: str, k: int = 3, **extra):
     with Session(app.extensions["sprig.engine"]) as session:
-        return service.suggest(session, SuggestionsIn(request=request, k=k, **extra)).items
+        body = SuggestionsIn(request=request, k=k, **extra)
+        return suggestions_out(service.suggest(session, suggestion_request(body))).items
 
 
 @pytest.mark.parametrize(
