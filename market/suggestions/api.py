@@ -9,12 +9,11 @@ and comment clustering, which an open endpoint would let anyone spend.
 from __future__ import annotations
 
 from apiflask import APIBlueprint
-from flask import current_app
 
 from market.identity.tokens import caller
 from market.platform.api_deps import db
+from market.platform.state import app_state
 from market.suggestions.schemas import SuggestionsIn, SuggestionsOut
-from market.suggestions.services import service_for
 
 bp = APIBlueprint("suggestions", __name__, tag="Suggestions")
 
@@ -39,4 +38,4 @@ def suggest(body: SuggestionsIn):
     who.require()
     if who.kind == "service":
         who.require("suggest")
-    return service_for(current_app).suggest(db(), body)
+    return app_state().suggestions.suggest(db(), body)
