@@ -38,8 +38,8 @@ def _run_out(run: ExportRun) -> ExportRunOut:
 
 
 def _start(run_id: int) -> None:
-    """Run the export now (embedded mode: Celery is eager, so a task would run here anyway,
-    but with the environment's settings instead of this app's), or queue it for a worker."""
+    """Run the export now, in this request (embedded mode: no worker, Celery is eager), or
+    queue it for a worker."""
     state = app_state()
     settings = state.settings
     if settings.celery_eager or not settings.redis_url:

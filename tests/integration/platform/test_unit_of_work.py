@@ -37,12 +37,15 @@ def test_hooks_run_after_the_commit_with_the_changes_noted(engine):
 
 def test_nothing_is_announced_for_work_that_did_not_commit(engine):
     heard = []
-    with pytest.raises(RuntimeError):
-        with UnitOfWork(engine, (lambda _s, changes: heard.append(changes),)) as unit:
-            unit.session.add(User(handle="lost", display_name="Lost"))
-            note_change(unit.session, CATALOG_CHANGED)
-            raise RuntimeError("the work failed")
-    with UnitOfWork(engine, (lambda _s, changes: heard.append(changes),)) as unit:
+
+    def hear(_session, changes):
+        heard.append(changes)
+
+    with pytest.raises(RuntimeError), UnitOfWork(engine, (hear,)) as unit:
+        unit.session.add(User(handle="lost", display_name="Lost"))
+        note_change(unit.session, CATALOG_CHANGED)
+        raise RuntimeError("the work failed")
+    with UnitOfWork(engine, (hear,)) as unit:
         note_change(unit.session, CATALOG_CHANGED)
         unit.rollback()
         unit.session.add(User(handle="kept", display_name="Kept"))
