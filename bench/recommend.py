@@ -110,10 +110,11 @@ def main() -> None:
     from market.identity.models import User
     from market.identity.tokens import issue_token
     from market.platform.db import session_scope
+    from market.platform.state import app_state
     from market.recommend import services as recommendations
 
     app = create_app({"database_url": url, "read_cache_seconds": 0, "secret_key": "bench"})
-    engine = app.extensions["sprig.engine"]
+    engine = app_state(app).engine
     with session_scope(engine) as session:
         agent = User(handle="bench-agent", display_name="Agent", kind="service")
         session.add(agent)

@@ -10,13 +10,20 @@ import re
 
 from apiflask import APIFlask
 from flask import g, request
+from sqlalchemy.engine import make_url
 
 from market.platform import problems
 from market.platform.api import complete_spec
 from market.platform.api_deps import JsonBodyRequest
+from market.platform.celery_app import celery_init_app
 from market.platform.config import Settings, load_settings
 from market.platform.db import is_sqlite, make_engine
 from market.platform.errors import UriTooLong
+from market.platform.ratelimit import RateLimiter
+from market.platform.read_cache import NotificationListener, ReadCache
+from market.platform.state import AppState, install_state
+from market.ranking.services import EmbeddedSchedule
+from market.suggestions.services import SuggestionService
 
 API_PREFIX = "/api/v1"
 DOCS_PATH = f"{API_PREFIX}/docs"
@@ -80,15 +87,30 @@ def create_app(config: dict | Settings | None = None) -> APIFlask:
             )
         },
     )
-    app.extensions["sprig.settings"] = settings
     engine = make_engine(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
-    app.extensions["sprig.engine"] = engine
     # GET requests read on autocommit connections of their own pool: no BEGIN/ROLLBACK round
     # trips around what is usually a single SELECT (a third of a detail request's time).
-    app.extensions["sprig.read_engine"] = (
+    read_engine = (
         engine
         if is_sqlite(settings.database_url)
         else make_engine(settings.database_url, autocommit=True)
+    )
+    read_cache = listener = None
+    if settings.read_cache_seconds > 0 and not is_sqlite(settings.database_url):
+        read_cache, listener = make_read_cache(settings)
+    install_state(
+        app,
+        AppState(
+            settings=settings,
+            engine=engine,
+            read_engine=read_engine,
+            rate_limiter=RateLimiter(settings.redis_url),
+            suggestions=suggestion_service(engine, read_cache),
+            ranking_schedule=EmbeddedSchedule(),
+            celery=celery_init_app(app, settings),
+            read_cache=read_cache,
+            cache_listener=listener,
+        ),
     )
     logging.getLogger("market").setLevel(settings.log_level)
 
@@ -98,8 +120,8 @@ def create_app(config: dict | Settings | None = None) -> APIFlask:
         if len(target) > MAX_URL_BYTES:
             raise UriTooLong(f"The URL is {len(target)} bytes long; at most {MAX_URL_BYTES}.")
 
-    if settings.read_cache_seconds > 0 and not is_sqlite(settings.database_url):
-        install_read_cache(app, settings)
+    if read_cache is not None:
+        install_read_cache(app, read_cache, listener)
 
     register_api(app, API_PREFIX)
     app.request_class = JsonBodyRequest
@@ -107,11 +129,11 @@ def create_app(config: dict | Settings | None = None) -> APIFlask:
     register_pages(app)
 
     @app.teardown_appcontext
-    def _close_session(_exc):
-        session = g.pop("db_session", None)
-        if session is not None:
+    def _close_unit_of_work(_exc):
+        unit = g.pop("unit_of_work", None)
+        if unit is not None:
             try:
-                session.close()
+                unit.close()
             except Exception:
                 logging.getLogger("market").warning("closing a broken DB session", exc_info=True)
 
@@ -160,16 +182,24 @@ def register_pages(app: APIFlask) -> None:
     register_web(app)
 
 
-def install_read_cache(app: APIFlask, settings: Settings) -> None:
-    from sqlalchemy.engine import make_url
-
-    from market.platform.read_cache import NotificationListener, ReadCache
-
+def make_read_cache(settings: Settings) -> tuple[ReadCache, NotificationListener]:
     cache = ReadCache(ttl=settings.read_cache_seconds)
     dsn = make_url(settings.database_url).set(drivername="postgresql")
-    listener = NotificationListener(dsn.render_as_string(hide_password=False), cache)
-    app.extensions["sprig.read_cache"] = cache
-    app.extensions["sprig.cache_listener"] = listener
+    return cache, NotificationListener(dsn.render_as_string(hide_password=False), cache)
+
+
+def suggestion_service(engine, read_cache: ReadCache | None) -> SuggestionService:
+    """The process's suggestion service; with a read cache, the cache's notification counter
+    tells it when another process changed the catalog."""
+    generation = (
+        (lambda: read_cache.generation if read_cache.listening else None)
+        if read_cache is not None
+        else None
+    )
+    return SuggestionService(engine, change_generation=generation)
+
+
+def install_read_cache(app: APIFlask, cache: ReadCache, listener: NotificationListener) -> None:
     cacheable_prefix = f"{API_PREFIX}/subagents"
 
     @app.before_request

@@ -16,6 +16,7 @@ from market.app import create_app
 from market.platform.db import make_engine
 from market.platform.migrate import upgrade
 from market.platform.schema_registry import import_all_models
+from market.platform.state import app_state
 
 
 def _backends() -> list[str]:
@@ -69,16 +70,16 @@ def app(database_url, tmp_path):
             "export_settle_seconds": 0,
         }
     )
-    engine = app.extensions["sprig.engine"]
+    engine = app_state(app).engine
     yield app
     _wipe(engine)
     engine.dispose()
-    app.extensions["sprig.read_engine"].dispose()
+    app_state(app).read_engine.dispose()
 
 
 @pytest.fixture
 def engine(app):
-    return app.extensions["sprig.engine"]
+    return app_state(app).engine
 
 
 @pytest.fixture

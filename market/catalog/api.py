@@ -69,7 +69,7 @@ from market.platform.api_deps import commit, db, parse_json, parse_model
 from market.platform.errors import Forbidden, Unprocessable, UnsupportedMediaType
 from market.platform.pagination import decode_cursor, encode_cursor
 from market.platform.problems import problem
-from market.ranking.services import EmbeddedSchedule
+from market.platform.state import app_state
 
 bp = APIBlueprint("subagents", __name__, tag="Sub-agents")
 
@@ -103,10 +103,9 @@ def _visible_links(detail: SubAgentOut) -> SubAgentOut:
 
 def _fresh_ranking() -> None:
     """Embedded mode has no beat: score sorts run the ranking first when it is due."""
-    settings = current_app.extensions["sprig.settings"]
-    if settings.celery_eager or not settings.redis_url:
-        schedule = current_app.extensions.setdefault("sprig.ranking_schedule", EmbeddedSchedule())
-        schedule.refresh_if_due(current_app.extensions["sprig.engine"])
+    state = app_state()
+    if state.settings.celery_eager or not state.settings.redis_url:
+        state.ranking_schedule.refresh_if_due(state.unit_of_work)
 
 
 @bp.post("/subagents")
@@ -257,9 +256,7 @@ def get_tree(subagent_id: int, query: TreeQuery):
     session = db()
     who = caller()
     top = catalog.get_visible(session, who, subagent_id)
-    from flask import current_app
-
-    settings = current_app.extensions["sprig.settings"]
+    settings = app_state().settings
     tree = browse.subtree(
         session,
         who,

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from sqlmodel import Session
 
 from evolution.text_index import script_of
-from market.suggestions.services import service_for
+from market.platform.state import app_state
 
 # (text, category or None, limit) → (sub-agent id, relevance in [0, 1]) pairs, best first.
 TextMatcher = Callable[[str, str | None, int], list[tuple[int, float]]]
@@ -48,7 +48,7 @@ def matcher_for(app, session: Session) -> TextMatcher:
     ``session``) before each search."""
 
     def matches(text: str, category: str | None, limit: int) -> list[tuple[int, float]]:
-        found = service_for(app).matching(session, text, category=category, limit=limit)
+        found = app_state(app).suggestions.matching(session, text, category=category, limit=limit)
         return [(match.subagent_id, match.relevance) for match in found]
 
     return matches

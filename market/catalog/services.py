@@ -30,7 +30,12 @@ from market.identity.access import (
 )
 from market.identity.models import User
 from market.identity.tokens import Principal
-from market.platform.db import INDEX_UPDATES, insert_unless_exists
+from market.platform.db import (
+    CATALOG_CHANGED,
+    SUBAGENTS_PUBLISHED,
+    insert_unless_exists,
+    note_change,
+)
 from market.platform.errors import Conflict, Forbidden, NotFound, Unprocessable
 from market.platform.time import utcnow
 
@@ -39,7 +44,7 @@ from market.platform.time import utcnow
 
 def mark_catalog_changed(session: Session) -> None:
     """Tell every web worker, at commit, that cached anonymous reads are stale."""
-    session.info["catalog_changed"] = True
+    note_change(session, CATALOG_CHANGED)
     if session.get_bind().dialect.name == "postgresql":
         session.exec(text("SELECT pg_notify('sprig_catalog', '')"))
 
@@ -206,7 +211,7 @@ def _new_version(
     subagent.latest_version_id = version.id
     subagent.updated_at = utcnow()
     session.add(subagent)
-    session.info.setdefault(INDEX_UPDATES, set()).add(subagent.id)
+    note_change(session, SUBAGENTS_PUBLISHED, subagent.id)
     return version
 
 

@@ -1,34 +1,40 @@
-"""Celery tasks of the nightly maintenance: one-line wrappers around service functions (tests
-call the services)."""
+"""Celery tasks of the nightly maintenance: short wrappers around service functions (tests
+call the services), each in a unit of work on the app's engine."""
 
 from __future__ import annotations
+
+from celery import shared_task
 
 from market.catalog.maintenance import (
     delete_dead_web_sessions,
     forget_old_contexts,
     recount_counters,
 )
-from market.platform.celery_app import celery, task_engine
-from market.platform.config import load_settings
-from market.platform.db import session_scope
+from market.platform.state import app_state
 from market.platform.time import utcnow
 
 
-@celery.task(name="sprig.recount_counters")
+@shared_task(name="sprig.recount_counters")
 def recount_counters_task() -> dict:
-    with session_scope(task_engine()) as session:
-        return recount_counters(session)
+    with app_state().unit_of_work() as unit:
+        done = recount_counters(unit.session)
+        unit.commit()
+    return done
 
 
-@celery.task(name="sprig.forget_old_contexts")
+@shared_task(name="sprig.forget_old_contexts")
 def forget_old_contexts_task() -> dict:
     """Erase exposure context text older than SPRIG_CONTEXT_RETENTION_DAYS (beat: nightly)."""
-    keep_days = load_settings().context_retention_days
-    with session_scope(task_engine()) as session:
-        return forget_old_contexts(session, utcnow(), keep_days)
+    state = app_state()
+    with state.unit_of_work() as unit:
+        done = forget_old_contexts(unit.session, utcnow(), state.settings.context_retention_days)
+        unit.commit()
+    return done
 
 
-@celery.task(name="sprig.delete_dead_web_sessions")
+@shared_task(name="sprig.delete_dead_web_sessions")
 def delete_dead_web_sessions_task() -> dict:
-    with session_scope(task_engine()) as session:
-        return delete_dead_web_sessions(session, utcnow())
+    with app_state().unit_of_work() as unit:
+        done = delete_dead_web_sessions(unit.session, utcnow())
+        unit.commit()
+    return done

@@ -38,7 +38,7 @@ from market.demo.activity_plan import (
     plan_activity,
 )
 from market.identity.models import User
-from market.platform.db import session_scope
+from market.platform.db import UnitOfWork
 from market.platform.time import utcnow
 from market.usage.ingest import ingest_events, log_install
 from market.usage.ratings import record_feedback
@@ -129,13 +129,14 @@ def simulate_activity(
 ) -> dict[str, int]:
     """Plan ``days`` of usage for the loaded demo community and write it day by day."""
     now = as_utc(now) if now is not None else utcnow()
-    with session_scope(engine) as session:
+    with UnitOfWork(engine) as unit:
+        session = unit.session
         community = read_community(session)
         plan = plan_activity(community, seed, now=now, days=days)
         subagents = {s.id: s for s in session.exec(select(SubAgent))}
         versions = {v.id: v for v in session.exec(select(Version))}
         _uninstall(session, plan.early_uninstalls)
-        session.commit()
+        unit.commit()
 
         stored = ratings = changes = 0
         for offset in range(days):
@@ -169,11 +170,12 @@ def simulate_activity(
                 ratings += created
                 changes += not created
             _uninstall(session, plan.uninstalls.get(day, []))
-            session.commit()  # one day's batches, as the agent's 202s would have it
+            unit.commit()  # one day's batches, as the agent's 202s would have it
 
         while run_rollup(session)["marks"]:
-            session.commit()
+            unit.commit()
         recount_counters(session)
+        unit.commit()
     return {
         "usage events": stored,
         "ratings": ratings,

@@ -65,15 +65,19 @@ def rollup() -> None:
     from market.usage.rollups import run_rollup
 
     total = {"marks": 0, "days": 0, "cohorts": 0}
-    while True:
-        with session_scope(_engine()) as session:
-            done = run_rollup(session)
-        for name in total:
-            total[name] += done[name]
-        if done["marks"] == 0:
-            if done.get("skipped"):
-                click.echo("another rollup is running; it will finish the work")
-            break
+    engine = _engine()
+    try:
+        while True:
+            with session_scope(engine) as session:
+                done = run_rollup(session)
+            for name in total:
+                total[name] += done[name]
+            if done["marks"] == 0:
+                if done.get("skipped"):
+                    click.echo("another rollup is running; it will finish the work")
+                break
+    finally:
+        engine.dispose()
     click.echo(
         f"rolled up {total['days']} sub-agent days and {total['cohorts']} cohorts "
         f"({total['marks']} marks)"

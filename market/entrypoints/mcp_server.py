@@ -22,7 +22,6 @@ from typing import Any, Literal
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, ValidationError
-from sqlmodel import Session
 
 from market.catalog import bundles
 from market.catalog import services as catalog
@@ -31,7 +30,7 @@ from market.catalog.bundles.limits import BundleError
 from market.catalog.schemas import DiffOut, ForkIn, SubAgentOut
 from market.catalog.serialize import fork_command, subagent_out, visible_detail
 from market.identity.tokens import ANONYMOUS, Principal, principal_for_token
-from market.platform.db import commit_catalog_write
+from market.platform.db import UnitOfWork
 from market.platform.errors import SprigError
 from market.suggestions.schemas import SuggestionsIn, SuggestionsOut
 from market.suggestions.serialize import suggestion_request, suggestions_out
@@ -70,24 +69,24 @@ def build_server(
     server = MCPServer(name="sprig", instructions=INSTRUCTIONS)
 
     @contextmanager
-    def call() -> Iterator[tuple[Session, Callable[[], Principal]]]:
-        """A session per tool call; domain errors become tool errors, nothing is kept."""
-        session = Session(engine, expire_on_commit=False)
+    def call() -> Iterator[tuple[UnitOfWork, Callable[[], Principal]]]:
+        """A unit of work per tool call; domain errors become tool errors, and nothing is kept
+        unless the tool commits. No read cache in this process: web workers hear the commit's
+        NOTIFY; this process's suggestion index catches up after the commit."""
+        with UnitOfWork(engine, (suggestions.after_commit,)) as unit:
 
-        def who() -> Principal:
-            return principal_for_token(session, token) if token else ANONYMOUS
+            def who() -> Principal:
+                return principal_for_token(unit.session, token) if token else ANONYMOUS
 
-        try:
-            yield session, who
-        except SprigError as error:
-            session.rollback()
-            raise ToolError(f"{error.title} ({error.status}): {error.detail}") from None
-        except BundleError as error:
-            session.rollback()
-            where = "; ".join(f"{e.get('location')}: {e.get('message')}" for e in error.errors)
-            raise ToolError(f"Bundle rejected ({error.status}): {error.detail}. {where}") from None
-        finally:
-            session.close()
+            try:
+                yield unit, who
+            except SprigError as error:
+                raise ToolError(f"{error.title} ({error.status}): {error.detail}") from None
+            except BundleError as error:
+                where = "; ".join(f"{e.get('location')}: {e.get('message')}" for e in error.errors)
+                raise ToolError(
+                    f"Bundle rejected ({error.status}): {error.detail}. {where}"
+                ) from None
 
     @server.tool()
     def suggest_forks(
@@ -101,7 +100,8 @@ def build_server(
         each with its version, relevance, quality, why it matched, the themes of its users'
         feedback, and the changes that improved its forks. `granted_scopes` keeps only bases
         whose permissions the user granted; `category` one category; `k` 1-20."""
-        with call() as (session, who):
+        with call() as (unit, who):
+            session = unit.session
             principal = who()
             principal.require()
             if principal.kind == "service":
@@ -122,7 +122,8 @@ def build_server(
     def get_subagent(subagent_id: int) -> SubAgentOut:
         """A sub-agent (title, story, tags, parent, counts) with its latest version and
         manifest."""
-        with call() as (session, who):
+        with call() as (unit, who):
+            session = unit.session
             viewer = who()
             detail = subagent_out(*catalog.get_visible_detail(session, viewer, subagent_id))
             return visible_detail(session, viewer, detail)
@@ -136,7 +137,8 @@ def build_server(
         """What a version (default: the latest) changed against the parent version it was
         forked from, or against its previous version: files added, removed or modified with
         line diffs, and manifest changes (scopes and hosts added or removed)."""
-        with call() as (session, who):
+        with call() as (unit, who):
+            session = unit.session
             viewer = who()
             subagent = catalog.get_visible(session, viewer, subagent_id)
             version = catalog.get_readable_version(session, viewer, subagent, version_id)
@@ -172,7 +174,8 @@ def build_server(
         """Fork `parent_id` with a new bundle (manifest: name, entry, scopes, hosts,
         description; files: path -> text). `fork_request` is the user's words that asked for
         the change. A service publishes for a person named in `on_behalf_of`."""
-        with call() as (session, who):
+        with call() as (unit, who):
+            session = unit.session
             principal = who()
             body = _validated(
                 ForkIn,
@@ -193,8 +196,7 @@ def build_server(
             bundle = bundles.bundle_from_json(body.bundle.model_dump())
             command = fork_command(parent_id, body, bundle)
             child, version, created = catalog.fork_as_requested(session, principal, command)
-            # No read cache in this process: web workers hear the commit's NOTIFY.
-            commit_catalog_write(session, suggestions=suggestions)
+            unit.commit()
             detail = subagent_out(child, catalog.get_author(session, child), version)
             detail = visible_detail(session, principal, detail)
             return PublishedFork(created=created, subagent=detail)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from apiflask import APIBlueprint
-from flask import current_app, send_file, url_for
+from flask import send_file, url_for
 
 from feedback.export import ExportParameters
 from market.exports import services as export_service
@@ -14,6 +14,7 @@ from market.exports.schemas import ExportFileOut, ExportIn, ExportRunOut
 from market.identity.tokens import caller
 from market.platform.api_deps import commit, db
 from market.platform.errors import NotFound, ServiceUnavailable
+from market.platform.state import app_state
 
 bp = APIBlueprint("exports", __name__, tag="Reward exports")
 
@@ -37,12 +38,13 @@ def _run_out(run: ExportRun) -> ExportRunOut:
 
 
 def _start(run_id: int) -> None:
-    """Run the export now (embedded mode: Celery is eager, so a task would run here anyway,
-    but with the environment's settings instead of this app's), or queue it for a worker."""
-    settings = current_app.extensions["sprig.settings"]
+    """Run the export now, in this request (embedded mode: no worker, Celery is eager), or
+    queue it for a worker."""
+    state = app_state()
+    settings = state.settings
     if settings.celery_eager or not settings.redis_url:
         export_service.execute_run(
-            current_app.extensions["sprig.engine"],
+            state.engine,
             run_id,
             settings.export_dir,
             settle_seconds=settings.export_settle_seconds,

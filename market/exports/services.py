@@ -44,6 +44,7 @@ from market.catalog.models import BundleBlob, SubAgent, Version
 from market.exports.models import ExportRun
 from market.identity.access import publicly_listed_clause
 from market.identity.models import User
+from market.platform.db import UnitOfWork
 from market.platform.errors import Conflict, NotFound
 from market.platform.time import utcnow
 from market.recommend.models import Exposure
@@ -125,7 +126,8 @@ def execute_run(
     alone; a run found ``running`` (its worker died) is redone from scratch. A failure marks the
     run failed with its reason and leaves no files."""
     export_root = Path(export_root)
-    with Session(engine, expire_on_commit=False) as session:
+    with UnitOfWork(engine) as unit:
+        session = unit.session
         run = session.get(ExportRun, run_id)
         if run is None:
             raise NotFound(f"No export run {run_id}.")
@@ -137,7 +139,7 @@ def execute_run(
             .where(ExportRun.id == run_id)
             .values(status="running", started_at=started, error=None)
         )
-        session.commit()
+        unit.commit()
         since_watermark = None
         if run.since_run_id is not None:
             since_watermark = session.get(ExportRun, run.since_run_id).watermark
@@ -145,7 +147,8 @@ def execute_run(
     watermark = started - timedelta(seconds=settle_seconds)
     parameters = ExportParameters(**run.parameters)
     try:
-        with Session(engine, expire_on_commit=False) as session:
+        with UnitOfWork(engine) as unit:
+            session = unit.session
             catalog = load_catalog(session)
             feedback = load_feedback(session, watermark, since_watermark)
             # The key exists only in this frame and the export object: nothing stores it, so
@@ -207,16 +210,16 @@ def execute_run(
     except Exception as error:
         log.exception("export run %s failed", run_id)
         abandon_run(export_root, run_id)
-        with Session(engine, expire_on_commit=False) as session:
-            session.execute(
+        with UnitOfWork(engine) as unit:
+            unit.session.execute(
                 update(ExportRun)
                 .where(ExportRun.id == run_id)
                 .values(status="failed", error=str(error)[:2000], finished_at=utcnow())
             )
-            session.commit()
-            return session.get(ExportRun, run_id)
-    with Session(engine, expire_on_commit=False) as session:
-        session.execute(
+            unit.commit()
+            return unit.session.get(ExportRun, run_id)
+    with UnitOfWork(engine) as unit:
+        unit.session.execute(
             update(ExportRun)
             .where(ExportRun.id == run_id)
             .values(
@@ -227,8 +230,8 @@ def execute_run(
                 finished_at=finished,
             )
         )
-        session.commit()
-        return session.get(ExportRun, run_id)
+        unit.commit()
+        return unit.session.get(ExportRun, run_id)
 
 
 def _aware(moment: datetime | None) -> datetime | None:

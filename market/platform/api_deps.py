@@ -7,23 +7,28 @@ import json
 from typing import Any
 
 import orjson
-from flask import Request, current_app, g, request
+from flask import Request, g, request
 from pydantic import BaseModel, ValidationError
 from sqlmodel import Session
 
 from feedback.json_limits import MAX_JSON_DEPTH, nesting_exceeds
-from market.platform.db import commit_catalog_write
+from market.platform.db import UnitOfWork
 from market.platform.errors import BadRequest, Unprocessable, UnsupportedMediaType
+from market.platform.state import app_state
+
+
+def unit_of_work() -> UnitOfWork:
+    """This request's unit of work (on the read engine for GET and HEAD), closed as the request
+    ends (``market.app``)."""
+    unit = g.get("unit_of_work")
+    if unit is None:
+        unit = app_state().unit_of_work(read_only=request.method in ("GET", "HEAD"))
+        g.unit_of_work = unit
+    return unit
 
 
 def db() -> Session:
-    session = g.get("db_session")
-    if session is None:
-        read_only = request.method in ("GET", "HEAD")
-        engine = current_app.extensions["sprig.read_engine" if read_only else "sprig.engine"]
-        session = Session(engine, expire_on_commit=False)
-        g.db_session = session
-    return session
+    return unit_of_work().session
 
 
 def _not_json(name: str) -> Any:
@@ -90,8 +95,5 @@ def parse_model(model: type[BaseModel], data: object, prefix: str = "json") -> B
 
 
 def commit() -> None:
-    commit_catalog_write(
-        db(),
-        read_cache=current_app.extensions.get("sprig.read_cache"),
-        suggestions=current_app.extensions.get("sprig.suggestions"),
-    )
+    """End the request's work: commit it, then let this process's caches catch up."""
+    unit_of_work().commit()

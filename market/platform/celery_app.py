@@ -1,17 +1,19 @@
 """The Celery application: a worker and beat in production, eager (in the caller) embedded.
 
-Tasks live in each domain's ``tasks`` module (``TASK_MODULES``) as one-line wrappers around
-service functions, so tests call the service directly and no task needs a broker to be
-exercised. Each is found by its explicit name (``sprig.…``).
+The application factory makes one per app (:func:`celery_init_app`); every task runs in that
+app's context, so it uses the app's settings and engine. Tasks live in each domain's ``tasks``
+module (``TASK_MODULES``) as short wrappers around service functions, declared with
+``shared_task`` (they belong to whichever app runs them), so tests call the service directly
+and no task needs a broker to be exercised. Each is found by its explicit name (``sprig.…``).
 """
 
 from __future__ import annotations
 
-from celery import Celery
+from celery import Celery, Task
 from celery.schedules import crontab
+from flask import Flask
 
-from market.platform.config import Settings, load_settings
-from market.platform.db import make_engine
+from market.platform.config import Settings
 
 # Named, not imported: the platform knows no domain, and a worker imports these at start.
 TASK_MODULES = [
@@ -69,13 +71,17 @@ def celery_config(settings: Settings) -> dict:
     }
 
 
-# `celery -A market.platform.celery_app:celery worker` finds this; its settings are read lazily, on
-# first use, from the environment (market/platform/celery_config.py), never at import.
-celery = Celery("sprig", include=TASK_MODULES)
-celery.config_from_object("market.platform.celery_config")
+def celery_init_app(app: Flask, settings: Settings) -> Celery:
+    """The Celery app of ``app``, configured from its settings: each task runs inside the app's
+    context (``market.platform.state.app_state`` gives it the app's engine). It becomes the
+    default app, the one ``shared_task`` tasks are sent through and run by."""
 
+    class FlaskTask(Task):
+        def __call__(self, *args, **kwargs):
+            with app.app_context():
+                return self.run(*args, **kwargs)
 
-def task_engine():
-    """An engine for a task, from the environment's settings (tasks run outside the app)."""
-    settings = load_settings()
-    return make_engine(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
+    celery = Celery("sprig", task_cls=FlaskTask, include=TASK_MODULES)
+    celery.conf.update(celery_config(settings))
+    celery.set_default()
+    return celery

@@ -1,13 +1,13 @@
 """Database engine and sessions.
 
 SQLite (the embedded default) runs in WAL mode with a busy timeout so readers never block the
-single writer; PostgreSQL is used as configured. One session per request, committed once at
-the service boundary.
+single writer; PostgreSQL is used as configured. One unit of work per request, tool call, task
+or command, committed once at the service boundary.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -57,18 +57,68 @@ def make_engine(url: str, *, busy_timeout_ms: int = 5000, autocommit: bool = Fal
     )
 
 
+# What a transaction changed that something outside the database must hear of once it commits
+# (``note_change``): the kinds of change, and which rows.
+CATALOG_CHANGED = "catalog_changed"  # anything an anonymous catalog page shows
+SUBAGENTS_PUBLISHED = "subagents_published"  # sub-agents given a version (their ids)
+_CHANGES = "changes_to_announce"
+
+# Runs after a commit with the session and the changes it made (kind → ids).
+AfterCommit = Callable[[Session, Mapping[str, set]], None]
+
+
+def note_change(session: Session, kind: str, *ids: int) -> None:
+    """Note that this transaction made a change of ``kind`` (to rows ``ids``). Its unit of work
+    hands the notes to its after-commit hooks once it commits, and drops them if it does not:
+    nothing is announced for a transaction that did not commit."""
+    session.info.setdefault(_CHANGES, {}).setdefault(kind, set()).update(ids)
+
+
+class UnitOfWork:
+    """One transaction's session, for one request, tool call, task or command: the only thing
+    that commits. ``commit`` commits once and then runs the after-commit hooks (a process's
+    own caches and indexes catching up), so they never see work that did not commit. Used as a
+    context manager it rolls back on an error and always closes; it never commits by itself.
+    The session stays usable after ``commit`` (objects are not expired) to build a response."""
+
+    def __init__(self, engine: Engine, hooks: Sequence[AfterCommit] = ()):
+        self.session = Session(engine, expire_on_commit=False)
+        self._hooks = hooks
+
+    def __enter__(self) -> UnitOfWork:
+        return self
+
+    def __exit__(self, kind, error, traceback) -> None:
+        try:
+            if kind is not None:
+                self.rollback()
+        finally:
+            self.close()
+
+    def commit(self) -> None:
+        changes = self.session.info.pop(_CHANGES, {})
+        self.session.commit()
+        if changes:
+            for hook in self._hooks:
+                hook(self.session, changes)
+
+    def rollback(self) -> None:
+        self.session.info.pop(_CHANGES, None)
+        self.session.rollback()
+
+    def close(self) -> None:
+        self.session.info.pop(_CHANGES, None)
+        self.session.close()
+
+
 @contextmanager
 def session_scope(engine: Engine) -> Iterator[Session]:
-    """A session that commits on success and rolls back on error."""
-    session = Session(engine, expire_on_commit=False)
-    try:
-        yield session
-        session.commit()
-    except BaseException:
-        session.rollback()
-        raise
-    finally:
-        session.close()
+    """A unit of work without hooks that commits when the block ends without an error: for
+    scripts and the demo loader, which run outside the app (other processes catch up with
+    their changes as they do with any other process's)."""
+    with UnitOfWork(engine) as unit:
+        yield unit.session
+        unit.commit()
 
 
 def begin_writing(session: Session) -> None:
@@ -115,22 +165,3 @@ def id_in(session: Session, column, ids):
     if session.get_bind().dialect.name == "postgresql":
         return column == any_(bindparam(None, list(ids), type_=ARRAY(Integer)))
     return column.in_(list(ids))
-
-
-# Sub-agents given a version in a session, for the suggestion index to pick up after the
-# commit (market.suggestions.services); an uncommitted publish must never be suggested.
-INDEX_UPDATES = "suggestion_updates"
-
-
-def commit_catalog_write(session: Session, *, read_cache=None, suggestions=None) -> None:
-    """Commit, then bring this process's own caches up to date: the anonymous read cache
-    (other processes hear the NOTIFY sent in the transaction; this one must not even wait)
-    and the suggestion index (suggestable at once here; other processes catch up from
-    ``updated_at``). Nothing is announced for a transaction that did not commit."""
-    changed = session.info.pop("catalog_changed", False)
-    published = session.info.pop(INDEX_UPDATES, None)
-    session.commit()
-    if changed and read_cache is not None:
-        read_cache.invalidate()
-    if published and suggestions is not None:
-        suggestions.note_committed(session, published)

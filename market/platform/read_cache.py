@@ -22,6 +22,8 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from market.platform.db import CATALOG_CHANGED
+
 CHANNEL = "sprig_catalog"
 log = logging.getLogger(__name__)
 
@@ -79,6 +81,12 @@ class ReadCache:
         with self._lock:
             self._generation += 1
             self._entries.clear()
+
+    def after_commit(self, _session, changes) -> None:
+        """A unit of work's hook: a catalog change empties this process's cache at once (other
+        processes hear the NOTIFY sent in the transaction)."""
+        if CATALOG_CHANGED in changes:
+            self.invalidate()
 
 
 class NotificationListener:

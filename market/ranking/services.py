@@ -20,6 +20,7 @@ from __future__ import annotations
 import io
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
@@ -32,7 +33,7 @@ from evolution.tree import Forest
 from market.catalog.models import SubAgent
 from market.catalog.services import mark_catalog_changed
 from market.identity.access import can_view, publicly_listed
-from market.platform.db import session_scope
+from market.platform.db import UnitOfWork
 from market.platform.time import utcnow
 from market.ranking.models import RankingRun, RaterOffset, SubAgentScore
 from market.usage.models import Feedback, UsageEvent
@@ -393,12 +394,13 @@ class EmbeddedSchedule:
         self._last = float("-inf")
         self._lock = threading.Lock()
 
-    def refresh_if_due(self, engine) -> None:
+    def refresh_if_due(self, unit_of_work: Callable[[], UnitOfWork]) -> None:
         if time.monotonic() - self._last < self.every or not self._lock.acquire(blocking=False):
             return
         try:
-            with session_scope(engine) as session:
-                run_ranking(session)
+            with unit_of_work() as unit:
+                run_ranking(unit.session)
+                unit.commit()
             self._last = time.monotonic()
         finally:
             self._lock.release()

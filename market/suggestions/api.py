@@ -9,13 +9,12 @@ and comment clustering, which an open endpoint would let anyone spend.
 from __future__ import annotations
 
 from apiflask import APIBlueprint
-from flask import current_app
 
 from market.identity.tokens import caller
 from market.platform.api_deps import db
+from market.platform.state import app_state
 from market.suggestions.schemas import SuggestionsIn, SuggestionsOut
 from market.suggestions.serialize import suggestion_request, suggestions_out
-from market.suggestions.services import service_for
 
 bp = APIBlueprint("suggestions", __name__, tag="Suggestions")
 
@@ -40,5 +39,5 @@ def suggest(body: SuggestionsIn):
     who.require()
     if who.kind == "service":
         who.require("suggest")
-    answer = service_for(current_app).suggest(db(), suggestion_request(body))
+    answer = app_state().suggestions.suggest(db(), suggestion_request(body))
     return suggestions_out(answer)

@@ -62,6 +62,8 @@ from evolution.themes import FeedbackNote, Theme, group_themes
 from feedback.scrub import scrub_contact_details
 from market.catalog.models import BundleBlob, SubAgent, Version
 from market.identity.access import publicly_listed, publicly_listed_clause
+from market.platform.db import SUBAGENTS_PUBLISHED
+from market.platform.state import app_state
 from market.ranking.models import SubAgentScore
 from market.usage.models import Feedback
 
@@ -300,6 +302,12 @@ class SuggestionService:
             if self._indexed_at.get(row.id) != row.updated_at:
                 changed.add(row.id)
         return changed
+
+    def after_commit(self, session: Session, changes) -> None:
+        """A unit of work's hook: sub-agents published, forked or versioned are suggestable at
+        once in this process (other processes catch up from ``updated_at``)."""
+        if changes.get(SUBAGENTS_PUBLISHED):
+            self.note_committed(session, changes[SUBAGENTS_PUBLISHED])
 
     def note_committed(self, session: Session, subagent_ids: Iterable[int]) -> None:
         """Index sub-agents this process just published, forked or versioned."""
@@ -590,29 +598,6 @@ def _score_quality(row) -> Quality:
     )
 
 
-def service_for(app) -> SuggestionService:
-    """The app's suggestion service, made on first use (one per process)."""
-    service = app.extensions.get("sprig.suggestions")
-    if service is None:
-        with _SERVICE_LOCK:
-            service = app.extensions.get("sprig.suggestions")
-            if service is None:
-                cache = app.extensions.get("sprig.read_cache")
-                generation = (
-                    (lambda: cache.generation if cache.listening else None)
-                    if cache is not None
-                    else None
-                )
-                service = SuggestionService(
-                    app.extensions["sprig.engine"], change_generation=generation
-                )
-                app.extensions["sprig.suggestions"] = service
-    return service
-
-
-_SERVICE_LOCK = threading.Lock()
-
-
 def warm_up(app) -> threading.Thread:
     """Build the app's suggestion index now, on a background thread. gunicorn calls this as
     each worker starts (``market.entrypoints.gunicorn_conf.post_worker_init``): at 100,000
@@ -622,7 +607,7 @@ def warm_up(app) -> threading.Thread:
 
     def build() -> None:
         try:
-            service_for(app).index  # noqa: B018 - the property builds the index
+            app_state(app).suggestions.index  # noqa: B018 - the property builds the index
         except Exception:
             log.exception("suggestion index warm-up failed; the first request will build it")
 

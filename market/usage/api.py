@@ -7,15 +7,14 @@ from datetime import date, timedelta
 
 import orjson
 from apiflask import APIBlueprint
-from flask import Response, current_app, request
+from flask import Response, request
 
 from market.catalog import services as catalog
 from market.identity.access import can_read_full_stats, creator_for_stats, creator_subagents
 from market.identity.tokens import caller
 from market.platform.api_deps import commit, db, parse_model
-from market.platform.db import session_scope
 from market.platform.errors import BadRequest, PayloadTooLarge, SprigError
-from market.platform.ratelimit import RateLimiter
+from market.platform.state import app_state
 from market.platform.time import utcnow
 from market.usage import ingest, ratings, rollups, stats
 from market.usage.schemas import (
@@ -37,14 +36,6 @@ MAX_WINDOW_DAYS = 400
 
 class TooManyRequests(SprigError):
     status, title = 429, "Too many requests"
-
-
-def _limiter() -> RateLimiter:
-    limiter = current_app.extensions.get("sprig.rate_limiter")
-    if limiter is None:
-        limiter = RateLimiter(current_app.extensions["sprig.settings"].redis_url)
-        current_app.extensions["sprig.rate_limiter"] = limiter
-    return limiter
 
 
 @bp.post("/events")
@@ -73,8 +64,10 @@ def post_events():
     if isinstance(events, list) and len(events) > 1000:
         raise PayloadTooLarge("A batch is at most 1,000 events.")
     body = parse_model(EventBatchIn, raw)
-    settings = current_app.extensions["sprig.settings"]
-    wait = _limiter().spend(f"events:{who.user_id}", len(body.events), settings.events_per_minute)
+    state = app_state()
+    wait = state.rate_limiter.spend(
+        f"events:{who.user_id}", len(body.events), state.settings.events_per_minute
+    )
     if wait is not None:
         raise TooManyRequests(
             "Event rate limit reached for this client.", headers={"Retry-After": str(wait)}
@@ -192,10 +185,11 @@ def fresh_rollups() -> None:
     transaction of its own (GET requests read in autocommit), so the rollup's lock holds while
     it runs; skipped when no mark waits (a mark committed just after the check waits for the
     next reader, as one committed during a rollup does)."""
-    settings = current_app.extensions["sprig.settings"]
+    settings = app_state().settings
     if not (settings.celery_eager or not settings.redis_url):
         return
     if not rollups.rollup_pending(db()):
         return
-    with session_scope(current_app.extensions["sprig.engine"]) as session:
-        rollups.run_rollup(session)
+    with app_state().unit_of_work() as unit:
+        rollups.run_rollup(unit.session)
+        unit.commit()

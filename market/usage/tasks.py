@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import time
 
-from market.platform.celery_app import celery, task_engine
-from market.platform.db import session_scope
+from celery import shared_task
+
+from market.platform.state import app_state
 from market.usage.rollups import run_rollup
 
 
-@celery.task(name="sprig.rollup")
+@shared_task(name="sprig.rollup")
 def rollup_task(budget_seconds: float = 50.0) -> dict:
     """Drain the marks (beat runs this every minute), in transactions of bounded size."""
-    engine = task_engine()
+    state = app_state()
     total = {"marks": 0, "days": 0, "cohorts": 0}
     deadline = time.monotonic() + budget_seconds
     while time.monotonic() < deadline:
-        with session_scope(engine) as session:
-            done = run_rollup(session)
+        with state.unit_of_work() as unit:
+            done = run_rollup(unit.session)
+            unit.commit()
         for name in total:
             total[name] += done[name]
         if not done["marks"]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from flask import Flask
 
+from market.platform.state import app_state
+
 
 def register_web(app: Flask) -> None:
     """Register the web blueprint, once the domains' page views (their ``views`` modules) have
@@ -12,7 +14,7 @@ def register_web(app: Flask) -> None:
     from market.web import preview, signin  # noqa: F401 - routes register
     from market.web.blueprint import bp
 
-    settings = app.extensions["sprig.settings"]
+    settings = app_state(app).settings
     app.config.update(
         SESSION_COOKIE_NAME="sprig_session",
         SESSION_COOKIE_HTTPONLY=True,

@@ -16,15 +16,15 @@ import unicodedata
 from datetime import datetime, timedelta
 from urllib.parse import urljoin, urlsplit
 
-from flask import current_app, request, session, url_for
+from flask import request, session, url_for
 from sqlalchemy import bindparam, update
 from sqlmodel import select
 
 from market.identity.models import ApiToken, User, WebSession
 from market.identity.tokens import Principal, hash_token, principal_for_token, principal_for_user
-from market.platform.api_deps import db
-from market.platform.db import session_scope
+from market.platform.api_deps import commit, db
 from market.platform.errors import BadRequest, Forbidden, Unauthorized
+from market.platform.state import app_state
 from market.platform.time import utcnow
 
 # Idle sessions end this long after their last use (the cookie's own lifetime is the same).
@@ -57,7 +57,7 @@ def has_session() -> bool:
 
 
 def demo_signin_enabled() -> bool:
-    return current_app.extensions["sprig.settings"].demo_signin
+    return app_state().settings.demo_signin
 
 
 def _cookie_key() -> str | None:
@@ -105,12 +105,13 @@ def session_principal() -> Principal | None:
 def _note_use(web_session_id: int, now: datetime) -> None:
     """Record the session's use and slide its expiry. On a connection of its own to the
     writing engine: GET requests read on autocommit connections and never commit."""
-    with session_scope(current_app.extensions["sprig.engine"]) as writer:
-        writer.exec(
+    with app_state().unit_of_work() as writer:
+        writer.session.exec(
             update(WebSession)
             .where(WebSession.id == web_session_id, WebSession.ended_at.is_(None))
             .values(last_seen_at=now, expires_at=now + SESSION_LIFETIME)
         )
+        writer.commit()
 
 
 def sign_in_with_token(token: str) -> Principal:
@@ -152,7 +153,7 @@ def _start_session(user_id: int, api_token_id: int | None) -> None:
             expires_at=now + SESSION_LIFETIME,
         )
     )
-    db().commit()
+    commit()
     session.clear()
     session[_AUTH_KEY] = {"key": key}
     session[_CSRF_KEY] = secrets.token_urlsafe(32)
@@ -172,7 +173,7 @@ def _end_session() -> None:
 def sign_out() -> None:
     """Ends the session on the server, so every copy of the cookie is signed out."""
     _end_session()
-    db().commit()
+    commit()
     session.clear()
 
 

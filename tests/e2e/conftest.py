@@ -19,6 +19,7 @@ from werkzeug.serving import make_server
 from market.app import create_app
 from market.demo.loader import load_demo
 from market.platform.migrate import upgrade
+from market.platform.state import app_state
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM_ARGS = [
@@ -58,7 +59,7 @@ def live_app(tmp_path_factory, chromium_executable):
             "demo_signin": True,
         }
     )
-    load_demo(app.extensions["sprig.engine"], seed=7)
+    load_demo(app_state(app).engine, seed=7)
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, name="sprig-e2e", daemon=True)
     thread.start()
@@ -66,7 +67,7 @@ def live_app(tmp_path_factory, chromium_executable):
     yield app
     server.shutdown()
     thread.join(timeout=10)
-    app.extensions["sprig.engine"].dispose()
+    app_state(app).engine.dispose()
 
 
 @pytest.fixture(scope="session")

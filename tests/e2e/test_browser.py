@@ -10,6 +10,7 @@ from sqlmodel import func, select
 from market.catalog.models import SubAgent, Version
 from market.identity.models import User
 from market.platform.db import session_scope
+from market.platform.state import app_state
 from market.ranking.models import SubAgentScore
 from tests.factories import make_user
 
@@ -24,7 +25,7 @@ NAME_PAYLOAD = '<svg onload="window.__pwned=4;alert(4)"></svg>Mallory'
 
 
 def engine_of(app):
-    return app.extensions["sprig.engine"]
+    return app_state(app).engine
 
 
 def sign_in_as_demo_person(page, handle: str) -> None:

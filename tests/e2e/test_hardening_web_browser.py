@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from market.platform.state import app_state
 from tests.factories import listing, make_user
 
 pytestmark = pytest.mark.browser
@@ -24,7 +25,7 @@ ESCAPE_BUNDLE = {
 
 
 def test_a_preview_runs_framed_and_never_as_the_page_itself(live_app, page):
-    author = make_user(live_app.extensions["sprig.engine"], "framer")
+    author = make_user(app_state(live_app).engine, "framer")
     created = live_app.test_client().post(
         "/api/v1/subagents",
         json=listing("Escape artist", bundle=ESCAPE_BUNDLE),

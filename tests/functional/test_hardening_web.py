@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -14,6 +15,7 @@ from market.catalog.maintenance import delete_dead_web_sessions
 from market.catalog.models import Install
 from market.identity.models import WebSession
 from market.platform.db import session_scope
+from market.platform.state import app_state, install_state
 from market.platform.time import utcnow
 from tests.factories import FRAMED, bundle, make_user, publish
 
@@ -109,8 +111,9 @@ def browser_with(app, cookie: str):
 
 
 def signed_in_as_demo_person(app, client, handle: str) -> None:
-    app.extensions["sprig.settings"] = app.extensions["sprig.settings"].with_overrides(
-        {"demo_signin": True}
+    state = app_state(app)
+    install_state(
+        app, replace(state, settings=state.settings.with_overrides({"demo_signin": True}))
     )
     picked = client.post("/signin", data={"csrf": csrf_of(client), "demo_handle": handle})
     assert picked.status_code == 302

@@ -34,6 +34,7 @@ import io
 import json
 import re
 import zipfile
+from dataclasses import replace
 
 import jsonschema
 import pytest
@@ -52,6 +53,9 @@ from sqlalchemy.exc import DataError
 
 from market.app import create_app
 from market.platform.pagination import encode_cursor
+from market.platform.ratelimit import RateLimiter
+from market.platform.state import app_state, install_state
+from market.suggestions.services import SuggestionService
 from tests.conftest import _wipe as wipe
 from tests.factories import bundle, fork, listing, make_user, publish
 
@@ -417,7 +421,7 @@ def test_api_workflows(seeded):
     the links schemathesis infers, every check on every step. The scenario is recorded, so
     the checks that need history (use_after_free, ensure_resource_availability) run too."""
     app, _headers, backend, handle = seeded
-    engine = app.extensions["sprig.engine"]
+    engine = app_state(app).engine
     kind = "person" if handle == "alice" else "service"
 
     class Workflow(APIWorkflow):
@@ -425,8 +429,12 @@ def test_api_workflows(seeded):
             # Every scenario starts from the same seeded catalog, so Hypothesis replays a
             # failing one exactly (the data a step draws depends on what earlier ones made).
             wipe(engine)
-            app.extensions.pop("sprig.suggestions", None)
-            app.extensions.pop("sprig.rate_limiter", None)
+            state = app_state(app)
+            fresh = {
+                "suggestions": SuggestionService(engine),
+                "rate_limiter": RateLimiter(state.settings.redis_url),
+            }
+            install_state(app, replace(state, **fresh))
             self.headers, _handle = _seed(app, engine, kind)
 
         def get_call_kwargs(self, case):

@@ -116,7 +116,7 @@ def test_startup_order_and_commands(compose_yaml: dict) -> None:
         assert deps["redis"]["condition"] == "service_healthy", name
     assert "8000:8000" in services["web"]["ports"]
     assert "0.0.0.0:8000" in services["web"]["command"]
-    assert "market.platform.celery_app:celery" in services["worker"]["command"]
+    assert "market.entrypoints.worker:celery" in services["worker"]["command"]
     assert "--concurrency=2" in services["worker"]["command"]
     assert "beat" in services["beat"]["command"]
     redis_cmd = services["redis"]["command"]

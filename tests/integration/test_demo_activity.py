@@ -24,6 +24,7 @@ from market.demo.activity import plan_activity, read_community
 from market.demo.activity_plan import FEEDBACK_TAGS
 from market.demo.loader import demo_tokens, load_demo
 from market.identity.models import User
+from market.platform.state import app_state
 from market.platform.time import utcnow
 from market.recommend.models import Exposure
 from market.usage.models import Feedback, InstallLog, RollupDirty, UsageEvent
@@ -51,7 +52,7 @@ def demo(database_url):
             "read_cache_seconds": 0,
         }
     )
-    engine = app.extensions["sprig.engine"]
+    engine = app_state(app).engine
     _wipe(engine)  # whatever an earlier module left behind
     started = time.perf_counter()
     now = datetime.now(UTC)
@@ -59,7 +60,7 @@ def demo(database_url):
     yield Demo(app, engine, stats, time.perf_counter() - started, now)
     _wipe(engine)
     engine.dispose()
-    app.extensions["sprig.read_engine"].dispose()
+    app_state(app).read_engine.dispose()
 
 
 def _utc(moment: datetime) -> datetime:

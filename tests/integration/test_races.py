@@ -38,6 +38,7 @@ from sqlalchemy.engine import make_url
 from market.app import create_app
 from market.platform.db import make_engine
 from market.platform.migrate import upgrade
+from market.platform.state import app_state
 from tests.factories import bundle, listing, make_user
 
 pytestmark = [pytest.mark.slow]
@@ -177,14 +178,14 @@ def live(database_url, tmp_path_factory):
     url = _own_database(database_url, tmp_path)
     upgrade(url)
     app = create_app({"database_url": url, "testing": True, "read_cache_seconds": 0})
-    seed_engine = app.extensions["sprig.engine"]
+    seed_engine = app_state(app).engine
     try:
         author = make_user(seed_engine, "race-author")
         moderator = make_user(seed_engine, "race-mod", role="moderator")
         users = [make_user(seed_engine, f"racer{i}") for i in range(CLIENTS)]
     finally:
         seed_engine.dispose()
-        app.extensions["sprig.read_engine"].dispose()
+        app_state(app).read_engine.dispose()
     log_path = tmp_path / "gunicorn.log"
     process, base = _start_gunicorn(url, log_path)
     engine = make_engine(url)

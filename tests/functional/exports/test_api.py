@@ -28,6 +28,7 @@ from market.catalog import bundles
 from market.entrypoints.cli import main as cli
 from market.exports.models import ExportRun
 from market.identity.models import User
+from market.platform.state import app_state
 from tests.factories import Actor, bundle, fork, make_user, publish
 
 API = "/api/v1"
@@ -147,7 +148,7 @@ def _export(client, community, **body):
 
 
 def _run_dir(app, run_id: int) -> Path:
-    return Path(app.extensions["sprig.settings"].export_dir) / f"run-{run_id:05d}"
+    return Path(app_state(app).settings.export_dir) / f"run-{run_id:05d}"
 
 
 def _table(run_dir: Path, config: str):
@@ -369,7 +370,8 @@ def test_cli_exports_a_numbered_run_and_then_an_incremental_one(community, cli_e
     assert bad.exit_code != 0 and "run number" in bad.output
 
 
-def test_the_celery_task_builds_a_queued_run(community, cli_env, engine):
+def test_the_celery_task_builds_a_queued_run(community, app, engine):
+    """The task runs in the app's context: its engine and its export directory."""
     from feedback.export import ExportParameters
     from market.exports.services import create_run
     from market.exports.tasks import export_rewards_task
@@ -379,6 +381,6 @@ def test_the_celery_task_builds_a_queued_run(community, cli_env, engine):
         session.commit()
     result = export_rewards_task.apply(args=[run_id]).get()
     assert result == {"run": run_id, "status": "succeeded", "error": None}
-    assert (cli_env / "default-exports" / f"run-{run_id:05d}" / "manifest.json").is_file()
+    assert (_run_dir(app, run_id) / "manifest.json").is_file()
     # Delivered twice (acks_late after a lost worker): the finished run is left as it is.
     assert export_rewards_task.apply(args=[run_id]).get()["status"] == "succeeded"

@@ -35,6 +35,7 @@ from sqlalchemy import text
 
 from market.app import create_app
 from market.entrypoints.mcp_server import build_server
+from market.platform.state import app_state
 from tests.conftest import _wipe
 from tests.factories import FRAMED, Actor, bundle, fork, make_user, publish
 from tests.functional.entrypoints import test_mcp_server as mcp
@@ -185,7 +186,7 @@ def shared(database_url):
             "read_cache_seconds": 0,
         }
     )
-    engine = app.extensions["sprig.engine"]
+    engine = app_state(app).engine
     _wipe(engine)  # the per-test fixture leaves it empty; make sure
     users = {
         "owner": make_user(engine, "alice"),
@@ -200,7 +201,7 @@ def shared(database_url):
     yield Shared(app.test_client(), engine, users, actors)
     _wipe(engine)
     engine.dispose()
-    app.extensions["sprig.read_engine"].dispose()
+    app_state(app).read_engine.dispose()
 
 
 def _ok(response, *statuses):

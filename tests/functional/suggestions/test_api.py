@@ -12,8 +12,8 @@ from market.catalog import services as catalog
 from market.catalog.models import SubAgent
 from market.identity.models import User
 from market.platform.db import session_scope
+from market.platform.state import app_state
 from market.ranking.models import SubAgentScore
-from market.suggestions.services import service_for
 from tests.factories import bundle, fork, make_user, publish
 
 URL = "/api/v1/suggestions"
@@ -134,7 +134,7 @@ def test_the_sub_agent_written_for_the_request_comes_first(client, coding_agent,
 def test_publishes_are_suggested_without_a_rebuild(app, client, engine, coding_agent, creator):
     publish(client, creator)
     ask(client, coding_agent, "water")  # builds the index
-    service = service_for(app)
+    service = app_state(app).suggestions
     index = service.index
     # Published through this worker: indexed right after its commit.
     pomodoro = publish(
@@ -189,7 +189,7 @@ def test_private_and_unlisted_never_appear(app, client, engine, coding_agent, cr
     assert len(ids(answer)) == 1
     # Made private after being indexed: gone at once, before any catch-up.
     public_id = ids(answer)[0]
-    service_for(app).refresh_seconds = 3600.0
+    app_state(app).suggestions.refresh_seconds = 3600.0
     response = client.patch(
         f"/api/v1/subagents/{public_id}", json={"visibility": "private"}, headers=creator.headers
     )
@@ -301,7 +301,7 @@ def test_listing_changes_by_other_processes_are_swept_in(
         client, creator, title="Quince Jam Planner", summary="Jam batches.", visibility="private"
     )
     assert ask(client, coding_agent, "quince jam planner")["items"] == []
-    service = service_for(app)
+    service = app_state(app).suggestions
     # Another process makes it public: no new version, only the row's updated_at moves.
     with session_scope(engine) as session:
         row = session.get(SubAgent, hidden["id"])
@@ -324,7 +324,7 @@ def test_a_worker_builds_its_index_as_it_starts(app, client, creator):
     from market.entrypoints import gunicorn_conf
 
     listed = publish(client, creator, title="Warm water log")
-    service = service_for(app)
+    service = app_state(app).suggestions
     assert service._index is None  # nothing has asked for it yet
     started = set(threading.enumerate())
     gunicorn_conf.post_worker_init(SimpleNamespace(wsgi=app))

@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import re
+from dataclasses import replace
 
 import pytest
 from sqlmodel import select
@@ -14,6 +15,7 @@ from sqlmodel import select
 from market.catalog.models import ForkRequest, Install, SubAgent
 from market.identity.tokens import revoke_token
 from market.platform.db import session_scope
+from market.platform.state import app_state, install_state
 from market.platform.time import utcnow
 from market.ranking.models import SubAgentScore
 from market.usage import rollups
@@ -390,8 +392,9 @@ def test_demo_picker_only_when_enabled(client, app, world):
     token = csrf_of(client)
     refused = client.post("/signin", data={"csrf": token, "demo_handle": "alice"})
     assert refused.status_code == 400 and "embedded demo" in text(refused)
-    app.extensions["sprig.settings"] = app.extensions["sprig.settings"].with_overrides(
-        {"demo_signin": True}
+    state = app_state(app)
+    install_state(
+        app, replace(state, settings=state.settings.with_overrides({"demo_signin": True}))
     )
     page = text(client.get("/signin"))
     assert 'value="alice"' in page

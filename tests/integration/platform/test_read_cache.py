@@ -7,6 +7,7 @@ import time
 import pytest
 
 from market.app import create_app
+from market.platform.state import app_state
 from tests.factories import make_user, publish
 
 
@@ -21,9 +22,9 @@ def cached_apps(database_url, app):
     ]
     yield apps
     for other in apps:
-        other.extensions["sprig.cache_listener"].stop()
-        other.extensions["sprig.engine"].dispose()
-        other.extensions["sprig.read_engine"].dispose()
+        app_state(other).cache_listener.stop()
+        app_state(other).engine.dispose()
+        app_state(other).read_engine.dispose()
 
 
 def _get_until(client, url, status, timeout=3.0):

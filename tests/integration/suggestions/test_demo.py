@@ -13,6 +13,7 @@ from market.app import create_app
 from market.catalog.models import SubAgent
 from market.demo.loader import demo_tokens, load_demo
 from market.identity.models import User
+from market.platform.state import app_state
 from market.suggestions.schemas import SuggestionsIn
 from market.suggestions.serialize import suggestion_request, suggestions_out
 from market.suggestions.services import SuggestionService
@@ -32,23 +33,23 @@ def demo(database_url):
             "read_cache_seconds": 0,
         }
     )
-    engine = app.extensions["sprig.engine"]
+    engine = app_state(app).engine
     load_demo(engine, seed=7)
     tokens = {label: token for label, _handle, token in demo_tokens(engine)}
     yield app, tokens
     _wipe(engine)
     engine.dispose()
-    app.extensions["sprig.read_engine"].dispose()
+    app_state(app).read_engine.dispose()
 
 
 @pytest.fixture(scope="module")
 def service(demo):
     app, _tokens = demo
-    return SuggestionService(app.extensions["sprig.engine"])
+    return SuggestionService(app_state(app).engine)
 
 
 def suggest(app, service, request: str, k: int = 3, **extra):
-    with Session(app.extensions["sprig.engine"]) as session:
+    with Session(app_state(app).engine) as session:
         body = SuggestionsIn(request=request, k=k, **extra)
         return suggestions_out(service.suggest(session, suggestion_request(body))).items
 
@@ -84,7 +85,7 @@ def test_a_request_finds_the_sub_agent_written_for_it(demo, service, request_tex
 
 def test_private_demo_sub_agents_never_appear(demo, service):
     app, _tokens = demo
-    with Session(app.extensions["sprig.engine"]) as session:
+    with Session(app_state(app).engine) as session:
         hidden = session.exec(
             select(SubAgent.id, SubAgent.title).where(SubAgent.visibility != "public")
         ).all()
@@ -109,7 +110,7 @@ def test_over_http_with_the_demo_service_token(demo):
     assert "Baby Feeding & Diaper Log" in items[0]["title"]
     # Users of the demo voiced wishes: they come back as themes.
     assert any(item["themes"] for item in items)
-    with Session(app.extensions["sprig.engine"]) as session:
+    with Session(app_state(app).engine) as session:
         emails = [e for (e,) in session.execute(select(User.email)) if e]
     body = response.get_data(as_text=True)
     assert not any(email in body for email in emails)
@@ -123,21 +124,21 @@ def test_a_new_sub_agent_is_found_without_a_rebuild(demo):
     service_headers = {"Authorization": f"Bearer {tokens['service']}"}
     before = client.post("/api/v1/suggestions", json=ask, headers=service_headers).get_json()
     assert all("Zither" not in item["title"] for item in before["items"])
-    index = app.extensions["sprig.suggestions"].index
+    index = app_state(app).suggestions.index
     body = listing("Zither Metronome", summary="A metronome for zither practice.", category="hobby")
     published = client.post("/api/v1/subagents", json=body, headers=creator)
     assert published.status_code == 201
     after = client.post("/api/v1/suggestions", json=ask, headers=service_headers).get_json()
     assert after["items"][0]["subagent_id"] == published.get_json()["id"]
     assert after["indexed"] == before["indexed"] + 1
-    assert app.extensions["sprig.suggestions"].index is index
+    assert app_state(app).suggestions.index is index
 
 
 def test_after_a_ranking_run_quality_and_improving_forks_come_along(demo):
     from market.ranking.services import run_ranking
 
     app, _tokens = demo
-    engine = app.extensions["sprig.engine"]
+    engine = app_state(app).engine
     with Session(engine) as session:
         run_ranking(session, force=True)
         session.commit()

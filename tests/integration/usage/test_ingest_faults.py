@@ -45,6 +45,7 @@ from sqlalchemy.engine import make_url
 
 from market.app import create_app
 from market.platform.migrate import upgrade
+from market.platform.state import app_state
 from tests.factories import make_user, publish
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
@@ -314,7 +315,7 @@ def _seed(database_url: str) -> Seed:
         {"database_url": url, "testing": True, "secret_key": "faults", "read_cache_seconds": 0}
     )
     try:
-        engine, client = app.extensions["sprig.engine"], app.test_client()
+        engine, client = app_state(app).engine, app.test_client()
         author = make_user(engine, "faults-author")
         service = make_user(engine, "faults-collector", kind="service", scopes=["events:write"])
         users = [author.id] + [make_user(engine, f"faults-user{i}").id for i in range(12)]
@@ -323,8 +324,8 @@ def _seed(database_url: str) -> Seed:
             body = publish(client, author, title=title)
             targets.append((body["id"], body["latest_version"]["id"]))
     finally:
-        app.extensions["sprig.engine"].dispose()
-        app.extensions["sprig.read_engine"].dispose()
+        app_state(app).engine.dispose()
+        app_state(app).read_engine.dispose()
     return Seed(url=url, token=service.token, users=users, targets=targets)
 
 
@@ -893,5 +894,5 @@ def test_a_connection_lost_mid_insert_is_a_503(app, client, engine, backend, dat
         assert first.mimetype == "application/problem+json"
     finally:
         worker.join(5)
-        served.extensions["sprig.engine"].dispose()
-        served.extensions["sprig.read_engine"].dispose()
+        app_state(served).engine.dispose()
+        app_state(served).read_engine.dispose()
