@@ -2,17 +2,29 @@
 
 SQLite always runs; PostgreSQL runs when ``SPRIG_TEST_POSTGRES_URL`` is set (``make test``
 starts a real server and sets it). Under CI a missing PostgreSQL is an error, not a skip.
+
+``make_app`` builds every test app (per test: ``app``; per module: ``demo_app`` with the demo
+community loaded, and the modules that seed a world of their own), so each starts and ends
+on an empty database and leaves no engine open.
 """
 
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import pytest
+from flask import Flask
 from sqlalchemy import text
+from sqlalchemy.engine import Engine
 from sqlmodel import SQLModel
 
 from market.app import create_app
+from market.demo.loader import load_demo
 from market.platform.db import make_engine
 from market.platform.migrate import upgrade
 from market.platform.schema_registry import import_all_models
@@ -56,25 +68,58 @@ def _wipe(engine) -> None:
             connection.execute(text("PRAGMA foreign_keys=ON"))
 
 
-@pytest.fixture
-def app(database_url, tmp_path):
-    # The read cache is off here (its own tests turn it on): counts must be read fresh.
-    # Exports go to the test's own directory and read feedback up to the very moment they start.
+@contextmanager
+def make_app(database_url: str, **settings) -> Iterator[Flask]:
+    """A test app on ``database_url``: the read cache off (its own tests turn it on), so counts
+    are read fresh; the database wiped before and after, the engines disposed after."""
     app = create_app(
         {
             "database_url": database_url,
             "testing": True,
             "secret_key": "test",
             "read_cache_seconds": 0,
-            "export_dir": str(tmp_path / "exports"),
-            "export_settle_seconds": 0,
+            **settings,
         }
     )
-    engine = app_state(app).engine
-    yield app
-    _wipe(engine)
-    engine.dispose()
-    app_state(app).read_engine.dispose()
+    state = app_state(app)
+    _wipe(state.engine)  # whatever an earlier module left behind
+    try:
+        yield app
+    finally:
+        _wipe(state.engine)
+        state.engine.dispose()
+        state.read_engine.dispose()
+
+
+@pytest.fixture
+def app(database_url, tmp_path):
+    # Exports go to the test's own directory and read feedback up to the very moment they start.
+    with make_app(
+        database_url, export_dir=str(tmp_path / "exports"), export_settle_seconds=0
+    ) as app:
+        yield app
+
+
+DEMO_SEED = 7  # what `sprig demo` loads by default
+
+
+@dataclass
+class DemoApp:
+    app: Flask
+    engine: Engine
+    stats: dict[str, int]  # what load_demo reports it made
+    seconds: float  # how long loading took
+    now: datetime  # the clock reading the whole demo is anchored at
+
+
+@pytest.fixture(scope="module")
+def demo_app(database_url) -> Iterator[DemoApp]:
+    """The demo community loaded once per module (it takes seconds): tests only read it."""
+    with make_app(database_url) as app:
+        engine = app_state(app).engine
+        started, now = time.perf_counter(), datetime.now(UTC)
+        stats = load_demo(engine, seed=DEMO_SEED, now=now)
+        yield DemoApp(app, engine, stats, time.perf_counter() - started, now)
 
 
 @pytest.fixture

@@ -7,60 +7,30 @@ cannot remove it halfway; it wipes before loading and after the last test.
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from flask import Flask
-from sqlalchemy import Engine, func, select
+from sqlalchemy import func, select
 from sqlmodel import Session
 
-from market.app import create_app
 from market.catalog.maintenance import recount_counters
 from market.catalog.models import CATEGORIES, Install, SubAgent
 from market.demo.activity import plan_activity, read_community
 from market.demo.activity_plan import FEEDBACK_TAGS
-from market.demo.loader import demo_tokens, load_demo
+from market.demo.loader import demo_tokens
 from market.identity.models import User
-from market.platform.state import app_state
 from market.platform.time import utcnow
 from market.recommend.models import Exposure
 from market.usage.models import Feedback, InstallLog, RollupDirty, UsageEvent
-from tests.conftest import _wipe
+from tests.conftest import DEMO_SEED
 
-SEED = 7
-
-
-@dataclass
-class Demo:
-    app: Flask
-    engine: Engine
-    stats: dict[str, int]
-    seconds: float
-    now: datetime  # the clock reading the whole demo is anchored at
+SEED = DEMO_SEED
 
 
 @pytest.fixture(scope="module")
-def demo(database_url):
-    app = create_app(
-        {
-            "database_url": database_url,
-            "testing": True,
-            "secret_key": "test",
-            "read_cache_seconds": 0,
-        }
-    )
-    engine = app_state(app).engine
-    _wipe(engine)  # whatever an earlier module left behind
-    started = time.perf_counter()
-    now = datetime.now(UTC)
-    stats = load_demo(engine, seed=SEED, now=now)
-    yield Demo(app, engine, stats, time.perf_counter() - started, now)
-    _wipe(engine)
-    engine.dispose()
-    app_state(app).read_engine.dispose()
+def demo(demo_app):
+    return demo_app
 
 
 def _utc(moment: datetime) -> datetime:

@@ -33,10 +33,9 @@ from dataclasses import dataclass, field
 import pytest
 from sqlalchemy import text
 
-from market.app import create_app
 from market.entrypoints.mcp_server import build_server
 from market.platform.state import app_state
-from tests.conftest import _wipe
+from tests.conftest import make_app
 from tests.factories import FRAMED, Actor, bundle, fork, make_user, publish
 from tests.functional.entrypoints import test_mcp_server as mcp
 
@@ -178,30 +177,19 @@ class World:
 
 @pytest.fixture(scope="module")
 def shared(database_url):
-    app = create_app(
-        {
-            "database_url": database_url,
-            "testing": True,
-            "secret_key": "test",
-            "read_cache_seconds": 0,
+    with make_app(database_url) as app:
+        engine = app_state(app).engine
+        users = {
+            "owner": make_user(engine, "alice"),
+            "other": make_user(engine, "bob"),
+            "moderator": make_user(engine, "mod", role="moderator"),
+            "service": make_user(
+                engine, "coder", kind="service", scopes=["publish:on-behalf", "suggest"]
+            ),
+            "carol": make_user(engine, "carol"),
         }
-    )
-    engine = app_state(app).engine
-    _wipe(engine)  # the per-test fixture leaves it empty; make sure
-    users = {
-        "owner": make_user(engine, "alice"),
-        "other": make_user(engine, "bob"),
-        "moderator": make_user(engine, "mod", role="moderator"),
-        "service": make_user(
-            engine, "coder", kind="service", scopes=["publish:on-behalf", "suggest"]
-        ),
-        "carol": make_user(engine, "carol"),
-    }
-    actors = {name: user.headers for name, user in users.items()} | {"anonymous": {}}
-    yield Shared(app.test_client(), engine, users, actors)
-    _wipe(engine)
-    engine.dispose()
-    app_state(app).read_engine.dispose()
+        actors = {name: user.headers for name, user in users.items()} | {"anonymous": {}}
+        yield Shared(app.test_client(), engine, users, actors)
 
 
 def _ok(response, *statuses):

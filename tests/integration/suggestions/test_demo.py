@@ -9,37 +9,22 @@ from __future__ import annotations
 import pytest
 from sqlmodel import Session, select
 
-from market.app import create_app
 from market.catalog.models import SubAgent
-from market.demo.loader import demo_tokens, load_demo
+from market.demo.loader import demo_tokens
 from market.identity.models import User
 from market.platform.state import app_state
 from market.suggestions.schemas import SuggestionsIn
 from market.suggestions.serialize import suggestion_request, suggestions_out
 from market.suggestions.services import SuggestionService
-from tests.conftest import _wipe
 from tests.factories import listing
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def demo(database_url):
-    app = create_app(
-        {
-            "database_url": database_url,
-            "testing": True,
-            "secret_key": "test",
-            "read_cache_seconds": 0,
-        }
-    )
-    engine = app_state(app).engine
-    load_demo(engine, seed=7)
-    tokens = {label: token for label, _handle, token in demo_tokens(engine)}
-    yield app, tokens
-    _wipe(engine)
-    engine.dispose()
-    app_state(app).read_engine.dispose()
+def demo(demo_app):
+    tokens = {label: token for label, _handle, token in demo_tokens(demo_app.engine)}
+    return demo_app.app, tokens
 
 
 @pytest.fixture(scope="module")
