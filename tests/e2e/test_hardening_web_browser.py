@@ -1,4 +1,4 @@
-"""Issue 12, point 12, in a real browser: a preview runs framed in its sub-agent's page, and
+"""In a real browser: a preview runs framed in its sub-agent's page, and
 opened as the page itself its bundle never runs (so it cannot send the tab elsewhere)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Who may see what, where the adversarial probe found it leaking (issue 12): a creator's
+"""Who may see what, where an adversarial probe found it leaking: a creator's
 figures, fork requests fulfilled by strangers, preview links, yanked files, listing text a
 fork inherits, services publishing for moderators, and creator handles answered 403 vs 404.
 
@@ -62,7 +62,7 @@ def open_event(subagent: dict, user) -> dict:
     }
 
 
-# ---- 2: moderators do not see private sub-agents in a creator's figures ------------------
+# ---- moderators do not see private sub-agents in a creator's figures ------------------
 
 
 def test_moderator_reads_a_creators_figures_without_their_private_subagents(client, people):
@@ -108,7 +108,7 @@ def test_moderator_reads_a_creators_figures_without_their_private_subagents(clie
     assert {int(r["subagent_id"]) for r in own_rows} == {shown["id"], secret["id"]}
 
 
-# ---- 13: creator handles are not enumerable ------------------------------------------------
+# ---- creator handles are not enumerable ------------------------------------------------
 
 
 def test_someone_elses_creator_figures_answer_like_an_unknown_handle(client, people):
@@ -129,7 +129,7 @@ def test_someone_elses_creator_figures_answer_like_an_unknown_handle(client, peo
     assert client.get("/creators/coder", headers=coder.headers).status_code == 404
 
 
-# ---- 3: only the coding agent, for the asker, fulfils a fork request ----------------------
+# ---- only the coding agent, for the asker, fulfils a fork request ----------------------
 
 
 def _ask(client, asker, subagent_id: int) -> int:
@@ -209,7 +209,7 @@ def test_mcp_publish_fork_cannot_fulfil_someone_elses_request(client, engine, pe
     assert _request_row(engine, request_id).status == "open"
 
 
-# ---- 13: a service never publishes on behalf of a moderator ------------------------------
+# ---- a service never publishes on behalf of a moderator ------------------------------
 
 
 def test_a_service_cannot_publish_on_behalf_of_a_moderator(client, engine, people):
@@ -237,7 +237,7 @@ def test_a_service_cannot_publish_on_behalf_of_a_moderator(client, engine, peopl
     assert (count(engine, SubAgent), count(engine, Version)) == before
 
 
-# ---- 13: a fork does not carry a hidden parent's listing text into public lists ----------
+# ---- a fork does not carry a hidden parent's listing text into public lists ----------
 
 
 @pytest.mark.parametrize("parent_visibility", ["private", "unlisted"])
@@ -267,7 +267,7 @@ def test_a_fork_of_a_public_parent_still_inherits_its_listing(client, people):
     assert child["summary"] == "Log every glass." and child["tags"] == ["water"]
 
 
-# ---- 4: preview links follow the sub-agent's current state ---------------------------------
+# ---- preview links follow the sub-agent's current state ---------------------------------
 
 
 @pytest.mark.parametrize("change", ["private", "yank", "quarantine", "yank-version"])
@@ -304,7 +304,7 @@ def test_a_preview_link_stops_working_when_the_subagent_may_no_longer_be_read(
         assert preview_src(client, shown["id"]) is None
 
 
-# ---- 9: a yanked version's files: one rule for bundle, zip, diff, page, preview, MCP --------
+# ---- a yanked version's files: one rule for bundle, zip, diff, page, preview, MCP --------
 
 
 def test_a_yanked_versions_files_are_read_only_by_author_moderators_and_installers(

@@ -1,4 +1,4 @@
-"""Hostile or absurd input (issue 12): text a database cannot store, JSON nested absurdly deep,
+"""Hostile or absurd input: text a database cannot store, JSON nested absurdly deep,
 secrets and personal data in a listing's text, bodies of the wrong type or JSON ``null``, and
 the headers every response carries. Every case is a clear 4xx that changes nothing, on every
 backend. The over-long URL is checked through a real gunicorn at the bottom.
@@ -72,7 +72,7 @@ def collector(engine):
     return make_user(engine, "collector", kind="service", scopes=["events:write"])
 
 
-# ---- 6. text PostgreSQL cannot store -------------------------------------------------------
+# ---- text PostgreSQL cannot store -------------------------------------------------------
 
 NUL = "a\u0000b"
 LONE = "a\ud800b"
@@ -239,7 +239,7 @@ def test_unstorable_text_is_a_4xx_naming_the_field_on_every_write_path(
     assert _snapshot(engine) == before
 
 
-# ---- 7. JSON nested absurdly deep ----------------------------------------------------------
+# ---- JSON nested absurdly deep ----------------------------------------------------------
 
 
 def _deep(depth: int) -> bytes:
@@ -346,7 +346,7 @@ def test_a_data_schema_within_the_depth_cap_is_stored_and_read_back(client, alic
     assert client.get(bundle_url + "?format=zip").status_code == 200
 
 
-# ---- 13. secrets and personal data in a listing's text -------------------------------------
+# ---- secrets and personal data in a listing's text -------------------------------------
 
 AWS_KEY = "AKIA" + "Q3EXAMPLEKEY7ZZ9"  # the shape of an AWS access key id
 
@@ -395,7 +395,7 @@ def test_secrets_and_personal_data_in_listing_text_are_refused(client, engine, a
     assert _snapshot(engine) == before
 
 
-# ---- 13. bodies: JSON only where JSON is expected, and never `null` ------------------------
+# ---- bodies: JSON only where JSON is expected, and never `null` ------------------------
 
 
 def test_patch_with_text_plain_is_415_and_changes_nothing(client, engine, alice):
@@ -458,7 +458,7 @@ def test_a_json_null_body_is_400(app, client, engine, alice, bob):
     assert client.get(f"{API}/exports/1", headers=exporter.headers).status_code == 404
 
 
-# ---- 13. a Content-Security-Policy on every response ---------------------------------------
+# ---- a Content-Security-Policy on every response ---------------------------------------
 
 
 def test_every_response_has_a_csp(client):
@@ -501,7 +501,7 @@ def test_an_over_long_url_is_414_problem_json_in_process(client):
     assert client.get(f"{API}/health?pad=" + "x" * 4000).status_code == 200
 
 
-# ---- 13. an over-long URL through gunicorn -------------------------------------------------
+# ---- an over-long URL through gunicorn -------------------------------------------------
 
 
 def _free_port() -> int:

@@ -77,7 +77,7 @@ def _first_then_repeats(codes: list[int]) -> bool:
     return sorted(codes) == [200] * (len(codes) - 1) + [201]
 
 
-# ---- install_count (point 1) -----------------------------------------------------------
+# ---- install_count --------------------------------------------------------------------------
 
 
 def test_simultaneous_uninstalls_after_one_install_count_once(app, client, engine, alice, bob):
@@ -108,7 +108,7 @@ def test_install_uninstall_flapping_leaves_the_count_equal_to_the_rows(
         assert _counted(engine, Install, subagent_id=root["id"]) == 2
 
 
-# ---- first writes answer 201 once and 200 after (point 8) ------------------------------
+# ---- first writes answer 201 once and 200 after -----------------------------------------------
 
 
 def test_simultaneous_first_installs_make_one_row_and_one_201(app, client, engine, alice, bob):
@@ -138,7 +138,7 @@ def test_simultaneous_first_reports_make_one_row_and_one_201(app, client, engine
     assert _counted(engine, Report, subagent_id=root["id"], reporter_id=bob.id) == 1
 
 
-# ---- fork requests (point 13) ----------------------------------------------------------
+# ---- fork requests --------------------------------------------------------------------------
 
 
 def test_simultaneous_identical_fork_requests_make_one_open_request(
@@ -152,7 +152,7 @@ def test_simultaneous_identical_fork_requests_make_one_open_request(
     assert _counted(engine, ForkRequest, subagent_id=root["id"], requester_id=bob.id) == 1
 
 
-# ---- fork_count is what the fork list shows (point 11) ---------------------------------
+# ---- fork_count is what the fork list shows ---------------------------------------------------
 
 
 def _anonymous_fork_ids(client, parent_id: int) -> set[int]:

@@ -1,4 +1,4 @@
-"""Issue 12, the web points: sign-in redirects stay on this site, signing out ends the session
+"""The web's sign-in and previews: sign-in redirects stay on this site, signing out ends the session
 for every copy of its cookie, and a preview is never served as the page itself."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def bob(engine):
     return make_user(engine, "bob", display_name="Bob Importer")
 
 
-# ---- 5. sign-in redirects only to a path of this site -------------------------------------
+# ---- sign-in redirects only to a path of this site -------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -97,7 +97,7 @@ def test_sign_in_returns_to_a_path_of_this_site(client, bob, target):
     assert sign_in(client, bob, target).headers["Location"] == target
 
 
-# ---- 10. signing out ends the session on the server ---------------------------------------
+# ---- signing out ends the session on the server ---------------------------------------
 
 
 def copy_of_cookie(client) -> str:
@@ -223,7 +223,7 @@ def test_last_use_is_written_only_when_stale_and_slides_the_expiry(client, engin
         assert session.get(WebSession, fresh.id).last_seen_at > touched.last_seen_at
 
 
-# ---- 12. a preview is served into our frames only -----------------------------------------
+# ---- a preview is served into our frames only -----------------------------------------
 
 
 @pytest.fixture

@@ -218,7 +218,7 @@ def test_the_plan_is_deterministic_and_is_what_was_stored(demo):
 
 
 def test_recommendations_over_the_demo_log_exposures_that_sum_to_one(demo):
-    """The issue's check: on the demo community, every decision's exposures are logged with
+    """On the demo community, every decision's exposures are logged with
     their propensities, and each slot's distribution sums to one."""
     client = demo.app.test_client()
     *_, (_, _, token) = demo_tokens(demo.engine)
