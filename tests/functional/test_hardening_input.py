@@ -6,19 +6,11 @@ backend. The over-long URL is checked through a real gunicorn at the bottom.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 import uuid
 import zipfile
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 import requests
@@ -26,12 +18,13 @@ from sqlalchemy import func, select
 
 from market.catalog.models import ForkRequest, Report, SubAgent, Version
 from market.platform.db import session_scope
+from market.platform.migrate import upgrade
 from market.usage.models import Feedback, UsageEvent
+from tests import gunicorn_server as gunicorn
 from tests.factories import bundle, listing, make_user, publish
 
 API = "/api/v1"
 PROBLEM = "application/problem+json"
-REPO = Path(__file__).resolve().parents[2]
 
 
 def count(engine, model) -> int:
@@ -504,63 +497,17 @@ def test_an_over_long_url_is_414_problem_json_in_process(client):
 # ---- an over-long URL through gunicorn -------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 def gunicorn_server(tmp_path):
-    port = _free_port()
-    gunicorn = Path(sys.executable).with_name("gunicorn")
-    env = {
-        **os.environ,
-        "SPRIG_DATABASE_URL": f"sqlite:///{tmp_path / 'sprig.db'}",
-        "SPRIG_WORKERS": "1",
-        "SPRIG_THREADS": "2",
-        "SPRIG_SECRET_KEY": "long-url",
-        "SPRIG_LOG_LEVEL": "WARNING",
-    }
-    subprocess.run(
-        [str(Path(sys.executable).with_name("sprig")), "db", "upgrade"], env=env, check=True
-    )
-    log = (tmp_path / "gunicorn.log").open("wb")
-    process = subprocess.Popen(
-        [
-            str(gunicorn),
-            "-c",
-            "python:market.entrypoints.gunicorn_conf",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--no-control-socket",
-            "market.app:create_app()",
-        ],
-        cwd=REPO,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
+    """A real gunicorn on a fresh SQLite database: its request-line limit comes before Flask."""
+    url = f"sqlite:///{tmp_path / 'sprig.db'}"
+    upgrade(url)
+    settings = {"SPRIG_DATABASE_URL": url, "SPRIG_THREADS": "2", "SPRIG_SECRET_KEY": "long-url"}
+    served = gunicorn.start(settings, tmp_path / "gunicorn.log")
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, (tmp_path / "gunicorn.log").read_text()
-            with contextlib.suppress(requests.RequestException):
-                if requests.get(f"{base}{API}/health", timeout=2).status_code == 200:
-                    break
-            assert time.monotonic() < deadline, "gunicorn did not come up"
-            time.sleep(0.1)
-        yield base
+        yield served.base
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
-        log.close()
+        gunicorn.stop(served)
 
 
 @pytest.mark.parametrize("length", [5 * 1024, 7 * 1024])

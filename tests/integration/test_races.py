@@ -17,12 +17,7 @@ the server is started once per backend.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -39,11 +34,11 @@ from market.app import create_app
 from market.platform.db import make_engine
 from market.platform.migrate import upgrade
 from market.platform.state import app_state
+from tests import gunicorn_server
 from tests.factories import bundle, listing, make_user
 
 pytestmark = [pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[2]
 RACES_DB = f"sprig_races_{os.getpid()}"  # one per test process (xdist runs several)
 WORKERS = 3
 CLIENTS = 12
@@ -74,23 +69,6 @@ def _drop_own_database(database_url: str) -> None:
             admin.execute(f"DROP DATABASE IF EXISTS {RACES_DB} WITH (FORCE)")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError, IndexError):
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-                if int(fields[1]) == pid and fields[0] != "Z":
-                    found.append(int(entry.name))
-    return found
-
-
 @dataclass
 class Live:
     base: str
@@ -117,61 +95,6 @@ class Live:
             return connection.execute(text(sql), params).scalar_one()
 
 
-def _start_gunicorn(url: str, log_path: Path) -> tuple[subprocess.Popen, str]:
-    port = _free_port()
-    gunicorn = Path(sys.executable).with_name("gunicorn")
-    env = {
-        **os.environ,
-        "SPRIG_DATABASE_URL": url,
-        "SPRIG_REDIS_URL": "",
-        "SPRIG_WORKERS": str(WORKERS),
-        "SPRIG_SECRET_KEY": "races",
-        "SPRIG_LOG_LEVEL": "WARNING",
-    }
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [
-                str(gunicorn),
-                "-c",
-                "python:market.entrypoints.gunicorn_conf",
-                "--bind",
-                f"127.0.0.1:{port}",
-                "--no-control-socket",
-                "market.app:create_app()",
-            ],
-            cwd=REPO,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        assert process.poll() is None, log_path.read_text()[-3000:]
-        with contextlib.suppress(requests.RequestException):
-            served = requests.get(f"{base}{API}/subagents?limit=1", timeout=2).status_code == 200
-            if served and len(_children(process.pid)) == WORKERS:
-                return process, base
-        time.sleep(0.1)
-    process.kill()
-    raise AssertionError("gunicorn did not come up:\n" + log_path.read_text()[-3000:])
-
-
-def _stop(process: subprocess.Popen) -> None:
-    workers = _children(process.pid)
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
-    for pid in workers:  # orphans of a master that died first
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-
-
 @pytest.fixture(scope="module")
 def live(database_url, tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("races")
@@ -187,12 +110,13 @@ def live(database_url, tmp_path_factory):
         seed_engine.dispose()
         app_state(app).read_engine.dispose()
     log_path = tmp_path / "gunicorn.log"
-    process, base = _start_gunicorn(url, log_path)
+    settings = {"SPRIG_DATABASE_URL": url, "SPRIG_REDIS_URL": "", "SPRIG_SECRET_KEY": "races"}
+    served = gunicorn_server.start(settings, log_path, workers=WORKERS)
     engine = make_engine(url)
     try:
-        yield Live(base, engine, author, moderator, users, log_path)
+        yield Live(served.base, engine, author, moderator, users, log_path)
     finally:
-        _stop(process)
+        gunicorn_server.stop(served)
         engine.dispose()
         _drop_own_database(database_url)
 
