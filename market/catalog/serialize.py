@@ -6,7 +6,7 @@ from __future__ import annotations
 from market.catalog import bundles
 from market.catalog.installs import ForkRequestPage, InstallPage
 from market.catalog.models import ForkRequest, Install, SubAgent, Version
-from market.catalog.queries import Card, CardPage, LineagePath, Subtree
+from market.catalog.queries import Card, CardAuthor, CardPage, LineagePath, Subtree
 from market.catalog.schemas import (
     AuthorOut,
     BestDescendantOut,
@@ -48,7 +48,7 @@ def fork_command(parent_id: int, body: ForkIn, bundle: bundles.Bundle) -> ForkCo
     )
 
 
-def author_out(user: User) -> AuthorOut:
+def author_out(user: User | CardAuthor) -> AuthorOut:
     return AuthorOut(handle=user.handle, display_name=user.display_name)
 
 
@@ -67,7 +67,9 @@ def version_out(version: Version) -> VersionOut:
     )
 
 
-def card_out(subagent: SubAgent, author: User) -> SubAgentCard:
+def card_out(subagent: SubAgent | Card, author: User | CardAuthor) -> SubAgentCard:
+    """A list card, from a sub-agent row and its author or from a query's ``Card`` (the two
+    carry the same fields)."""
     return SubAgentCard(
         id=subagent.id,
         title=subagent.title,
@@ -86,21 +88,7 @@ def card_out(subagent: SubAgent, author: User) -> SubAgentCard:
 
 
 def listed_card_out(card: Card) -> SubAgentCard:
-    return SubAgentCard(
-        id=card.id,
-        title=card.title,
-        summary=card.summary,
-        category=card.category,
-        tags=card.tags,
-        author=AuthorOut(handle=card.author.handle, display_name=card.author.display_name),
-        visibility=card.visibility,
-        status=card.status,
-        parent_id=card.parent_id,
-        depth=card.depth,
-        install_count=card.install_count,
-        fork_count=card.fork_count,
-        created_at=card.created_at,
-    )
+    return card_out(card, card.author)
 
 
 def page_out(page: CardPage) -> Page:
