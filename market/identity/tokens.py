@@ -88,7 +88,8 @@ def issue_token(
     return token
 
 
-def principal_for_token(session: Session, token: str) -> Principal:
+def live_token(session: Session, token: str) -> tuple[ApiToken, User]:
+    """The unrevoked token row and its owner, or Unauthorized."""
     if not token.startswith(TOKEN_PREFIX) or len(token) > 100:
         raise Unauthorized("The token is malformed.")
     row = session.exec(
@@ -98,7 +99,11 @@ def principal_for_token(session: Session, token: str) -> Principal:
     ).first()
     if row is None or row[0].revoked_at is not None:
         raise Unauthorized("The token is unknown or revoked.")
-    api_token, user = row
+    return row
+
+
+def principal_for_token(session: Session, token: str) -> Principal:
+    api_token, user = live_token(session, token)
     return principal_for_user(user, frozenset(api_token.scopes.split()))
 
 

@@ -21,7 +21,7 @@ from sqlalchemy import bindparam, update
 from sqlmodel import select
 
 from market.identity.models import ApiToken, User, WebSession
-from market.identity.tokens import Principal, hash_token, principal_for_token, principal_for_user
+from market.identity.tokens import Principal, hash_token, live_token, principal_for_user
 from market.platform.api_deps import commit, db
 from market.platform.errors import BadRequest, Forbidden, Unauthorized
 from market.platform.state import app_state
@@ -115,16 +115,14 @@ def _note_use(web_session_id: int, now: datetime) -> None:
 
 
 def sign_in_with_token(token: str) -> Principal:
-    token = token.strip()
     try:
-        principal = principal_for_token(db(), token)
+        api_token, user = live_token(db(), token.strip())
     except Unauthorized:
         raise Unauthorized("That token is unknown, revoked or mistyped.") from None
-    if principal.kind != "person":
+    if user.kind != "person":
         raise Forbidden("Service tokens are for the API; sign in with a person's token.")
-    token_id = db().exec(select(ApiToken.id).where(ApiToken.token_hash == hash_token(token))).one()
-    _start_session(principal.user_id, token_id)
-    return principal
+    _start_session(user.id, api_token.id)
+    return principal_for_user(user, frozenset(api_token.scopes.split()))
 
 
 def sign_in_demo_user(handle: str) -> Principal:
