@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import logging
 import re
@@ -38,9 +39,11 @@ _INLINE = {
 }
 
 
+@functools.lru_cache(maxsize=4)
 def docs_csp(html: bytes) -> str:
     """The API docs page: the vendored Swagger UI files, its own inline script and style
-    (allowed by their hashes, so nothing injected runs), and fetching the document."""
+    (allowed by their hashes, so nothing injected runs), and fetching the document. The page
+    is the same bytes on every request, so its hashes are computed once."""
 
     def hashes(kind: bytes) -> str:
         return " ".join(
