@@ -50,3 +50,27 @@ def test_a_preview_runs_framed_and_never_as_the_page_itself(live_app, page):
     back.click()
     page.wait_for_url(re.compile(rf"/s/{subagent_id}$"))
     assert page.problems == []
+
+
+def test_signing_out_signs_out_a_copy_of_the_cookie_in_another_browser(
+    live_app, page, browser, base_url
+):
+    person = make_user(app_state(live_app).engine, "copied-cookie")
+    page.goto("/signin")
+    page.fill("#token", person.token)
+    page.get_by_role("button", name="Sign in", exact=True).click()
+    page.wait_for_url(re.compile(r"/$"))
+    copied = page.context.cookies()
+    elsewhere = browser.new_context(base_url=base_url, viewport={"width": 390, "height": 844})
+    try:
+        other = elsewhere.new_page()
+        elsewhere.add_cookies(copied)
+        other.goto("/me/installs")
+        assert other.url.endswith("/me/installs")  # the copy works while the session lives
+        page.get_by_role("button", name="Sign out").click()
+        page.wait_for_load_state("networkidle")
+        other.goto("/me/installs")
+        assert "/signin" in other.url, other.url  # and signs no one in after sign-out
+    finally:
+        elsewhere.close()
+    assert page.problems == []
