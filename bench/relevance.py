@@ -270,6 +270,8 @@ def load_module_from_git(commit: str, path: str, name: str, replacements: dict[s
         if old not in source:
             raise SystemExit(f"{commit}:{path} no longer contains {old!r}")
         source = source.replace(old, new)
+    if re.search(r"^\s*(from|import) (evolution|market|feedback)\b", source, re.MULTILINE):
+        raise SystemExit(f"{commit}:{path} imports today's code: rename that import too")
     spec = importlib.util.spec_from_loader(name, loader=None)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses look their module up while the class is built
@@ -451,15 +453,11 @@ def targets(figures: dict) -> list[tuple[str, bool | None, str]]:
         )
     )
     if "bm25" in systems:
-        # Strictly above, except where BM25 is already perfect (nothing can be above 1.0).
+        # Strictly above, except where both are perfect (nothing can be above 1.0).
         below = [
             name
             for name, bm25 in systems["bm25"].items()
-            if bm25["n"]
-            and (
-                mine[name]["recall_at_5"] < bm25["recall_at_5"]
-                or (mine[name]["recall_at_5"] == bm25["recall_at_5"] < 1.0)
-            )
+            if bm25["n"] and bm25["recall_at_5"] >= mine[name]["recall_at_5"] < 1.0
         ]
         found.append(
             (
@@ -581,7 +579,7 @@ def main() -> None:
         },
     }
     met = targets(figures)
-    figures["targets"] = {name: ok for name, ok, _ in met}
+    figures["targets"] = {name: {"met": ok, "measured": value} for name, ok, value in met}
     figures["skipped"] = [] if "today" in systems else ["today"]
     figures["seconds"] = round(time.perf_counter() - started, 1)
 
@@ -625,7 +623,8 @@ def write_dump(path: Path, requests, answers, family_of) -> None:
                     "scores": answer.scores[:5] if answer.scores is not None else None,
                 }
                 if request.has_fit:
-                    line.update(request_metrics(families, request.fits))
+                    metrics = request_metrics(families, request.fits)
+                    line.update({name: round(value, 4) for name, value in metrics.items()})
                 out.write(json.dumps(line, ensure_ascii=False) + "\n")
 
 

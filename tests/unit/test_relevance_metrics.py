@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from bench.relevance import bm25_tokens
+from bench.relevance import bm25_tokens, targets
 from bench.relevance_metrics import (
     LabelError,
     Request,
@@ -151,3 +151,35 @@ def test_bm25_tokens_are_words_for_latin_and_characters_and_pairs_for_cjk():
     assert bm25_tokens("喝水记录") == ["喝", "水", "记", "录", "喝水", "水记", "记录"]
     # A word that switches script is cut there; full-width Latin is folded to ASCII.
     assert bm25_tokens("7日 ＡＢＣ") == ["7", "日", "abc"]
+
+
+def _slice(recall: float, n: int = 4) -> dict:
+    return {"recall_at_5": recall, "ndcg_at_5": recall, "mrr": recall, "n": n}
+
+
+def test_targets_need_recall_above_bm25_on_every_slice_and_abstaining_that_is_right():
+    figures = {
+        "systems": {
+            "bm25": {
+                "all": _slice(0.6),
+                "cross": _slice(0.4),
+                "zh": _slice(1.0),
+                "ko": _slice(0, 0),
+            },
+            "sprig": {
+                "all": _slice(0.9),
+                "cross": _slice(0.8),
+                "zh": _slice(1.0),
+                "ko": _slice(0, 0),
+            },
+        },
+        "abstain": {"sprig": {"precision": 0.8, "recall": 0.6}},
+    }
+    assert [met for _, met, _ in targets(figures)] == [True, True, True, True]
+    # A tie below 1.0 is not "above"; a tie at 1.0 is all anyone can do.
+    figures["systems"]["sprig"]["cross"] = _slice(0.4)
+    assert targets(figures)[2][1:] == (False, "not above on: cross")
+    figures["abstain"]["sprig"] = {"precision": None, "recall": 0.0}
+    assert targets(figures)[3][1] is False
+    figures["abstain"]["sprig"] = {"precision": None, "recall": None}  # no no-fit requests
+    assert targets(figures)[3][1] is None
