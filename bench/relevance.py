@@ -53,6 +53,7 @@ from bench.relevance_metrics import (  # noqa: E402
     abstain_score,
     abstained,
     mean_metrics,
+    only_listed_families,
     parse_requests,
     request_metrics,
 )
@@ -549,6 +550,7 @@ def main() -> None:
         engine = app_state(app).engine
         load_seconds = time.perf_counter() - started
         listings, family_of = read_catalog(engine)
+        requests, unlisted = only_listed_families(requests, family_of.values())
         systems: dict[str, System] = {"bm25": bm25_system(listings)}
         today = today_system(listings, engine)
         if today is None:
@@ -572,6 +574,7 @@ def main() -> None:
         "quick": args.quick,
         "listed_subagents": len(listings),
         "families": len(set(family_of.values())),
+        "unlisted_labels": unlisted,
         **judge(requests, answers, family_of),
         "splits": {
             split: judge([r for r in requests if r.split == split], answers, family_of)
@@ -589,6 +592,10 @@ def main() -> None:
         f"{figures['families']} families, demo loaded in {load_seconds:.0f}s; family counted "
         f"once, k = 5\n"
     )
+    for request_id, families in unlisted.items():
+        print(f"{request_id}: not judged on {', '.join(families)} (no listed sub-agent)")
+    if unlisted:
+        print()
     print_tables(figures, list(systems))
     for name, ok, measured in met:
         verdict = "n/a " if ok is None else ("PASS" if ok else "MISS")

@@ -19,6 +19,7 @@ or returns nothing (one without).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
@@ -96,6 +97,24 @@ def parse_requests(text: str, families: Iterable[str] | None = None) -> list[Req
     if not requests:
         raise LabelError("no [[request]] tables")
     return requests
+
+
+def only_listed_families(
+    requests: Sequence[Request], listed: Iterable[str]
+) -> tuple[list[Request], dict[str, list[str]]]:
+    """The requests with every label of a family that has no listed sub-agent removed (no
+    system can return it, so it would cap every score below 1), and what was removed by
+    request id. A request left with no label is one where nothing listed fits."""
+    listed = set(listed)
+    kept, removed = [], {}
+    for request in requests:
+        unlisted = sorted(set(request.fits) - listed)
+        if unlisted:
+            removed[request.id] = unlisted
+            fits = {f: g for f, g in request.fits.items() if f in listed}
+            request = dataclasses.replace(request, fits=fits)
+        kept.append(request)
+    return kept, removed
 
 
 # ---------------------------------------------------------------------------- rankings

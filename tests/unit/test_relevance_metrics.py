@@ -15,6 +15,7 @@ from bench.relevance_metrics import (
     first_appearances,
     mean_metrics,
     ndcg_at,
+    only_listed_families,
     parse_requests,
     recall_at,
     reciprocal_rank,
@@ -94,6 +95,16 @@ def test_abstain_precision_recall_and_wrong_abstains():
     silent = abstain_score([(nothing_a, False), (perfect, False)])
     assert silent.precision is None and silent.recall == 0.0
     assert silent.as_dict()["precision"] is None
+
+
+def test_a_family_with_no_listed_sub_agent_is_not_judged():
+    sugar = _request("sugar", {"sugar": 2, "calorie": 1})
+    only_sugar, water = _request("only", {"sugar": 2}), _request("water", {"water": 2})
+    kept, removed = only_listed_families([sugar, only_sugar, water], ["calorie", "water"])
+    assert [r.fits for r in kept] == [{"calorie": 1}, {}, {"water": 2}]
+    assert removed == {"sugar": ["sugar"], "only": ["sugar"]}
+    assert recall_at(["calorie"], kept[0].fits) == 1.0
+    assert not kept[1].has_fit  # nothing listed fits: abstaining is right
 
 
 LABELS = """
