@@ -49,6 +49,7 @@ from bench.relevance_metrics import (  # noqa: E402
     LANGUAGES,
     SPLITS,
     AbstainScore,
+    LabelError,
     Request,
     abstain_score,
     abstained,
@@ -62,6 +63,7 @@ REQUESTS = ROOT / "bench" / "data" / "relevance_requests.toml"
 ROOTS = ROOT / "market" / "demo" / "assets" / "roots"
 DEMO_SEED = 7
 TODAY_COMMIT = "09fe485"
+TODAY_CANDIDATES = 100  # that commit's market.suggestions.services.CANDIDATES
 DEPTH = 10  # results kept per request: MRR looks this deep
 # Each field repeated as often as the text index weighs it, so BM25 sees the same emphasis.
 BM25_FIELD_REPEATS = {"title": 3, "tags": 2, "summary": 2, "story": 1}
@@ -320,8 +322,8 @@ def today_system(listings: Sequence[Listing], engine) -> System | None:
         }
 
     def answer(request: Request) -> Answer:
-        # What that commit's SuggestionService.suggest did: 100 candidates, then the formula.
-        matches = index.search(request.text, limit=100)
+        # What that commit's SuggestionService.suggest did: candidates, then the formula.
+        matches = index.search(request.text, limit=TODAY_CANDIDATES)
         ranked = suggest.rank_suggestions(
             matches, qualities, k=DEPTH, locale_script=text_index.locale_script(request.lang)
         )
@@ -527,6 +529,8 @@ def print_tables(figures: dict, systems: Sequence[str]) -> None:
 
 
 def main() -> None:
+    from market.platform.state import app_state
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="every third request")
     parser.add_argument("--gloss", action="store_true", help="also sprig with English glosses")
@@ -538,15 +542,18 @@ def main() -> None:
         parser.error(f"no labelled requests at {args.requests}")
     if args.gloss and not takes_gloss():
         parser.error("--gloss: this SuggestionRequest has no gloss field")
-    requests = parse_requests(args.requests.read_text(encoding="utf-8"), root_families().values())
+    try:
+        requests = parse_requests(
+            args.requests.read_text(encoding="utf-8"), root_families().values()
+        )
+    except LabelError as error:
+        parser.error(f"{args.requests}: {error}")
     if args.quick:
         requests = requests[::3]
 
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="sprig-relevance-") as directory:
         app = load_demo_app(Path(directory))
-        from market.platform.state import app_state
-
         engine = app_state(app).engine
         load_seconds = time.perf_counter() - started
         listings, family_of = read_catalog(engine)
