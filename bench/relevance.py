@@ -5,16 +5,18 @@ Loads the demo community (seed 7) into a fresh SQLite file, maps every listed su
 root family (the key of ``market/demo/assets/roots/NN-<key>.json``), and runs every labelled
 request (``bench/data/relevance_requests.toml``) through
 
-* ``bm25``: BM25 (``bm25s``, Lucene's variant) over each listing's title ×3, tags ×2,
-  summary ×2 and story (the text index's field weights), Latin text as lower-cased words
-  without English stopwords, Chinese, Japanese and Korean runs as single characters and
-  character pairs; the sub-agents with a positive score, best first;
+* ``bm25`` (and ``bm25+gloss``, each request with its English gloss): BM25 (``bm25s``,
+  Lucene's variant) over each listing's title ×3, tags ×2, summary ×2 and story (the text
+  index's field weights), Latin text as lower-cased words without English stopwords,
+  Chinese, Japanese and Korean runs as single characters and character pairs; the sub-agents
+  with a positive score, best first;
 * ``today``: ``evolution/text_index.py`` and ``evolution/suggest.py`` from commit 09fe485,
   loaded from git under other names, indexing the same listings the service indexes and
   ordering them with that commit's score formula and the ranking's qualities (skipped when
   git or the commit is not there);
 * ``sprig``: the app's suggestion service as the code stands (``SuggestionService.suggest``),
-  and with ``--gloss`` also ``sprig+gloss``, each request with its English gloss;
+  as a person types a request (``sprig``) and as a coding agent sends it, with its English
+  gloss (``sprig+gloss``: the suggestion API's ``gloss`` field, which the MCP tool asks for);
 * ``sprig-browse``: the home page's search (``/?q=``), its first page.
 
 Metrics (``bench/relevance_metrics.py``): Recall@5, nDCG@5 and MRR with each family counted
@@ -22,14 +24,24 @@ once, on the requests where something fits, per language, on the cross-language 
 on all, and per split; then how well each system abstains where nothing fits. The last line
 is JSON.
 
-    python bench/relevance.py [--quick] [--gloss] [--requests PATH] [--json-out PATH]
+With ``--fit`` it instead fits what ``evolution/suggest.py`` calibrates on data — the
+logistic ``FitModel`` (P(a candidate fits) from its relevance, word relevance, coverage and
+script), the ``AbstainModel`` (P(something fits) from the likeliest candidate) and the
+verdict's ``SOMETHING_FITS_AT`` threshold — on the ``tune`` split only, and prints the
+constants to paste there; the holdout split is never read.
+
+The issue's targets are checked for fork suggestions as a coding agent asks for them
+(``sprig+gloss`` against ``bm25+gloss``: the same text for both), and shown for the request
+alone (``sprig`` against ``bm25``).
+
+    python bench/relevance.py [--quick] [--requests PATH] [--json-out PATH]
                               [--dump PATH]
+    python bench/relevance.py --fit
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import importlib.util
 import json
 import re
@@ -73,7 +85,8 @@ TARGET_RECALL_ALL = 0.85
 TARGET_RECALL_CROSS = 0.75
 TARGET_ABSTAIN_PRECISION = 0.8
 TARGET_ABSTAIN_RECALL = 0.6
-HEADLINE = "sprig"
+# (system, the BM25 run given the same text): the first is the headline.
+TARGETED = (("sprig+gloss", "bm25+gloss"), ("sprig", "bm25"))
 
 
 @dataclass(frozen=True)
@@ -221,7 +234,7 @@ def _script_runs(word: str) -> list[tuple[bool, str]]:
     return runs
 
 
-def bm25_system(listings: Sequence[Listing]) -> System:
+def bm25_system(listings: Sequence[Listing], *, with_gloss: bool) -> System:
     import bm25s
     from bm25s.stopwords import STOPWORDS_EN
 
@@ -241,7 +254,8 @@ def bm25_system(listings: Sequence[Listing]) -> System:
     ids = [listing.id for listing in listings]
 
     def answer(request: Request) -> Answer:
-        query = [t for t in bm25_tokens(request.text, stopwords) if t in retriever.vocab_dict]
+        text = f"{request.text} {request.gloss}" if with_gloss and request.gloss else request.text
+        query = [t for t in bm25_tokens(text, stopwords) if t in retriever.vocab_dict]
         if not query:
             return Answer([])
         scores = retriever.get_scores(query)
@@ -335,13 +349,6 @@ def today_system(listings: Sequence[Listing], engine) -> System | None:
 # ---------------------------------------------------------------------------- the app
 
 
-def takes_gloss() -> bool:
-    """Whether the suggestion service accepts an English gloss of the request."""
-    from market.suggestions.services import SuggestionRequest
-
-    return "gloss" in {f.name for f in dataclasses.fields(SuggestionRequest)}
-
-
 def sprig_system(app, *, with_gloss: bool) -> System:
     from sqlmodel import Session
 
@@ -351,14 +358,15 @@ def sprig_system(app, *, with_gloss: bool) -> System:
     state = app_state(app)
 
     def answer(request: Request) -> Answer:
-        extra = {"gloss": request.gloss} if with_gloss else {}
+        gloss = request.gloss if with_gloss else None
         with Session(state.engine) as session:
             result = state.suggestions.suggest(
-                session, SuggestionRequest(text=request.text, locale=request.lang, k=DEPTH, **extra)
+                session,
+                SuggestionRequest(text=request.text, locale=request.lang, k=DEPTH, gloss=gloss),
             )
         return Answer(
             [item.subagent_id for item in result.items],
-            verdict=getattr(result, "verdict", None),
+            verdict=result.verdict,
             scores=[round(item.score, 4) for item in result.items],
         )
 
@@ -394,6 +402,88 @@ def browse_system(app) -> System:
         return Answer([card.id for card in page.items][:DEPTH])
 
     return answer
+
+
+# ---------------------------------------------------------------------------- fitting
+
+FIT_CANDIDATES = 30  # per request: the candidates a verdict or a top five can come from
+FIT_C = 10.0  # inverse L2 strength: mild, the features are few and well scaled
+
+
+def fit_calibration(app, requests: Sequence[Request], family_of: dict[int, str]) -> None:
+    """Fit ``FitModel`` on the tune split's candidates and ``AbstainModel`` with its threshold on
+    its requests (each asked as a person writes it and, with its gloss, as a coding agent
+    sends it), and print the constants."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+
+    from evolution.scripts import script_of
+    from evolution.suggest import AbstainModel, FitModel, best_candidate
+
+    tune = [r for r in requests if r.split == "tune"]
+    index = app_state_index(app)
+    features, labels, asked = [], [], []
+    for request in tune:
+        script = script_of(request.text)
+        queries = [(request.text, False)]
+        if request.gloss:
+            queries.append((f"{request.text}\n{request.gloss}", True))
+        for query, glossed in queries:
+            matches = index.search(query, limit=FIT_CANDIDATES)
+            features.extend(
+                [m.relevance, m.word_relevance, m.coverage, float(m.script != script)]
+                for m in matches
+            )
+            labels.extend(request.fits.get(family_of.get(m.subagent_id), 0) >= 1 for m in matches)
+            asked.append((request, matches, script, glossed or request.lang == "en"))
+    model = LogisticRegression(C=FIT_C).fit(np.array(features), np.array(labels))
+    fitted = FitModel(float(model.intercept_[0]), *(float(c) for c in model.coef_[0]))
+    best = [best_candidate(matches, script, fitted) for _, matches, script, _ in asked]
+    has_fit = np.array([request.has_fit for request, *_ in asked])
+    # Abstaining is fitted, and its threshold chosen, on the asks a coding agent makes (with
+    # the gloss): the verdict is its answer. Threshold: abstain precision >= 0.8 at the
+    # highest recall; failing that, the best F0.5.
+    agent = [i for i, (*_, as_agent) in enumerate(asked) if as_agent]
+    abstain = LogisticRegression(C=FIT_C).fit(np.array([best[i] for i in agent]), has_fit[agent])
+    abstain_model = AbstainModel(float(abstain.intercept_[0]), *map(float, abstain.coef_[0]))
+    something = np.array([abstain_model.probability(*best[i]) for i in agent])
+    nofit = ~has_fit[agent]
+    choices = []
+    for threshold in np.arange(0.05, 0.96, 0.01):
+        says_none = something < threshold
+        hits = int((says_none & nofit).sum())
+        precision = hits / max(1, int(says_none.sum()))
+        recall = hits / max(1, int(nofit.sum()))
+        f = 1.25 * precision * recall / (0.25 * precision + recall) if hits else 0.0
+        choices.append(
+            (precision >= 0.8, recall if precision >= 0.8 else f, threshold, precision, recall)
+        )
+    _, _, threshold, precision, recall = max(choices)
+    print(f"fitted on {len(tune)} tune requests ({len(asked)} asks, {len(labels)} candidates):")
+    print(
+        f"FIT_MODEL = FitModel(bias={fitted.bias:.2f}, relevance={fitted.relevance:.2f}, "
+        f"words={fitted.words:.2f}, coverage={fitted.coverage:.2f}, "
+        f"cross_script={fitted.cross_script:.2f})"
+    )
+    print(
+        f"ABSTAIN_MODEL = AbstainModel(bias={abstain_model.bias:.2f}, "
+        f"fit={abstain_model.fit:.2f}, coverage={abstain_model.coverage:.2f})"
+    )
+    print(
+        f"SOMETHING_FITS_AT = {threshold:.2f}  # on the tune split as a coding agent asks: "
+        f"abstain precision {precision:.2f}, recall {recall:.2f}"
+    )
+
+
+def app_state_index(app):
+    from sqlmodel import Session
+
+    from market.platform.state import app_state
+
+    service = app_state(app).suggestions
+    with Session(app_state(app).engine) as session:
+        service.catch_up(session)
+    return service.index
 
 
 # ---------------------------------------------------------------------------- judging
@@ -438,10 +528,11 @@ def _abstain_figures(score: AbstainScore, answers: Sequence[Answer]) -> dict:
     return figures
 
 
-def targets(figures: dict) -> list[tuple[str, bool | None, str]]:
-    """(target, met, what was measured) for the issue's targets, on the headline system."""
+def targets(figures: dict, system: str, baseline: str) -> list[tuple[str, bool | None, str]]:
+    """(target, met, what was measured) for the issue's targets, on ``system`` against
+    ``baseline`` (BM25 given the same text)."""
     systems = figures["systems"]
-    mine = systems.get(HEADLINE, {})
+    mine = systems.get(system, {})
     found = []
     overall = mine.get("all", {}).get("recall_at_5")
     cross = mine.get("cross", {}).get("recall_at_5")
@@ -455,21 +546,21 @@ def targets(figures: dict) -> list[tuple[str, bool | None, str]]:
             _f(cross),
         )
     )
-    if "bm25" in systems:
+    if baseline in systems:
         # Strictly above, except where both are perfect (nothing can be above 1.0).
         below = [
             name
-            for name, bm25 in systems["bm25"].items()
+            for name, bm25 in systems[baseline].items()
             if bm25["n"] and bm25["recall_at_5"] >= mine[name]["recall_at_5"] < 1.0
         ]
         found.append(
             (
-                "R@5 above bm25 on every slice",
+                f"R@5 above {baseline} on every slice",
                 not below,
                 "not above on: " + ", ".join(below) if below else "all",
             )
         )
-    abstain = figures["abstain"].get(HEADLINE, {})
+    abstain = figures["abstain"].get(system, {})
     precision, recall = abstain.get("precision"), abstain.get("recall")
     met = None
     if recall is not None:
@@ -533,15 +624,15 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="every third request")
-    parser.add_argument("--gloss", action="store_true", help="also sprig with English glosses")
     parser.add_argument("--requests", type=Path, default=REQUESTS, help="the labelled requests")
     parser.add_argument("--json-out", type=Path, help="also write the JSON figures here")
     parser.add_argument("--dump", type=Path, help="per-request results as JSON lines")
+    parser.add_argument(
+        "--fit", action="store_true", help="fit the calibration on the tune split and print it"
+    )
     args = parser.parse_args()
     if not args.requests.is_file():
         parser.error(f"no labelled requests at {args.requests}")
-    if args.gloss and not takes_gloss():
-        parser.error("--gloss: this SuggestionRequest has no gloss field")
     try:
         requests = parse_requests(
             args.requests.read_text(encoding="utf-8"), root_families().values()
@@ -558,15 +649,20 @@ def main() -> None:
         load_seconds = time.perf_counter() - started
         listings, family_of = read_catalog(engine)
         requests, unlisted = only_listed_families(requests, family_of.values())
-        systems: dict[str, System] = {"bm25": bm25_system(listings)}
+        if args.fit:
+            fit_calibration(app, requests, family_of)
+            return
+        systems: dict[str, System] = {
+            "bm25": bm25_system(listings, with_gloss=False),
+            "bm25+gloss": bm25_system(listings, with_gloss=True),
+        }
         today = today_system(listings, engine)
         if today is None:
             print(f"today: git cannot show commit {TODAY_COMMIT} here; column skipped")
         else:
             systems["today"] = today
         systems["sprig"] = sprig_system(app, with_gloss=False)
-        if args.gloss:
-            systems["sprig+gloss"] = sprig_system(app, with_gloss=True)
+        systems["sprig+gloss"] = sprig_system(app, with_gloss=True)
         systems["sprig-browse"] = browse_system(app)
         answers = {
             name: {request.id: system(request) for request in requests}
@@ -588,8 +684,11 @@ def main() -> None:
             for split in SPLITS
         },
     }
-    met = targets(figures)
-    figures["targets"] = {name: {"met": ok, "measured": value} for name, ok, value in met}
+    met = {system: targets(figures, system, baseline) for system, baseline in TARGETED}
+    figures["targets"] = {
+        system: {name: {"met": ok, "measured": value} for name, ok, value in found}
+        for system, found in met.items()
+    }
     figures["skipped"] = [] if "today" in systems else ["today"]
     figures["seconds"] = round(time.perf_counter() - started, 1)
 
@@ -604,9 +703,11 @@ def main() -> None:
     if unlisted:
         print()
     print_tables(figures, list(systems))
-    for name, ok, measured in met:
-        verdict = "n/a " if ok is None else ("PASS" if ok else "MISS")
-        print(f"{verdict} {name}: {measured}")
+    for system, found in met.items():
+        print(f"\ntargets, {system}{' (headline)' if system == TARGETED[0][0] else ''}:")
+        for name, ok, measured in found:
+            verdict = "n/a " if ok is None else ("PASS" if ok else "MISS")
+            print(f"{verdict} {name}: {measured}")
     if args.dump:
         write_dump(args.dump, requests, answers, family_of)
     if args.json_out:

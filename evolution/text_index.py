@@ -1,7 +1,14 @@
 r"""A text index over sub-agents that is updated one document at a time.
 
-Features: character n-grams, so a request matches "ounce" in "ounces", and Chinese and
-Japanese (written without spaces) work without a word segmenter.
+Two kinds of features, each its own half of the vector (see "Weights"):
+
+Words (``evolution.words``): Latin words stemmed; Chinese and Japanese cut into words by
+real segmenters (jieba, janome); and the English gloss of every Chinese and Japanese word
+("pivot" terms), so a request in one language meets a listing written in another. A word
+is hashed into its own 2^20 buckets.
+
+Character n-grams, so a request matches "ounce" in "ounces", a typo still shares most of
+its trigrams, and a Chinese or Japanese word the segmenter cut differently still matches:
   * Text is NFKC-normalized (full-width Latin becomes ASCII) and lower-cased; words are runs
     of ``\w``; each word is padded with a space on both sides, as scikit-learn's ``char_wb``
     analyzer does.
@@ -14,15 +21,17 @@ Japanese (written without spaces) work without a word segmenter.
   ``HashingVectorizer(analyzer="char_wb")`` builds the same kind of features in Python loops,
   about 40 s per 100,000 sub-agents here, against ~3 s for this.
 
-Weights (SMART "lnc.ltc"):
+Weights (SMART "lnc.ltc", per half):
   * a document's field texts are weighted (title 3, tags 2, summary 2, fork request 1.5,
-    story 1, manifest description 1, category 1, permission names 0.5); an n-gram's weight
-    in the document is ln(1 + Σ_fields w_field · count), and the vector is L2-normalized.
-    The document side carries no idf, so a stored vector never changes when others arrive.
-  * the query's n-grams get ln(1 + count) · idf with idf = ln((1 + N) / (1 + df)) + 1, from
-    document frequencies kept up to date on every add and remove, applied at query time; the
-    query vector is L2-normalized.
-  * relevance = the dot product of the two (a cosine in [0, 1]).
+    story 1, manifest description 1, category 1, permission names 0.5); a feature's weight
+    in the document is ln(1 + Σ_fields w_field · count); the n-gram half and the word half
+    are each L2-normalized and scaled by 1/√2. The document side carries no idf, so a stored
+    vector never changes when others arrive.
+  * the query's features get ln(1 + count) · idf with idf = ln((1 + N) / (1 + df)) + 1, from
+    document frequencies kept up to date on every add and remove, applied at query time;
+    each half is L2-normalized, the n-gram half scaled by √2 · λ and the word half by
+    √2 · (1 − λ) (``NGRAM_SHARE`` = λ).
+  * relevance = the dot product = λ · cos(n-grams) + (1 − λ) · cos(words), in [0, 1].
 
 Storage: an inverted index (CSC matrices: n-gram → postings) in segments. A new document
 goes into a small open segment (≤ 512 rows) that is rebuilt on each add; when it fills it is
@@ -40,17 +49,21 @@ relies on rare n-grams, which is what makes a query cost milliseconds at 100,000
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
+from hashlib import blake2b
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.preprocessing import normalize
+
+from evolution.scripts import SCRIPTS, normalized_words, script_of
+from evolution.words import STOP_WORDS, WordAnalyzer, shared_analyzer
 
 FEATURE_BITS = 20
-N_FEATURES = 1 << FEATURE_BITS
+N_GRAM_FEATURES = 1 << FEATURE_BITS  # buckets [0, 2^20): n-grams; [2^20, 2^21): words
+N_FEATURES = 2 * N_GRAM_FEATURES
+NGRAM_SHARE = 0.5
 DENSE_SCRIPT_START = 0x2E80  # CJK radicals onwards: kana, ideographs, hangul
 FIELD_WEIGHTS: dict[str, float] = {
     "title": 3.0,
@@ -71,25 +84,16 @@ POSTINGS_BUDGET = 300_000
 MIN_EXACT_GRAMS = 6
 CANDIDATES = 400
 
-_WORD = re.compile(r"\w+")
 _SPACE = np.uint64(32)
-_MASK = np.uint64(N_FEATURES - 1)
+_MASK = np.uint64(N_GRAM_FEATURES - 1)
 _MULTIPLIERS = tuple(
     np.uint64(m)
     for m in (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xFF51AFD7ED558CCD)
 )
 _ROTATE_LEFT, _ROTATE_RIGHT = np.uint64(17), np.uint64(47)
 
-SCRIPTS = ("latin", "zh", "ja", "ko")
-
 
 # ---------------------------------------------------------------------------- features
-
-
-def normalized_words(text: str) -> list[str]:
-    if not text.isascii():
-        text = unicodedata.normalize("NFKC", text)
-    return _WORD.findall(text.lower())
 
 
 def _stream(text: str) -> str:
@@ -162,6 +166,7 @@ class SubAgentDocument:
     fork_request: str = ""
     description: str = ""
     permissions: tuple[str, ...] = ()
+    root_id: int | None = None  # the fork tree's root (itself for a root)
 
     def field_texts(self) -> dict[str, str]:
         texts = {
@@ -178,51 +183,65 @@ class SubAgentDocument:
         return {name: text[: FIELD_CHARS.get(name, len(text))] for name, text in texts.items()}
 
 
-_KANA = re.compile(r"[\u3040-\u30ff]")
-_IDEOGRAPH = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
-_HANGUL = re.compile(r"[\uac00-\ud7af]")
-_LETTER = re.compile(r"[^\W\d_]")
+@lru_cache(maxsize=500_000)
+def word_feature(term: str) -> int:
+    """A word's bucket, in the upper half of the feature space."""
+    digest = blake2b(term.encode("utf-8"), digest_size=8).digest()
+    return N_GRAM_FEATURES + (int.from_bytes(digest, "little") & (N_GRAM_FEATURES - 1))
 
 
-def script_of(text: str) -> str:
-    """The writing system a text is mostly in: ja (any kana), zh (ideographs), ko, latin."""
-    if text.isascii():
-        return "latin"
-    letters = len(_LETTER.findall(text))
-    kana, ideographs = len(_KANA.findall(text)), len(_IDEOGRAPH.findall(text))
-    hangul = len(_HANGUL.findall(text))
-    others = letters - kana - ideographs - hangul
-    if kana and kana + ideographs >= others:
-        return "ja"
-    if ideographs and ideographs >= others:
-        return "zh"
-    if hangul and hangul >= others:
-        return "ko"
-    return "latin"
+def word_matrix(
+    analyzer: WordAnalyzer, texts: Sequence[str], weights: Sequence[float] | None = None
+) -> sp.csr_matrix:
+    """Rows of Σ weight · term weight per word bucket, one row per text (float32 CSR)."""
+    rows, features, values = [], [], []
+    for row, text in enumerate(texts):
+        if not text:
+            continue
+        scale = 1.0 if weights is None else weights[row]
+        for term, weight in analyzer.terms(text).items():
+            rows.append(row)
+            features.append(word_feature(term))
+            values.append(weight * scale)
+    matrix = sp.csr_matrix(
+        (np.asarray(values, np.float32), (rows, features)), shape=(len(texts), N_FEATURES)
+    )
+    matrix.sum_duplicates()
+    return matrix
 
 
-def locale_script(locale: str | None) -> str | None:
-    if not locale:
-        return None
-    language = locale.split("-")[0].lower()
-    return {"zh": "zh", "ja": "ja", "ko": "ko"}.get(language, "latin")
+def _half_normalized(matrix: sp.csr_matrix) -> sp.csr_matrix:
+    """Each row's n-gram half and word half L2-normalized and scaled by 1/√2."""
+    matrix = matrix.tocsr()
+    is_word = matrix.indices >= N_GRAM_FEATURES
+    squares = matrix.data.astype(np.float64) ** 2
+    row_of = np.repeat(np.arange(matrix.shape[0]), np.diff(matrix.indptr))
+    rows = matrix.shape[0]
+    gram_norm = np.sqrt(np.bincount(row_of[~is_word], squares[~is_word], minlength=rows))
+    word_norm = np.sqrt(np.bincount(row_of[is_word], squares[is_word], minlength=rows))
+    norm = np.where(is_word, word_norm[row_of], gram_norm[row_of]) * np.sqrt(2.0)
+    matrix.data = (matrix.data / np.maximum(norm, 1e-12)).astype(np.float32)
+    return matrix
 
 
-def document_vectors(documents: Sequence[SubAgentDocument]) -> sp.csr_matrix:
-    """lnc document vectors: ln(1 + Σ_fields w · count), L2-normalized, one row each."""
+def document_vectors(
+    documents: Sequence[SubAgentDocument], analyzer: WordAnalyzer
+) -> sp.csr_matrix:
+    """lnc document vectors: ln(1 + Σ_fields w · count), each half L2-normalized to 1/√2."""
     texts, weights = [], []
     for document in documents:
         for name, text in document.field_texts().items():
             texts.append(text)
             weights.append(FIELD_WEIGHTS[name])
-    units = count_matrix(texts, weights)
+    units = count_matrix(texts, weights) + word_matrix(analyzer, texts, weights)
+    units = units.tocsr()
     # Sum each document's field rows: units are laid out document-major.
     fields = len(FIELDS)
     owner = np.repeat(np.arange(len(texts)) // fields, np.diff(units.indptr))
     matrix = sp.csr_matrix((units.data, (owner, units.indices)), shape=(len(documents), N_FEATURES))
     matrix.sum_duplicates()
     np.log1p(matrix.data, out=matrix.data)
-    return normalize(matrix, norm="l2", copy=False)
+    return _half_normalized(matrix)
 
 
 # ---------------------------------------------------------------------------- the index
@@ -266,6 +285,9 @@ class Match:
     subagent_id: int
     relevance: float
     script: str
+    root_id: int = 0  # its fork tree (its own id for a root)
+    word_relevance: float = 0.0  # cos(words), the half that carries meaning across languages
+    coverage: float = 0.0  # share of the request's word weight (squared) the listing contains
 
 
 @dataclass
@@ -280,7 +302,10 @@ class SuggestionIndex:
     """Sub-agents by id; ``add`` (which replaces), ``remove``, ``search``. Not thread-safe:
     the caller serializes writes against reads."""
 
-    def __init__(self, documents: Iterable[SubAgentDocument] = ()):
+    def __init__(
+        self, documents: Iterable[SubAgentDocument] = (), analyzer: WordAnalyzer | None = None
+    ):
+        self.analyzer = analyzer or shared_analyzer()
         self._segments: list[_Segment] = []
         self._df = np.zeros(N_FEATURES, dtype=np.int32)
         self._slot_of: dict[int, int] = {}
@@ -288,6 +313,7 @@ class SuggestionIndex:
         self._alive = _Growable(np.bool_, False)
         self._category = _Growable(np.int32, -1)
         self._script = _Growable(np.int8)
+        self._root = _Growable(np.int64)
         self._scope_slot = _Growable(np.int64)  # one entry per (slot, permission)
         self._scope_id = _Growable(np.int32)
         self._categories = _Vocabulary()
@@ -363,7 +389,7 @@ class SuggestionIndex:
         # Featurized in batches: the n-gram arrays of a batch take ~50 bytes per character.
         vectors = sp.vstack(
             [
-                document_vectors(documents[start : start + 4000]).astype(np.float32)
+                document_vectors(documents[start : start + 4000], self.analyzer)
                 for start in range(0, len(documents), 4000)
             ],
             format="csr",
@@ -382,6 +408,7 @@ class SuggestionIndex:
         self._alive.extend(np.ones(len(documents), bool))
         self._category.extend([self._categories.id_of(d.category) for d in documents])
         self._script.extend([SCRIPTS.index(script_of(f"{d.title} {d.summary}")) for d in documents])
+        self._root.extend([d.root_id or d.subagent_id for d in documents])
         self._df += np.bincount(vectors.indices, minlength=N_FEATURES).astype(np.int32)
         open_segment = self._segments[-1] if self._segments else None
         if open_segment is not None and open_segment.rows < OPEN_SEGMENT_ROWS:
@@ -407,21 +434,24 @@ class SuggestionIndex:
         keep = np.flatnonzero(alive)
         new_slot = np.full(len(alive), -1, dtype=np.int64)
         new_slot[keep] = np.arange(len(keep))
-        ids, categories, scripts = (
+        ids, categories, scripts, roots = (
             self._ids.view[keep],
             self._category.view[keep],
             self._script.view[keep],
+            self._root.view[keep],
         )
         scope_keep = alive[self._scope_slot.view]
         scope_slot = new_slot[self._scope_slot.view[scope_keep]]
         scope_id = self._scope_id.view[scope_keep]
         self._ids, self._alive = _Growable(np.int64), _Growable(np.bool_, False)
         self._category, self._script = _Growable(np.int32, -1), _Growable(np.int8)
+        self._root = _Growable(np.int64)
         self._scope_slot, self._scope_id = _Growable(np.int64), _Growable(np.int32)
         self._ids.extend(ids)
         self._alive.extend(np.ones(len(keep), bool))
         self._category.extend(categories)
         self._script.extend(scripts)
+        self._root.extend(roots)
         self._scope_slot.extend(scope_slot)
         self._scope_id.extend(scope_id)
         self._slot_of = {int(i): s for s, i in enumerate(ids)}
@@ -430,16 +460,25 @@ class SuggestionIndex:
 
     # -- reads --------------------------------------------------------------------------
 
-    def query_vector(self, query: str) -> tuple[np.ndarray, np.ndarray]:
-        """(features, weights) of the ltc query vector, rarest n-gram first."""
-        counts = count_matrix([query])
+    def query_vector(
+        self, query: str, ngram_share: float = NGRAM_SHARE
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(features, weights) of the ltc query vector, rarest feature first: each half
+        L2-normalized, the n-gram half scaled to √2·λ and the word half to √2·(1 − λ), so
+        the dot product with a document is λ · cos(n-grams) + (1 − λ) · cos(words)."""
+        counts = (count_matrix([query]) + word_matrix(self.analyzer, [query])).tocsr()
+        counts.sum_duplicates()
         features = counts.indices.astype(np.int64)
         if not len(features):
             return features, np.zeros(0)
         df = self._df[features].astype(np.float64)
         n = float(len(self))
         weights = np.log1p(counts.data.astype(np.float64)) * (np.log((1 + n) / (1 + df)) + 1)
-        weights /= np.linalg.norm(weights)
+        is_word = features >= N_GRAM_FEATURES
+        for half, share in ((~is_word, ngram_share), (is_word, 1.0 - ngram_share)):
+            norm = np.linalg.norm(weights[half])
+            if norm:
+                weights[half] *= np.sqrt(2.0) * share / norm
         order = np.argsort(df, kind="stable")
         return features[order], weights[order]
 
@@ -465,6 +504,7 @@ class SuggestionIndex:
         limit: int = 100,
         category: str | None = None,
         granted_scopes: Iterable[str] | None = None,
+        ngram_share: float = NGRAM_SHARE,
     ) -> list[Match]:
         """The ``limit`` most relevant sub-agents, best first (ties: lower id first).
 
@@ -472,7 +512,7 @@ class SuggestionIndex:
         permissions are all among them (an empty list admits only those asking none)."""
         if not self._segments:
             return []
-        features, weights = self.query_vector(query)
+        features, weights = self.query_vector(query, ngram_share)
         if not len(features):
             return []
         df = self._df[features]
@@ -489,11 +529,34 @@ class SuggestionIndex:
             hit = hit[np.argpartition(-partial[hit], CANDIDATES - 1)[:CANDIDATES]]
         hit.sort()
         relevance = partial[hit] + self._lookup(features[exact:], weights[exact:], hit)
+        is_word = features >= N_GRAM_FEATURES
+        # The word half alone, unscaled (÷ √2·(1 − λ)·(1/√2)): cos(words) in [0, 1].
+        word_scale = 1.0 - ngram_share
+        word_features, word_weights = features[is_word], weights[is_word]
+        word_part = self._lookup(word_features, word_weights, hit)
+        word_cosine = word_part / word_scale if word_scale > 0 else word_part
+        # Which of the request's words a listing contains, each by its share of the request:
+        # "釣りの記録" (a fishing log) shares only "記録" (a record) with a baby-feeding log, a
+        # close cosine from one common word, but a small coverage.
+        squares = word_weights**2
+        total = squares.sum()
+        coverage = (
+            self._lookup(word_features, squares / total, hit, presence=True)
+            if total
+            else np.zeros(len(hit))
+        )
         ids = self._ids.view[hit]
         order = np.lexsort((ids, -relevance))[:limit]
-        scripts = self._script.view[hit]
+        scripts, roots = self._script.view[hit], self._root.view[hit]
         return [
-            Match(int(ids[i]), float(min(relevance[i], 1.0)), SCRIPTS[int(scripts[i])])
+            Match(
+                int(ids[i]),
+                float(min(relevance[i], 1.0)),
+                SCRIPTS[int(scripts[i])],
+                int(roots[i]),
+                float(min(word_cosine[i], 1.0)),
+                float(min(coverage[i], 1.0)),
+            )
             for i in order
         ]
 
@@ -507,8 +570,11 @@ class SuggestionIndex:
             return np.zeros(slots)
         return np.bincount(np.concatenate(rows), np.concatenate(values), minlength=slots)
 
-    def _lookup(self, features: np.ndarray, weights: np.ndarray, slots: np.ndarray) -> np.ndarray:
-        """Exact contributions of ``features`` to the given (sorted) slots."""
+    def _lookup(
+        self, features: np.ndarray, weights: np.ndarray, slots: np.ndarray, presence: bool = False
+    ) -> np.ndarray:
+        """Exact contributions of ``features`` to the given (sorted) slots: Σ document weight
+        · query weight, or with ``presence`` Σ query weight over the features present."""
         extra = np.zeros(len(slots))
         if not len(features):
             return extra
@@ -522,7 +588,7 @@ class SuggestionIndex:
                 where = np.searchsorted(posting, local)  # posting rows are sorted
                 where[where == len(posting)] = 0
                 found = posting[where] == local
-                extra[positions[found]] += data[where[found]] * weight
+                extra[positions[found]] += weight if presence else data[where[found]] * weight
         return extra
 
 
@@ -540,14 +606,6 @@ def _postings(segment, features: np.ndarray, weights: np.ndarray):
 
 
 # ---------------------------------------------------------------------------- why it matched
-
-# Words too common in requests to say anything about why a sub-agent matched.
-_STOP_TEXT = (
-    "a an and app are as at be but by can for from has have i in into is it its make me my "
-    "of on or our please so some that the their them this to tool us want wants we with "
-    "would you your"
-)
-_STOP_WORDS = frozenset(_STOP_TEXT.split())
 
 
 def _grams(word: str) -> set[str]:
@@ -596,7 +654,7 @@ def explain_match(query: str, fields: Mapping[str, str]) -> dict[str, list[str]]
     latin = [
         w
         for w in dict.fromkeys(words)
-        if len(w) >= 2 and w not in _STOP_WORDS and not any(map(_is_dense, w))
+        if len(w) >= 2 and w not in STOP_WORDS and not any(map(_is_dense, w))
     ]
     dense = list(dict.fromkeys(_dense_runs(words)))
     matched: dict[str, list[str]] = {}

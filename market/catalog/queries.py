@@ -11,7 +11,7 @@ from sqlalchemy.orm import aliased
 from sqlmodel import Session, func, select
 
 from market.catalog.models import SubAgent, SubAgentTag
-from market.catalog.search import TextMatcher, relevant_ids, written_without_spaces
+from market.catalog.search import TextMatcher, relevant_ids
 from market.identity.access import can_view, hidden_among, listed_clause, tree_clause, tree_visible
 from market.identity.models import User
 from market.identity.tokens import Principal
@@ -243,7 +243,7 @@ def browse(
             SubAgent.id.in_(select(SubAgentTag.subagent_id).where(SubAgentTag.tag == tag.lower()))
         )
     rank = None
-    if terms and character_matches is not None and written_without_spaces(q):
+    if terms and character_matches is not None:
         match, rank = _character_search(viewer, q, category, character_matches)
         statement = statement.where(match)
     elif terms:

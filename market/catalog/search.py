@@ -1,10 +1,11 @@
-"""Text search for languages written without spaces: Chinese, Japanese (and Korean).
+"""Text search over the catalog, in any language, by the one relevance engine.
 
-The catalog's full-text indexes (SQLite FTS5 unicode61, PostgreSQL 'english') cut text at
-spaces and punctuation, so "每日喝水记录" is one word and a search for "喝水" finds nothing.
-The suggestion index (``evolution.text_index``) already indexes every listing on character
-n-grams (single CJK characters and pairs), is kept up to date on publish in every process,
-and answers in milliseconds: browse search and recommendation context use it for such text.
+Browse search, recommendation context and fork suggestions all ask the suggestion index
+(``evolution.text_index``: words segmented per language, English glosses of Chinese and
+Japanese words, character n-grams), kept up to date on publish in every process, and order
+what it finds by one score of calibrated fit and quality (``evolution.suggest``). A search
+in Chinese finds a listing written in English and the reverse; a person sees the same
+ranking a coding agent gets.
 
 Only listed (public, active) sub-agents are in that index, which is all browse and
 recommendations show.
@@ -16,31 +17,16 @@ from collections.abc import Callable
 
 from sqlmodel import Session
 
-from evolution.text_index import script_of
 from market.platform.state import app_state
 
-# (text, category or None, limit) → (sub-agent id, relevance in [0, 1]) pairs, best first.
+# (text, category or None, limit) → (sub-agent id, P(fits)) pairs of the candidates that may
+# fit, best first by the one score of fit and quality.
 TextMatcher = Callable[[str, str | None, int], list[tuple[int, float]]]
-
-# Below this a match shares little more than a particle (の, 的) or one common character
-# with the listing; measured on the demo's Chinese and Japanese requests, real matches score
-# 0.2 to 0.4 and unrelated ones under 0.03.
-MIN_RELEVANCE = 0.1
-CJK_SCRIPTS = ("zh", "ja", "ko")
-
-
-def written_without_spaces(text: str | None) -> bool:
-    """Whether ``text`` is mostly in a script the word indexes cannot cut into words."""
-    return bool(text) and script_of(text) in CJK_SCRIPTS
 
 
 def relevant_ids(matcher: TextMatcher, text: str, *, category: str | None, limit: int) -> list[int]:
-    """The sub-agents that really match ``text``, best first."""
-    return [
-        subagent_id
-        for subagent_id, relevance in matcher(text, category, limit)
-        if relevance >= MIN_RELEVANCE
-    ]
+    """The sub-agents that may fit ``text``, best first."""
+    return [subagent_id for subagent_id, _fit in matcher(text, category, limit)]
 
 
 def matcher_for(app, session: Session) -> TextMatcher:
@@ -49,6 +35,6 @@ def matcher_for(app, session: Session) -> TextMatcher:
 
     def matches(text: str, category: str | None, limit: int) -> list[tuple[int, float]]:
         found = app_state(app).suggestions.matching(session, text, category=category, limit=limit)
-        return [(match.subagent_id, match.relevance) for match in found]
+        return [(match.subagent_id, match.fit) for match in found]
 
     return matches

@@ -38,8 +38,11 @@ from market.suggestions.services import SuggestionService
 
 INSTRUCTIONS = (
     "Sprig is a marketplace of small lifestyle apps (sub-agents) that people share and fork. "
-    "Before writing an app, call suggest_forks with the person's request: it returns the best "
-    "existing bases with what their users asked for and which changes improved forks before. "
+    "Before writing an app, call suggest_forks with the person's request (and, when it is not "
+    "in English, your English gloss of it): its verdict says whether an existing base fits "
+    "(fits), only related ones exist (weak), or nothing fits and you should write the app "
+    "from scratch (none); the bases come with what their users asked for and which changes "
+    "improved forks before. "
     "Read one with get_subagent and get_diff, then publish your adapted version with "
     "publish_fork."
 )
@@ -95,11 +98,16 @@ def build_server(
         granted_scopes: list[str] | None = None,
         locale: str | None = None,
         k: int = 5,
+        gloss: str | None = None,
     ) -> SuggestionsOut:
-        """Existing sub-agents best to fork for a request in the user's words (any language):
-        each with its version, relevance, quality, why it matched, the themes of its users'
-        feedback, and the changes that improved its forks. `granted_scopes` keeps only bases
-        whose permissions the user granted; `category` one category; `k` 1-20."""
+        """Existing sub-agents best to fork for a request in the user's words (any language),
+        and a verdict: `fits` (fork the first), `weak` (related bases only) or `none`
+        (nothing fits: write it from scratch; no items). Each base comes with its version,
+        relevance, calibrated fit, quality, why it matched, the themes of its users'
+        feedback, and the changes that improved its forks. `gloss`: your English rendering of
+        a request in another language (finds what dictionaries cannot bridge);
+        `granted_scopes` keeps only bases whose permissions the user granted; `category` one
+        category; `k` 1-20."""
         with call() as (unit, who):
             session = unit.session
             principal = who()
@@ -114,6 +122,7 @@ def build_server(
                     "granted_scopes": granted_scopes,
                     "locale": locale,
                     "k": k,
+                    "gloss": gloss,
                 },
             )
             return suggestions_out(suggestions.suggest(session, suggestion_request(body)))

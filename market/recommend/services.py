@@ -48,7 +48,7 @@ from sqlmodel import Session, select
 from evolution.explore import POLICY_VERSION, choose_slate
 from market.catalog.models import Install, SubAgent, Version
 from market.catalog.queries import search_terms
-from market.catalog.search import TextMatcher, relevant_ids, written_without_spaces
+from market.catalog.search import TextMatcher, relevant_ids
 from market.identity.access import publicly_listed_clause
 from market.platform.time import utcnow
 from market.ranking.models import RankingRun, SubAgentScore
@@ -388,7 +388,7 @@ def recommend(
     exposure rows to the session; the caller commits once."""
     terms = context_terms(context)
     matched = None
-    if terms and text_matches is not None and written_without_spaces(context):
+    if terms and text_matches is not None:
         matched = relevant_ids(text_matches, context, category=category, limit=CHARACTER_MATCHES)
     # A fresh seed fits in 53 bits, so JavaScript clients can send it back unchanged.
     seed = secrets.randbits(53) if seed is None else seed

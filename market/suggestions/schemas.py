@@ -36,14 +36,24 @@ class SuggestionsIn(StrictInput):
         None,
         max_length=35,
         pattern=r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$",
-        description="the person's locale (BCP 47, e.g. ja-JP): bases in its script rank higher",
+        description="the person's locale (BCP 47, e.g. ja-JP): of a family's branches, the one "
+        "in its script is shown when it is nearly as good",
+    )
+    gloss: str | None = Field(
+        None,
+        min_length=1,
+        max_length=500,
+        description="optional: the request rendered in English by the coding agent; searched "
+        "beside the request, it finds listings the dictionaries cannot bridge (and requests "
+        "in languages without a packaged dictionary, such as Korean)",
+        json_schema_extra={"pattern": REQUEST_PATTERN},
     )
     k: whole_number(1, 20) = Field(5, description="how many bases")
 
-    @field_validator("request")
+    @field_validator("request", "gloss")
     @classmethod
-    def _has_words(cls, value: str) -> str:
-        if not _LETTER_OR_DIGIT.search(value):
+    def _has_words(cls, value: str | None) -> str | None:
+        if value is not None and not _LETTER_OR_DIGIT.search(value):
             raise ValueError("must contain at least one letter or digit")
         return value
 
@@ -95,9 +105,19 @@ class SuggestionOut(BaseModel):
     version_id: int
     version_number: int
     scopes: list[str] = Field(description="permissions the base's manifest asks for")
-    relevance: float = Field(description="cosine of request and base, in [0, 1]")
+    relevance: float = Field(
+        description="text relevance of request and base in [0, 1]: the mean of the cosines "
+        "of their words (with English glosses of Chinese and Japanese words) and of their "
+        "character n-grams"
+    )
+    fit: float = Field(
+        description="calibrated probability that this base fits the request (from relevance; "
+        "fitted on labelled requests)"
+    )
     quality: QualityOut
-    score: float = Field(description="relevance · (1 + 0.5 tanh(L/2) + 0.35 sd·young + …)")
+    score: float = Field(
+        description="the order: fit · (1 + 0.5 tanh(L/2) + 0.35 sd·young), L = mean − 1.64 sd"
+    )
     why: MatchOut
     themes: list[ThemeOut] = Field(description="what users of this base asked for")
     improving_forks: list[ImprovementOut] = Field(
@@ -106,5 +126,12 @@ class SuggestionOut(BaseModel):
 
 
 class SuggestionsOut(BaseModel):
-    items: list[SuggestionOut]
+    verdict: Literal["fits", "weak", "none"] = Field(
+        description="fits: the best base probably fits (fork it); weak: only related bases, "
+        "a partial start; none: nothing here fits — write it from scratch (items is empty)"
+    )
+    best_fit: float = Field(description="the highest fit among all candidates, in [0, 1]")
+    items: list[SuggestionOut] = Field(
+        description="bases, best first, one per fork family before any family's second"
+    )
     indexed: int = Field(description="sub-agents in the suggestion index")

@@ -24,11 +24,17 @@ def suggestion_request(body: SuggestionsIn) -> SuggestionRequest:
         granted_scopes=body.granted_scopes,
         locale=body.locale,
         k=body.k,
+        gloss=body.gloss,
     )
 
 
 def suggestions_out(answer: Suggestions) -> SuggestionsOut:
-    return SuggestionsOut(items=[_suggestion_out(s) for s in answer.items], indexed=answer.indexed)
+    return SuggestionsOut(
+        verdict=answer.verdict,
+        best_fit=round(answer.best_fit, 6),
+        items=[_suggestion_out(s) for s in answer.items],
+        indexed=answer.indexed,
+    )
 
 
 def _suggestion_out(suggestion: Suggestion) -> SuggestionOut:
@@ -42,6 +48,7 @@ def _suggestion_out(suggestion: Suggestion) -> SuggestionOut:
         version_number=suggestion.version_number,
         scopes=suggestion.scopes,
         relevance=round(suggestion.relevance, 6),
+        fit=round(suggestion.fit, 6),
         quality=_quality_out(suggestion.quality),
         score=round(suggestion.score, 6),
         why=MatchOut(

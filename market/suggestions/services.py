@@ -41,22 +41,23 @@ from sqlalchemy import Integer, String, any_, bindparam, func, select
 from sqlalchemy.dialects import postgresql
 from sqlmodel import Session
 
+from evolution.scripts import locale_script, script_of
 from evolution.suggest import (
     UNRANKED,
     BundleChange,
     ForkOutcome,
     Improvement,
     Quality,
+    RankedSuggestion,
     compare_bundles,
     improving_changes,
+    rank_matches,
     rank_suggestions,
 )
 from evolution.text_index import (
-    Match,
     SubAgentDocument,
     SuggestionIndex,
     explain_match,
-    locale_script,
 )
 from evolution.themes import FeedbackNote, Theme, group_themes
 from feedback.scrub import scrub_contact_details
@@ -88,6 +89,12 @@ class SuggestionRequest:
     granted_scopes: list[str] | None = None  # None: no restriction
     locale: str | None = None
     k: int = 5
+    gloss: str | None = None  # the coding agent's English rendering of the request, if any
+
+    @property
+    def query(self) -> str:
+        """What the index is asked: the request, and its English gloss after it."""
+        return f"{self.text}\n{self.gloss}" if self.gloss else self.text
 
 
 @dataclass
@@ -108,6 +115,7 @@ class Suggestion:
     version_number: int
     scopes: list[str]
     relevance: float
+    fit: float  # P(fits), calibrated
     quality: Quality
     score: float
     matched: dict[str, list[str]]  # field -> the words of the request it matched
@@ -119,6 +127,8 @@ class Suggestion:
 class Suggestions:
     items: list[Suggestion]
     indexed: int  # sub-agents in the index
+    verdict: str  # fits | weak | none (evolution.suggest)
+    best_fit: float  # the highest P(fits) among the candidates
 
 
 class _TtlCache:
@@ -156,6 +166,7 @@ _DOCUMENT_COLUMNS = (
     SubAgent.category,
     SubAgent.fork_request_text,
     SubAgent.updated_at,
+    SubAgent.root_id,
     Version.manifest,
 )
 
@@ -182,6 +193,7 @@ def _document(row) -> SubAgentDocument:
         fork_request=row.fork_request_text or "",
         description=str(manifest.get("description") or ""),
         permissions=tuple(str(s) for s in manifest.get("scopes") or ()),
+        root_id=row.root_id,
     )
 
 
@@ -342,18 +354,20 @@ class SuggestionService:
 
     def matching(
         self, session: Session, text: str, *, category: str | None, limit: int
-    ) -> list[Match]:
-        """The sub-agents whose listing matches ``text`` best (characters, so any script),
-        the index first brought up to date."""
+    ) -> list[RankedSuggestion]:
+        """The sub-agents that may fit ``text`` (any language), by the one score of fit and
+        quality that suggestions use, the index first brought up to date."""
         self.catch_up(session)
         with self._lock:
-            return self._index.search(text, limit=limit, category=category)
+            matches = self._index.search(text, limit=limit, category=category)
+        qualities = self._qualities(session, [m.subagent_id for m in matches])
+        return rank_matches(matches, qualities, query_script=script_of(text))
 
     def suggest(self, session: Session, request: SuggestionRequest) -> Suggestions:
         self.catch_up(session)
         with self._lock:
             matches = self._index.search(
-                request.text,
+                request.query,
                 limit=CANDIDATES,
                 category=request.category,
                 granted_scopes=request.granted_scopes,
@@ -361,9 +375,14 @@ class SuggestionService:
             indexed = len(self._index)
         qualities = self._qualities(session, [m.subagent_id for m in matches])
         # A few spare: a candidate hidden since it was indexed is dropped below.
-        ranked = rank_suggestions(
-            matches, qualities, k=request.k + 5, locale_script=locale_script(request.locale)
+        ranking = rank_suggestions(
+            matches,
+            qualities,
+            k=request.k + 5,
+            query_script=script_of(request.text),
+            locale_script=locale_script(request.locale),
         )
+        ranked = ranking.items
         rows = {
             row.id: row
             for row in session.execute(
@@ -409,14 +428,17 @@ class SuggestionService:
                     version_number=row.number,
                     scopes=list(document.permissions),
                     relevance=suggestion.relevance,
+                    fit=suggestion.fit,
                     quality=suggestion.quality,
                     score=suggestion.score,
-                    matched=explain_match(request.text, document.field_texts()),
+                    matched=explain_match(request.query, document.field_texts()),
                     themes=themes.get(row.id, []),
                     improving_forks=improvements.get(row.id, []),
                 )
             )
-        return Suggestions(items=items, indexed=indexed)
+        return Suggestions(
+            items=items, indexed=indexed, verdict=ranking.verdict, best_fit=ranking.best_fit
+        )
 
     def _qualities(self, session: Session, ids: list[int]) -> dict[int, Quality]:
         if not ids:

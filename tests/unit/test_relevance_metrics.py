@@ -186,11 +186,11 @@ def test_targets_need_recall_above_bm25_on_every_slice_and_abstaining_that_is_ri
         },
         "abstain": {"sprig": {"precision": 0.8, "recall": 0.6}},
     }
-    assert [met for _, met, _ in targets(figures)] == [True, True, True, True]
+    assert [met for _, met, _ in targets(figures, "sprig", "bm25")] == [True, True, True, True]
     # A tie below 1.0 is not "above"; a tie at 1.0 is all anyone can do.
     figures["systems"]["sprig"]["cross"] = _slice(0.4)
-    assert targets(figures)[2][1:] == (False, "not above on: cross")
+    assert targets(figures, "sprig", "bm25")[2][1:] == (False, "not above on: cross")
     figures["abstain"]["sprig"] = {"precision": None, "recall": 0.0}
-    assert targets(figures)[3][1] is False
+    assert targets(figures, "sprig", "bm25")[3][1] is False
     figures["abstain"]["sprig"] = {"precision": None, "recall": None}  # no no-fit requests
-    assert targets(figures)[3][1] is None
+    assert targets(figures, "sprig", "bm25")[3][1] is None

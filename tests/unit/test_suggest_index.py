@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 from sklearn.feature_extraction.text import HashingVectorizer
 
+from evolution.scripts import script_of
 from evolution.text_index import (
+    N_GRAM_FEATURES,
     SubAgentDocument,
     SuggestionIndex,
     count_matrix,
     explain_match,
-    script_of,
 )
 
 WATER = SubAgentDocument(
@@ -161,8 +162,13 @@ def test_idf_is_applied_at_query_time():
     assert math.isclose(float(np.linalg.norm(weights)), 1.0)
     df = index.document_frequency(features)
     assert list(df) == sorted(df)  # rarest first
-    # An n-gram no document has carries the largest weight.
-    assert weights[0] == weights.max()
+    is_word = features >= N_GRAM_FEATURES
+    assert is_word.any() and (~is_word).any()
+    for half in (is_word, ~is_word):
+        # Each half weighs √2 · ½ at the default share; in each, a feature no document has
+        # ("xylophone", its n-grams) carries the largest weight.
+        assert math.isclose(float(np.linalg.norm(weights[half])), math.sqrt(2) / 2)
+        assert weights[half][0] == weights[half].max()
 
 
 def test_explanations_name_the_matched_words_per_field():

@@ -7,35 +7,39 @@ import math
 import pytest
 
 from evolution.suggest import (
+    FITS_AT,
+    LIST_FLOOR,
+    LOCALE_MARGIN,
     UNRANKED,
     BundleChange,
+    FitModel,
     ForkOutcome,
     Quality,
+    best_candidate,
     compare_bundles,
     improving_changes,
     rank_suggestions,
     suggestion_score,
     summarize_change,
+    verdict_for,
 )
 from evolution.text_index import Match
 from evolution.themes import OTHER_LABEL, FeedbackNote, group_themes
 
 
 def test_score_by_hand():
-    # Established, average, certain: relevance alone.
+    # Established, average, certain: the fit alone.
     assert suggestion_score(0.6, Quality(0.0, 0.0, young=False)) == pytest.approx(0.6)
-    # Good and well known: L = 1 - 1.64*0.1 = 0.836; 1 + 0.5*tanh(0.418) = 1.19762.
+    # Good and well known: L = 1 - 1.64*0.1 = 0.836; 1 + 0.25*tanh(0.418) = 1.09881.
     assert suggestion_score(0.5, Quality(1.0, 0.1, young=False)) == pytest.approx(
-        0.5 * 1.19762, 1e-5
+        0.5 * (1 + 0.25 * math.tanh(0.418))
     )
-    # Bad and well known: L = -1.5 - 0.164 = -1.664; 1 + 0.5*tanh(-0.832) = 0.65923
-    expected = 1 + 0.5 * math.tanh(-0.832)
+    assert 1 + 0.25 * math.tanh(0.418) == pytest.approx(1.09881, abs=1e-5)
+    # Bad and well known: L = -1.5 - 0.164 = -1.664.
+    expected = 1 + 0.25 * math.tanh(-0.832)
     assert suggestion_score(0.5, Quality(-1.5, 0.1, young=False)) == pytest.approx(0.5 * expected)
-    assert expected == pytest.approx(0.65923, abs=1e-5)
-    # Unranked (the prior, young): 1 + 0.5*tanh(-0.82) + 0.35 = 1.01247.
-    assert suggestion_score(1.0, UNRANKED) == pytest.approx(1.01247, abs=1e-5)
-    # Same script as the user's locale: +0.1.
-    assert suggestion_score(1.0, Quality(0.0, 0.0, young=False), True) == pytest.approx(1.1)
+    # Unranked (the prior, young): 1 + 0.25*tanh(-0.82) + 0.35 = 1.18124.
+    assert suggestion_score(1.0, UNRANKED) == pytest.approx(1.18124, abs=1e-5)
 
 
 def test_young_forks_get_an_exploration_bonus_in_proportion_to_doubt():
@@ -46,33 +50,92 @@ def test_young_forks_get_an_exploration_bonus_in_proportion_to_doubt():
     )
 
 
-def test_ranking_orders_by_score_within_the_relevance_floor():
+# P(fits) = σ(10·w − 5): 0.5 at a word relevance of 0.5; script and coverage ignored.
+BY_WORDS = FitModel(bias=-5.0, relevance=0.0, words=10.0, coverage=0.0, cross_script=0.0)
+
+
+def match(subagent_id, words, root=None, script="latin", coverage=1.0):
+    return Match(subagent_id, words, script, root or subagent_id, words, coverage)
+
+
+def fit_of(words):
+    return 1 / (1 + math.exp(-(10 * words - 5)))
+
+
+def test_fit_model_by_hand():
+    model = FitModel(bias=-1.0, relevance=2.0, words=3.0, coverage=-0.5, cross_script=0.7)
+    found = Match(1, 0.4, "zh", 1, 0.3, 0.6)
+    logit = -1.0 + 2.0 * 0.4 + 3.0 * 0.3 - 0.5 * 0.6
+    assert model.probability(found, "zh") == pytest.approx(1 / (1 + math.exp(-logit)))
+    assert model.probability(found, "latin") == pytest.approx(1 / (1 + math.exp(-logit - 0.7)))
+
+
+def test_ranking_orders_likely_fits_by_quality_and_drops_the_unlikely():
     matches = [
-        Match(1, 0.80, "latin"),  # most relevant, poor
-        Match(2, 0.60, "latin"),  # relevant, loved
-        Match(3, 0.30, "latin"),  # loved, but below half the best relevance
-        Match(4, 0.60, "ja"),  # unranked
+        match(1, 0.80),  # most likely to fit, poor
+        match(2, 0.75),  # likely, loved
+        match(3, 0.10),  # loved, but under the list floor (p = 0.018)
+        match(4, 0.60),  # unranked
     ]
     qualities = {
         1: Quality(-1.5, 0.1, young=False, rating_count=40, ranked=True),
         2: Quality(1.2, 0.1, young=False, rating_count=50, ranked=True),
         3: Quality(2.0, 0.1, young=False, rating_count=90, ranked=True),
     }
-    ranked = rank_suggestions(matches, qualities, k=5)
-    assert [s.subagent_id for s in ranked] == [2, 4, 1]
-    # 0.6*(1+0.5*tanh((1.2-0.164)/2)) = 0.6*1.2379 = 0.7427; 0.8*0.6594 = 0.5276
-    assert ranked[0].score == pytest.approx(0.6 * (1 + 0.5 * math.tanh(0.518)))
-    assert ranked[1].quality is UNRANKED
-    # A Japanese locale lifts the Japanese base.
-    with_locale = rank_suggestions(matches, qualities, k=1, locale_script="ja")
-    assert with_locale[0].subagent_id == 2  # 0.7427 > 0.6*1.1125=0.6675
-    assert rank_suggestions(matches, qualities, k=2)[1].subagent_id == 4
-    assert rank_suggestions([], {}, k=3) == []
+    assert fit_of(0.10) < LIST_FLOOR
+    ranking = rank_suggestions(matches, qualities, k=5, query_script="latin", fit_model=BY_WORDS)
+    # 2: 0.924 · 1.12 = 1.03; 4 (unranked: young, sd 1): 0.731 · 1.18 = 0.86;
+    # 1: 0.953 · (1 + 0.25 tanh(-0.832)) = 0.79 — a likely fit known to be poor comes last.
+    assert [s.subagent_id for s in ranking.items] == [2, 4, 1]
+    top = ranking.items[0]
+    assert top.fit == pytest.approx(fit_of(0.75))
+    assert top.score == pytest.approx(fit_of(0.75) * (1 + 0.25 * math.tanh((1.2 - 0.164) / 2)))
+    assert ranking.items[1].quality is UNRANKED
+    assert ranking.best_fit == pytest.approx(fit_of(0.80))
+    assert rank_suggestions([], {}, k=3, query_script="latin").items == []
+
+
+def test_families_before_a_familys_second_member_and_the_viewers_script_within_one():
+    matches = [
+        match(1, 0.90, root=1),  # the family's root, English
+        match(5, 0.88, root=1, script="zh"),  # its Chinese translation, nearly as likely
+        match(7, 0.86, root=1),  # a clone of the root
+        match(9, 0.70, root=9),  # another family, less likely
+    ]
+    ranked = rank_suggestions(matches, {}, k=4, query_script="latin", fit_model=BY_WORDS)
+    assert [s.subagent_id for s in ranked.items] == [1, 9, 5, 7]
+    # A Chinese reader sees the family through its Chinese branch (within the margin).
+    chinese = rank_suggestions(
+        matches, {}, k=2, query_script="latin", locale_script="zh", fit_model=BY_WORDS
+    )
+    assert [s.subagent_id for s in chinese.items] == [5, 9]
+    # ...but not through one much less likely to fit.
+    far = [match(1, 0.90, root=1), match(5, 0.55, root=1, script="zh")]
+    assert fit_of(0.55) < fit_of(0.90) * (1 - LOCALE_MARGIN)
+    assert (
+        rank_suggestions(far, {}, k=1, query_script="latin", locale_script="zh", fit_model=BY_WORDS)
+        .items[0]
+        .subagent_id
+        == 1
+    )
+
+
+def test_the_verdict_reads_the_likeliest_candidate():
+    assert verdict_for(0.95, 1.0) == "fits"
+    assert verdict_for(FITS_AT - 0.01, 1.0) == "weak"
+    assert verdict_for(0.01, 0.0) == "none"
+    # Abstaining empties the list: a coding agent is told to write it from scratch.
+    unlikely = [match(1, 0.05, coverage=0.2)]
+    ranking = rank_suggestions(unlikely, {}, k=5, query_script="latin", fit_model=BY_WORDS)
+    assert ranking.verdict == "none" and ranking.items == []
+    assert best_candidate(unlikely, "latin", BY_WORDS) == (pytest.approx(fit_of(0.05)), 0.2)
+    assert best_candidate([], "latin") == (0.0, 0.0)
 
 
 def test_ties_break_by_id():
-    matches = [Match(9, 0.5, "latin"), Match(3, 0.5, "latin")]
-    assert [s.subagent_id for s in rank_suggestions(matches, {}, k=2)] == [3, 9]
+    matches = [match(9, 0.5), match(3, 0.5)]
+    ranked = rank_suggestions(matches, {}, k=2, query_script="latin", fit_model=BY_WORDS)
+    assert [s.subagent_id for s in ranked.items] == [3, 9]
 
 
 def test_compare_bundles():
