@@ -142,7 +142,10 @@ def publish():
 @bp.input(BrowseQuery, location="query", arg_name="query")
 @bp.output(Page)
 def list_subagents(query: BrowseQuery):
-    """Browse and search public sub-agents (full text over title, summary, story, tags)."""
+    """Browse and search public sub-agents (one search engine for every language). A search
+    and the `top` and `trending` sorts show one card per tool: near-identical forks of it are
+    hidden under the best placed one (`similar_count`), and `top` and `trending` show at most
+    2 cards of one fork family in any 24 in a row while others are left."""
     if query.sort and query.sort.value in browse.SCORE_SORTS:
         _fresh_ranking()
     page = browse.browse(
