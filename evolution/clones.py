@@ -29,6 +29,7 @@ import unicodedata
 from collections import Counter, deque
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 from typing import Generic, Protocol, TypeVar
 
 from evolution.text_index import script_of
@@ -64,12 +65,18 @@ class Group(Generic[L]):
     members: list[L] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
 class _Signature:
-    family: Hashable
-    script: str
-    tool: str
-    trigrams: frozenset[str]
+    """What comparing a listing needs; its trigrams only when a comparison gets that far
+    (most pairs differ in family or script, or share the tool name)."""
+
+    def __init__(self, item: Listing):
+        self.text = f"{item.title} {item.summary}"
+        self.family = item.root_id
+        self.script, self.tool = _script_and_tool(item.title, self.text)
+
+    @cached_property
+    def trigrams(self) -> frozenset[str]:
+        return trigrams(self.text)
 
 
 def tool_name(title: str) -> str:
@@ -86,14 +93,11 @@ def trigrams(text: str) -> frozenset[str]:
     return frozenset(folded[i : i + 3] for i in range(len(folded) - 2))
 
 
-def _signature(item: Listing) -> _Signature:
-    text = f"{item.title} {item.summary}"
-    return _Signature(
-        family=item.root_id,
-        script=script_of(text),
-        tool=tool_name(item.title),
-        trigrams=trigrams(text),
-    )
+# Lists show the same listings request after request: their script and tool name (two short
+# strings each) are kept for this many texts, so collapsing a page of 300 reads mostly from here.
+@lru_cache(maxsize=50_000)
+def _script_and_tool(title: str, text: str) -> tuple[str, str]:
+    return script_of(text), tool_name(title)
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -108,7 +112,7 @@ def _clones(a: _Signature, b: _Signature) -> bool:
 
 
 def are_clones(a: Listing, b: Listing) -> bool:
-    return _clones(_signature(a), _signature(b))
+    return _clones(_Signature(a), _Signature(b))
 
 
 def collapse(items: Sequence[L]) -> list[Group[L]]:
@@ -120,7 +124,7 @@ def collapse(items: Sequence[L]) -> list[Group[L]]:
     groups: list[Group[L]] = []
     by_family: dict[Hashable, list[tuple[_Signature, Group[L]]]] = {}
     for item in items:
-        signature = _signature(item)
+        signature = _Signature(item)
         candidates = by_family.setdefault(signature.family, [])
         for shown, group in candidates:
             if _clones(signature, shown):
