@@ -289,9 +289,10 @@ class SubAgentCard(BaseModel):
     similar_count: int = Field(
         0,
         description="near-identical forks of the same tool hidden under this card in a search "
-        "or the top and trending sorts (same fork family and language, and the same tool name "
-        "or nearly the same title and summary); they are in its lineage: "
-        "GET /subagents/{id}/tree",
+        "or the top and trending sorts (same fork family and script, and the same tool name "
+        "or nearly the same title and summary). GET /subagents/{root}/tree lists them with "
+        "the family; the root is the first ancestor in GET /subagents/{id}/lineage, or the "
+        "card itself when it has none",
     )
 
 
