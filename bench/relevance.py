@@ -397,7 +397,7 @@ def browse_system(app) -> System:
                 sort=None,
                 limit=PAGE_SIZE,
                 cursor=None,
-                character_matches=matcher_for(app, session),
+                matcher=matcher_for(app, session),
             )
         return Answer([card.id for card in page.items][:DEPTH])
 

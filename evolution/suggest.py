@@ -28,25 +28,43 @@ Unless the verdict is "none", the candidates with p ≥ ``LIST_FLOOR`` (a low ba
 start is still worth seeing once the verdict has said how good the best is) are ordered by one
 score of relevance and quality,
 
-    score = p · (1 + w_q · tanh(L / 2) + w_e · sd · [young])
+    score = min(logit(p), 5) + c + 2 · [names it]
+            + w_q · tanh(L / 2) + w_e · sd · [young] + w_u · ln(1 + active users)
 
+    min(logit(p), 5)             the fit's log-odds, up to p = 0.993: below, a likelier fit
+                                 ranks higher; above, both surely fit and closer wording says
+                                 little ("Water tracker that …" in a fork's summary echoes a
+                                 request more than the original's own story does);
+    c                            the share of the request's words the listing covers: "allergic
+                                 to peanuts" is covered by the peanut-free planner, not by the
+                                 no-shellfish one, though both surely fit "a meal planner";
+    [names it]                   the request is the listing's title: who types "Water Tracker"
+                                 means the Water Tracker;
     L  = mean − 1.64 · sd       the ranking's one-sided 95% lower bound of quality (its
                                  "display" score, in standard rating units; see
                                  evolution.ranking), so a base climbs by being good and by
-                                 being known to be good;
-    tanh(L / 2) = 2σ(L) − 1     squashes L into (−1, 1): quality scales the fit probability by
-                                 at most ±w_q, so it reorders likely fits and never lifts an
-                                 unlikely one over a likely one by much;
+                                 being known to be good; tanh(L / 2) = 2σ(L) − 1 squashes it
+                                 into (−1, 1), so quality moves the odds by a factor of at most
+                                 e^±w_q (w_q = 0.5: ×1.6) and never lifts an unlikely fit;
     sd · [young]                 exploration: a young fork (its own ratings worth under 10
                                  typical ones) gets a bonus in proportion to how little is
-                                 known, so new branches get tried as bases too.
+                                 known, so new branches get tried as bases too (w_e = 0.35);
+    ln(1 + active users)         use: the ranking's decayed count of distinct users (w_u = 0.2:
+                                 a hundred users are worth e^0.92 ≈ 2.5 times the odds).
 
-Suggestions then show **families, not clones**: the best-scored member of each fork tree
-(the one in the viewer's writing system when it scores within ``LOCALE_MARGIN`` of the best,
-since it saves a translation), families in score order; further members of a family only
-after every family above the floor has its place. A page of five near-identical forks
-tells a coding agent less than five different starting points. The order is deterministic
-(ties by id), so a coding agent that asks twice gets the same answer.
+The weights were chosen on the tune split (``bench/relevance.py``): Recall@5 and nDCG@5 hardly
+move between 0.5 and 1 for w_q, with the cap at 2–5 or none, and with w_u up to 0.2; they
+degrade at w_q = 2 and w_u = 0.4, where quality and use start to beat relevance. Within a
+family the labels cannot tell branches apart; the cap, coverage and name terms are there
+for that, and the functional tests show them.
+
+Suggestions then show **families, not clones**: each fork tree is led by its best-scored
+member (or by its member in the viewer's writing system when that scores within
+``LOCALE_MARGIN`` of the best, since it saves a translation), and its j-th further member
+ranks as if it scored ``FAMILY_STEP`` · j lower: a page of five near-identical forks tells
+a coding agent less than five different starting points, but a second branch that fits far
+better than another family's best still shows before it. The order is deterministic (ties by
+id), so a coding agent that asks twice gets the same answer.
 
 Also here: what changed in a candidate's forks that its users liked better
 (:func:`improving_changes`), from comparisons made by :func:`compare_bundles`.
@@ -60,10 +78,15 @@ from dataclasses import dataclass, field
 
 from evolution.text_index import Match
 
-QUALITY_WEIGHT = 0.25
+QUALITY_WEIGHT = 0.5  # log-odds, like the rest of the score
 EXPLORATION_WEIGHT = 0.35
+USAGE_WEIGHT = 0.2
+FIT_CAP = 5.0
+COVERAGE_WEIGHT = 1.0
+NAME_WEIGHT = 2.0
 LOWER_BOUND_Z = 1.64
-LOCALE_MARGIN = 0.15
+LOCALE_MARGIN = 0.5  # log-odds
+FAMILY_STEP = 2.0  # log-odds
 VERDICTS = ("fits", "weak", "none")
 
 
@@ -104,10 +127,10 @@ class AbstainModel:
         return 1.0 / (1.0 + math.exp(-logit))
 
 
-FIT_MODEL = FitModel(bias=-4.33, relevance=-2.36, words=28.94, coverage=-1.40, cross_script=0.94)
-ABSTAIN_MODEL = AbstainModel(bias=-2.45, fit=7.21, coverage=3.19)
+FIT_MODEL = FitModel(bias=-4.32, relevance=-0.10, words=25.71, coverage=-1.21, cross_script=0.65)
+ABSTAIN_MODEL = AbstainModel(bias=-2.29, fit=7.13, coverage=2.88)
 FITS_AT = 0.5
-SOMETHING_FITS_AT = 0.49
+SOMETHING_FITS_AT = 0.51
 LIST_FLOOR = 0.05
 
 
@@ -120,6 +143,7 @@ class Quality:
     young: bool = True
     rating_count: int = 0
     ranked: bool = False  # False: no ranking row yet, the prior above stands in
+    active_users: float = 0.0  # distinct users, each decayed by a 30-day half-life
 
     @property
     def lower_bound(self) -> float:
@@ -129,14 +153,19 @@ class Quality:
 UNRANKED = Quality()
 
 
-def suggestion_score(fit: float, quality: Quality) -> float:
-    """The score of the module docstring: the fit probability scaled by quality."""
-    factor = (
-        1.0
+def suggestion_score(
+    fit: float, quality: Quality, coverage: float = 1.0, names_it: bool = False
+) -> float:
+    """The score of the module docstring."""
+    fit = min(max(fit, 1e-9), 1.0 - 1e-9)
+    return (
+        min(math.log(fit / (1.0 - fit)), FIT_CAP)
+        + COVERAGE_WEIGHT * coverage
+        + (NAME_WEIGHT if names_it else 0.0)
         + QUALITY_WEIGHT * math.tanh(quality.lower_bound / 2.0)
         + (EXPLORATION_WEIGHT * quality.sd if quality.young else 0.0)
+        + USAGE_WEIGHT * math.log1p(quality.active_users)
     )
-    return fit * factor
 
 
 @dataclass(frozen=True)
@@ -199,7 +228,7 @@ def rank_matches(
                 match.relevance,
                 fit,
                 quality,
-                suggestion_score(fit, quality),
+                suggestion_score(fit, quality, match.coverage, match.names_it),
                 match.root_id or match.subagent_id,
                 match.script,
             )
@@ -211,29 +240,32 @@ def rank_matches(
 def spread_families(
     ranked: Sequence[RankedSuggestion], *, k: int, locale_script: str | None = None
 ) -> list[RankedSuggestion]:
-    """The first ``k`` of ``ranked`` (best first) with one member per family before any
-    family's second: each family shown by its best member, or by its best member in the
-    viewer's script when that scores within ``LOCALE_MARGIN`` of the best."""
+    """The first ``k`` of ``ranked`` (best first) with each family's further members held
+    back: the j-th after a family's leader ranks as if its score were ``FAMILY_STEP`` · j
+    lower. The leader is the family's best, or its best in the viewer's script when that
+    scores within ``LOCALE_MARGIN`` of the best."""
     families: dict[int, list[RankedSuggestion]] = {}
     for item in ranked:
         families.setdefault(item.root_id, []).append(item)
-    leaders, rest = [], []
+    position = {id(item): i for i, item in enumerate(ranked)}
+    placed = []
     for members in families.values():
         leader = members[0]
         if locale_script is not None and leader.script != locale_script:
-            for member in members[1:]:
-                if member.script == locale_script and member.score >= leader.score * (
-                    1 - LOCALE_MARGIN
-                ):
-                    leader = member
-                    break
-        leaders.append(leader)
-        rest.extend(m for m in members if m is not leader)
-    # Families in the order of their best member; the rest in their own order.
-    position = {id(item): i for i, item in enumerate(ranked)}
-    leaders.sort(key=lambda s: position[id(families[s.root_id][0])])
-    rest.sort(key=lambda s: position[id(s)])
-    return (leaders + rest)[:k]
+            leader = next(
+                (
+                    m
+                    for m in members[1:]
+                    if m.script == locale_script and m.score >= leader.score - LOCALE_MARGIN
+                ),
+                leader,
+            )
+        others = [m for m in members if m is not leader]
+        placed.append((leader.score, position[id(leader)], leader))
+        for j, member in enumerate(others, start=1):
+            placed.append((member.score - FAMILY_STEP * j, position[id(member)], member))
+    placed.sort(key=lambda entry: (-entry[0], entry[1]))
+    return [item for _, _, item in placed[:k]]
 
 
 def rank_suggestions(

@@ -183,6 +183,12 @@ class SubAgentDocument:
         return {name: text[: FIELD_CHARS.get(name, len(text))] for name, text in texts.items()}
 
 
+def title_key(text: str) -> int:
+    """A title's words, in order, as one number: "Water Tracker" and "water  tracker!" agree."""
+    words = " ".join(normalized_words(text))
+    return int.from_bytes(blake2b(words.encode("utf-8"), digest_size=8).digest(), "little") >> 1
+
+
 @lru_cache(maxsize=500_000)
 def word_feature(term: str) -> int:
     """A word's bucket, in the upper half of the feature space."""
@@ -288,6 +294,7 @@ class Match:
     root_id: int = 0  # its fork tree (its own id for a root)
     word_relevance: float = 0.0  # cos(words), the half that carries meaning across languages
     coverage: float = 0.0  # share of the request's word weight (squared) the listing contains
+    names_it: bool = False  # the request is the listing's title (its words, in order)
 
 
 @dataclass
@@ -314,6 +321,7 @@ class SuggestionIndex:
         self._category = _Growable(np.int32, -1)
         self._script = _Growable(np.int8)
         self._root = _Growable(np.int64)
+        self._name = _Growable(np.int64)  # title_key of each title
         self._scope_slot = _Growable(np.int64)  # one entry per (slot, permission)
         self._scope_id = _Growable(np.int32)
         self._categories = _Vocabulary()
@@ -409,6 +417,7 @@ class SuggestionIndex:
         self._category.extend([self._categories.id_of(d.category) for d in documents])
         self._script.extend([SCRIPTS.index(script_of(f"{d.title} {d.summary}")) for d in documents])
         self._root.extend([d.root_id or d.subagent_id for d in documents])
+        self._name.extend([title_key(d.title) for d in documents])
         self._df += np.bincount(vectors.indices, minlength=N_FEATURES).astype(np.int32)
         open_segment = self._segments[-1] if self._segments else None
         if open_segment is not None and open_segment.rows < OPEN_SEGMENT_ROWS:
@@ -434,24 +443,26 @@ class SuggestionIndex:
         keep = np.flatnonzero(alive)
         new_slot = np.full(len(alive), -1, dtype=np.int64)
         new_slot[keep] = np.arange(len(keep))
-        ids, categories, scripts, roots = (
+        ids, categories, scripts, roots, names = (
             self._ids.view[keep],
             self._category.view[keep],
             self._script.view[keep],
             self._root.view[keep],
+            self._name.view[keep],
         )
         scope_keep = alive[self._scope_slot.view]
         scope_slot = new_slot[self._scope_slot.view[scope_keep]]
         scope_id = self._scope_id.view[scope_keep]
         self._ids, self._alive = _Growable(np.int64), _Growable(np.bool_, False)
         self._category, self._script = _Growable(np.int32, -1), _Growable(np.int8)
-        self._root = _Growable(np.int64)
+        self._root, self._name = _Growable(np.int64), _Growable(np.int64)
         self._scope_slot, self._scope_id = _Growable(np.int64), _Growable(np.int32)
         self._ids.extend(ids)
         self._alive.extend(np.ones(len(keep), bool))
         self._category.extend(categories)
         self._script.extend(scripts)
         self._root.extend(roots)
+        self._name.extend(names)
         self._scope_slot.extend(scope_slot)
         self._scope_id.extend(scope_id)
         self._slot_of = {int(i): s for s, i in enumerate(ids)}
@@ -465,15 +476,32 @@ class SuggestionIndex:
     ) -> tuple[np.ndarray, np.ndarray]:
         """(features, weights) of the ltc query vector, rarest feature first: each half
         L2-normalized, the n-gram half scaled to √2·λ and the word half to √2·(1 − λ), so
-        the dot product with a document is λ · cos(n-grams) + (1 − λ) · cos(words)."""
-        counts = (count_matrix([query]) + word_matrix(self.analyzer, [query])).tocsr()
-        counts.sum_duplicates()
-        features = counts.indices.astype(np.int64)
+        the dot product with a document is λ · cos(n-grams) + (1 − λ) · cos(words).
+
+        A Chinese or Japanese word is as informative as its meaning: its document frequency
+        is taken as the largest of its own and its glosses'. In a catalog mostly in English,
+        "记录" (a record) is written in few listings but means what hundreds say ("log",
+        "record"); with its own rarity it would outweigh "跑步" (running) and pull every
+        Chinese log above the English running log."""
+        terms, meanings = self.analyzer.terms_and_glosses(query)
+        counts = count_matrix([query]).tocsr()
+        words = {word_feature(term): weight for term, weight in terms.items()}
+        features = np.concatenate(
+            [counts.indices.astype(np.int64), np.fromiter(words, np.int64, len(words))]
+        )
         if not len(features):
             return features, np.zeros(0)
+        raw = np.concatenate(
+            [counts.data.astype(np.float64), np.fromiter(words.values(), np.float64, len(words))]
+        )
         df = self._df[features].astype(np.float64)
+        meaning_df = df.copy()
+        position = {feature: i for i, feature in enumerate(features.tolist())}
+        for word, glosses in meanings.items():
+            i = position[word_feature(word)]
+            meaning_df[i] = max(df[i], *(self._df[word_feature(g)] for g in glosses))
         n = float(len(self))
-        weights = np.log1p(counts.data.astype(np.float64)) * (np.log((1 + n) / (1 + df)) + 1)
+        weights = np.log1p(raw) * (np.log((1 + n) / (1 + meaning_df)) + 1)
         is_word = features >= N_GRAM_FEATURES
         for half, share in ((~is_word, ngram_share), (is_word, 1.0 - ngram_share)):
             norm = np.linalg.norm(weights[half])
@@ -548,6 +576,7 @@ class SuggestionIndex:
         ids = self._ids.view[hit]
         order = np.lexsort((ids, -relevance))[:limit]
         scripts, roots = self._script.view[hit], self._root.view[hit]
+        names_it = self._name.view[hit] == title_key(query)
         return [
             Match(
                 int(ids[i]),
@@ -556,6 +585,7 @@ class SuggestionIndex:
                 int(roots[i]),
                 float(min(word_cosine[i], 1.0)),
                 float(min(coverage[i], 1.0)),
+                bool(names_it[i]),
             )
             for i in order
         ]

@@ -130,9 +130,15 @@ class WordAnalyzer:
         """{term: weight}: words (stemmed when English-like) with weight 1 per occurrence,
         and the pivot terms of Chinese and Japanese words, balanced against those words (see
         the module docstring)."""
+        return self.terms_and_glosses(text)[0]
+
+    def terms_and_glosses(self, text: str) -> tuple[dict[str, float], dict[str, tuple[str, ...]]]:
+        """``terms(text)``, and each glossed Chinese or Japanese word's pivot terms: how
+        common a word's meaning is is how common its glosses are (see ``text_index``)."""
         script, words = self.segment(text)
         found: dict[str, float] = {}
         glossed: dict[str, float] = {}  # the Chinese and Japanese words that have glosses
+        meanings: dict[str, tuple[str, ...]] = {}
         pivot: dict[str, float] = {}
         for word in words:
             terms = self.word_terms(word, script)
@@ -142,13 +148,14 @@ class WordAnalyzer:
             found[surface] = found.get(surface, 0.0) + weight
             if glosses:
                 glossed[surface] = glossed.get(surface, 0.0) + weight
+                meanings[surface] = tuple(term for term, _ in glosses)
             for term, share in glosses:
                 pivot[term] = pivot.get(term, 0.0) + share
         if pivot:
             scale = GLOSS_BALANCE * _norm(glossed) / _norm(pivot)
             for term, weight in pivot.items():
                 found[term] = found.get(term, 0.0) + weight * scale
-        return found
+        return found, meanings
 
     def word_terms(self, word: str, script: str) -> tuple[tuple[str, float], ...]:
         """One word's terms: itself (stemmed when English), and its pivot terms."""

@@ -213,9 +213,11 @@ def install_read_cache(app: APIFlask, cache: ReadCache, listener: NotificationLi
             return None
         listener.ensure_started()
         g.cache_generation = cache.generation
-        entry = cache.get(request.full_path)
+        # A detail names the best branch in the reader's language: one entry per language.
+        key = f"{request.full_path}\n{request.headers.get('Accept-Language', '')}"
+        entry = cache.get(key)
         if entry is None:
-            g.cache_key = request.full_path
+            g.cache_key = key
             return None
         response = app.response_class(entry.body, 200, content_type=entry.content_type)
         response.headers["X-Sprig-Cache"] = "hit"

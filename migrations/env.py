@@ -9,7 +9,7 @@ from sqlalchemy import engine_from_config, pool
 from sqlmodel import SQLModel
 
 from market.platform.config import load_settings
-from market.platform.schema_registry import import_all_models, is_search_artifact
+from market.platform.schema_registry import import_all_models
 
 config = context.config
 if config.config_file_name is not None and config.attributes.get("configure_logging", True):
@@ -17,12 +17,6 @@ if config.config_file_name is not None and config.attributes.get("configure_logg
 
 import_all_models()
 target_metadata = SQLModel.metadata
-
-
-def include_object(obj, name, type_, reflected, compare_to):
-    # Full-text search structures are dialect-specific (FTS5 / tsvector) and created by hand
-    # in the migrations; autogenerate must neither create nor drop them.
-    return not is_search_artifact(name, type_)
 
 
 def _database_url() -> str:
@@ -34,7 +28,6 @@ def run_migrations_offline() -> None:
         url=_database_url(),
         target_metadata=target_metadata,
         literal_binds=True,
-        include_object=include_object,
         render_as_batch=True,
     )
     with context.begin_transaction():
@@ -57,7 +50,6 @@ def _run(connection) -> None:
     context.configure(
         connection=connection,
         target_metadata=target_metadata,
-        include_object=include_object,
         # SQLite cannot ALTER most things; batch mode recreates tables where needed.
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,

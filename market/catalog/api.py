@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 
 from apiflask import APIBlueprint
-from flask import current_app, request, send_file
+from flask import after_this_request, current_app, request, send_file
 from pydantic import BaseModel
 from sqlmodel import select
 
@@ -64,7 +64,7 @@ from market.catalog.serialize import (
 )
 from market.identity.access import can_moderate
 from market.identity.models import User
-from market.identity.tokens import caller
+from market.identity.tokens import caller, reader_language
 from market.platform.api_deps import commit, db, parse_json, parse_model
 from market.platform.errors import Forbidden, Unprocessable, UnsupportedMediaType
 from market.platform.pagination import decode_cursor, encode_cursor
@@ -98,7 +98,15 @@ def _detail(subagent) -> SubAgentOut:
 
 
 def _visible_links(detail: SubAgentOut) -> SubAgentOut:
-    return visible_detail(db(), caller(), detail)
+    session, viewer = db(), caller()
+    after_this_request(_varies_by_language)
+    return visible_detail(session, viewer, detail, reader_language(session, viewer))
+
+
+def _varies_by_language(response):
+    """The best descendant is chosen for the reader's language (``reader_language``)."""
+    response.vary.add("Accept-Language")
+    return response
 
 
 def _fresh_ranking() -> None:
@@ -134,7 +142,10 @@ def publish():
 @bp.input(BrowseQuery, location="query", arg_name="query")
 @bp.output(Page)
 def list_subagents(query: BrowseQuery):
-    """Browse and search public sub-agents (full text over title, summary, story, tags)."""
+    """Browse and search public sub-agents (one search engine for every language). A search
+    and the `top` and `trending` sorts show one card per tool: near-identical forks of it are
+    hidden under the best placed one (`similar_count`), and `top` and `trending` show at most
+    2 cards of one fork family in any 24 in a row while others are left."""
     if query.sort and query.sort.value in browse.SCORE_SORTS:
         _fresh_ranking()
     page = browse.browse(
@@ -146,7 +157,7 @@ def list_subagents(query: BrowseQuery):
         sort=query.sort.value if query.sort else None,
         limit=query.limit,
         cursor=query.cursor,
-        character_matches=matcher_for(current_app, db()),
+        matcher=matcher_for(current_app, db()),
     )
     return page_out(page)
 

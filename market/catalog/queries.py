@@ -6,10 +6,11 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import and_, bindparam, case, literal, literal_column, or_, text
+from sqlalchemy import and_, bindparam, case, literal, literal_column, or_
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, func, select
 
+from evolution.clones import collapse, spread_lineages
 from market.catalog.models import SubAgent, SubAgentTag
 from market.catalog.search import TextMatcher, relevant_ids
 from market.identity.access import can_view, hidden_among, listed_clause, tree_clause, tree_visible
@@ -47,6 +48,8 @@ class Card:
     install_count: int
     fork_count: int
     created_at: datetime
+    # In a collapsed list: the clones hidden under this card (``evolution.clones``).
+    similar_count: int = 0
 
 
 @dataclass
@@ -167,45 +170,31 @@ def search_terms(q: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(q)][:12]
 
 
-def _search_filter(session: Session, terms: list[str]):
-    """A clause restricting to matches, and an ORDER BY expression for relevance.
-
-    Terms are stemmed words ANDed together (no prefix expansion: it multiplies the index work
-    for common words). On PostgreSQL, relevance is ranked among the 300 most-installed
-    matches only, so a query as common as "tracker" costs about the same at 100k sub-agents
-    as at 1k, and what surfaces first is both relevant and used.
-    """
-    if session.get_bind().dialect.name == "postgresql":
-        query = " & ".join(terms)
-        candidates = text(
-            "subagent.id IN (SELECT c.id FROM subagent AS c "
-            "WHERE c.search_vector @@ to_tsquery('english', :tsq) "
-            "ORDER BY c.install_count DESC LIMIT 300)"
-        ).bindparams(tsq=query)
-        rank = text(
-            "ts_rank(subagent.search_vector, to_tsquery('english', :tsq2)) DESC"
-        ).bindparams(tsq2=query)
-        return candidates, rank
-    fts = " AND ".join('"' + t.replace('"', "") + '"' for t in terms)
-    match = text(
-        "subagent.id IN (SELECT rowid FROM subagent_fts WHERE subagent_fts MATCH :fts)"
-    ).bindparams(fts=fts)
-    rank = text(
-        "(SELECT bm25(subagent_fts, 10.0, 4.0, 1.0, 5.0) FROM subagent_fts "
-        "WHERE subagent_fts MATCH :fts2 AND rowid = subagent.id)"
-    ).bindparams(fts2=fts)
-    return match, rank
+# A search ranks the best matches of one engine (``market.catalog.search``), the same for every
+# script; a collapsed list (a search, or the top and trending sorts) is cut from this many of
+# its best rows, so a page costs the same at 100k sub-agents as at 1k.
+COLLAPSED_POOL = 300
+# Variety across lineages in the top and trending sorts: any LINEAGE_WINDOW consecutive cards
+# (a web page) hold at most PER_LINEAGE of one fork family while others are left to show.
+LINEAGE_WINDOW = 24
+PER_LINEAGE = 2
 
 
-# Character matches a CJK search ranks (like the 300 best-installed on PostgreSQL above).
-CHARACTER_SEARCH_POOL = 300
+@dataclass(frozen=True)
+class _Candidate:
+    """What collapsing a list reads of a row (``evolution.clones``)."""
+
+    id: int
+    root_id: int
+    title: str
+    summary: str
 
 
-def _character_search(viewer: Principal, q: str, category: str | None, matcher: TextMatcher):
-    """The clause and the ORDER BY of a search in a script without spaces (module
-    ``market.catalog.search``): the listed sub-agents matching on characters, best first,
-    and the viewer's own unlisted ones whose title or summary contains the text."""
-    ids = relevant_ids(matcher, q, category=category, limit=CHARACTER_SEARCH_POOL)
+def _search_clause(viewer: Principal, q: str, category: str | None, matcher: TextMatcher):
+    """The clause and the ORDER BY of a search: the listed sub-agents the engine finds, best
+    first, and the viewer's own unlisted ones whose title or summary contains the text (the
+    engine indexes only what is listed)."""
+    ids = relevant_ids(matcher, q, category=category, limit=COLLAPSED_POOL)
     match = SubAgent.id.in_(ids)
     if viewer.user_id is not None:
         contains = or_(
@@ -229,42 +218,33 @@ def browse(
     sort: str | None,
     limit: int,
     cursor: str | None,
-    character_matches: TextMatcher | None = None,
+    matcher: TextMatcher,
 ) -> CardPage:
-    """A page of listed sub-agents. ``character_matches`` (``market.catalog.search``)
-    serves searches written in Chinese, Japanese or Korean."""
-    terms = search_terms(q) if q else []
-    sort = sort or ("relevance" if terms else "new")
-    statement = _with_author(listed_clause(viewer))
+    """A page of listed sub-agents; ``matcher`` (``market.catalog.search``) answers searches.
+
+    A search in relevance order and the top and trending sorts show one card per tool: clones
+    (``evolution.clones``) are hidden under the best placed one, which counts them in
+    ``similar_count``; top and trending also spread the fork families (LINEAGE_WINDOW)."""
+    searching = bool(q and _WORD.search(q))
+    sort = sort or ("relevance" if searching else "new")
+    where = [listed_clause(viewer)]
     if category:
-        statement = statement.where(SubAgent.category == category)
+        where.append(SubAgent.category == category)
     if tag:
-        statement = statement.where(
+        where.append(
             SubAgent.id.in_(select(SubAgentTag.subagent_id).where(SubAgentTag.tag == tag.lower()))
         )
     rank = None
-    if terms and character_matches is not None:
-        match, rank = _character_search(viewer, q, category, character_matches)
-        statement = statement.where(match)
-    elif terms:
-        match, rank = _search_filter(session, terms)
-        statement = statement.where(match)
+    if searching:
+        match, rank = _search_clause(viewer, q, category, matcher)
+        where.append(match)
 
     if sort == "relevance" and rank is not None:
-        offset = decode_cursor(cursor, (int,))[0] if cursor else 0
-        if not 0 <= offset <= MAX_SEARCH_OFFSET:
-            offset = MAX_SEARCH_OFFSET
-        rows = list(
-            session.exec(
-                statement.order_by(rank, SubAgent.id.desc()).offset(offset).limit(limit + 1)
-            )
-        )
-        more = len(rows) > limit and offset + limit < MAX_SEARCH_OFFSET
-        next_cursor = encode_cursor(offset + limit) if more else None
-        return CardPage(items=_cards(rows[:limit], session, viewer), next_cursor=next_cursor)
-
+        order = (rank, SubAgent.id.desc())
+        return _collapsed_page(session, viewer, where, order, limit, cursor, spread=False)
     if sort in SCORE_SORTS:
-        return _by_score(session, viewer, statement, SCORE_SORTS[sort], limit, cursor)
+        return _by_score(session, viewer, where, sort, limit, cursor)
+    statement = _with_author(*where)
     if sort == "installs":
         key_column, shape = SubAgent.install_count, (int, int)
     else:
@@ -290,6 +270,49 @@ def browse(
     return CardPage(items=_cards(rows[:limit], session, viewer), next_cursor=next_cursor)
 
 
+def _collapsed_page(
+    session: Session,
+    viewer: Principal,
+    where: list,
+    order: tuple,
+    limit: int,
+    cursor: str | None,
+    *,
+    spread: bool,
+    sort_key=None,
+) -> CardPage:
+    """A page of the list's first COLLAPSED_POOL rows in ``order``, collapsed into one card per
+    tool (and with ``spread``, families spread), cut by offset: the collapsed order depends only
+    on the pool, so no card is on two pages, and a hidden clone is reached from its card's
+    lineage. When a full pool of a score sort (``sort_key``) is shown, the cursor continues
+    after its last row in the plain order (``_by_score``)."""
+    offset = decode_cursor(cursor, (int,))[0] if cursor else 0
+    if not 0 <= offset <= MAX_SEARCH_OFFSET:
+        offset = MAX_SEARCH_OFFSET
+    columns = [SubAgent.id, SubAgent.root_id, SubAgent.title, SubAgent.summary]
+    if sort_key is not None:
+        columns.append(sort_key.label("sort_key"))
+    statement = select(*columns).where(*where)
+    if sort_key is not None:
+        statement = statement.join(SubAgentScore, SubAgentScore.subagent_id == SubAgent.id)
+    rows = list(session.execute(statement.order_by(*order).limit(COLLAPSED_POOL)))
+    groups = collapse([_Candidate(r.id, r.root_id or r.id, r.title, r.summary) for r in rows])
+    if spread:
+        groups = spread_lineages(groups, window=LINEAGE_WINDOW, per_lineage=PER_LINEAGE)
+    shown = groups[offset : offset + limit]
+    next_cursor = None
+    if offset + limit < len(groups):
+        next_cursor = encode_cursor(offset + limit)
+    elif sort_key is not None and len(rows) == COLLAPSED_POOL:
+        next_cursor = encode_cursor(rows[-1].sort_key, rows[-1].id)
+    ids = [group.representative.id for group in shown]
+    found = {row.id: row for row in session.exec(_with_author(SubAgent.id.in_(ids)))} if ids else {}
+    cards = _cards([found[i] for i in ids], session, viewer)
+    for card, group in zip(cards, shown, strict=True):
+        card.similar_count = len(group.members)
+    return CardPage(items=cards, next_cursor=next_cursor)
+
+
 # The ranking's sorts (market/ranking/services.py writes the scores; /ranking explains them). A
 # sub-agent appears in them once a ranking run has scored it (within minutes of publishing).
 SCORE_SORTS = {
@@ -297,23 +320,28 @@ SCORE_SORTS = {
     "trending": SubAgentScore.trending,
     "rising": SubAgentScore.rising,
 }
+# The sorts whose first COLLAPSED_POOL rows are collapsed and spread across families.
+COLLAPSED_SORTS = ("top", "trending")
 
 
-def _by_score(session, viewer, statement, column, limit: int, cursor: str | None) -> CardPage:
-    statement = statement.join(SubAgentScore, SubAgentScore.subagent_id == SubAgent.id).where(
-        column.is_not(None)
-    )
+def _by_score(session, viewer, where: list, sort: str, limit: int, cursor: str | None) -> CardPage:
+    column = SCORE_SORTS[sort]
+    where = [*where, column.is_not(None)]
     if column is SubAgentScore.rising:
         # Only forks that more likely than not beat their parent are "rising".
-        statement = statement.where(column > 0)
+        where.append(column > 0)
+    order = (column.desc(), SubAgent.id.desc())
+    if sort in COLLAPSED_SORTS and (cursor is None or _is_offset_cursor(cursor)):
+        return _collapsed_page(
+            session, viewer, where, order, limit, cursor, spread=True, sort_key=column
+        )
+    statement = _with_author(*where).join(SubAgentScore, SubAgentScore.subagent_id == SubAgent.id)
     if cursor:
         key, last_id = decode_cursor(cursor, (float, int))
         statement = statement.where(or_(column < key, and_(column == key, SubAgent.id < last_id)))
     rows = list(
         session.exec(
-            statement.add_columns(column.label("sort_key"))
-            .order_by(column.desc(), SubAgent.id.desc())
-            .limit(limit + 1)
+            statement.add_columns(column.label("sort_key")).order_by(*order).limit(limit + 1)
         )
     )
     next_cursor = None
@@ -321,6 +349,16 @@ def _by_score(session, viewer, statement, column, limit: int, cursor: str | None
         last = rows[limit - 1]
         next_cursor = encode_cursor(last.sort_key, last.id)
     return CardPage(items=_cards(rows[:limit], session, viewer), next_cursor=next_cursor)
+
+
+def _is_offset_cursor(cursor: str) -> bool:
+    """Whether a score sort's cursor is a place in its collapsed pool (one number), rather than
+    a row to continue after in the plain order (a score and an id)."""
+    try:
+        decode_cursor(cursor, (int,))
+    except BadRequest:
+        return False
+    return True
 
 
 def forks_of(

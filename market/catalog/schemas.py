@@ -231,6 +231,10 @@ class BestDescendantOut(BaseModel):
     title: str
     depth: int
     probability_better: float
+    language: str = Field(
+        description="the language its title and summary are written in: zh, ja, ko, en, es, "
+        "fr, de, pt, it, or latin (Latin script, language not told)"
+    )
 
 
 class SubAgentOut(BaseModel):
@@ -261,7 +265,10 @@ class SubAgentOut(BaseModel):
     best_descendant: BestDescendantOut | None = Field(
         None,
         description="a newer branch of this that is loved more: the descendant with the best "
-        "display score, named only when P(it is better) ≥ 0.8",
+        "display score, named only when P(it is better) ≥ 0.8. One written in the caller's "
+        "language (its Accept-Language, else the signed-in person's locale) comes first, when "
+        "one is better with P ≥ 0.8 counted without the lineage's correlation (which only "
+        "understates it); else the best in any language, and `language` says which",
     )
 
 
@@ -279,6 +286,14 @@ class SubAgentCard(BaseModel):
     install_count: int
     fork_count: int
     created_at: UtcDatetime
+    similar_count: int = Field(
+        0,
+        description="near-identical forks of the same tool hidden under this card in a search "
+        "or the top and trending sorts (same fork family and script, and the same tool name "
+        "or nearly the same title and summary). GET /subagents/{root}/tree lists them with "
+        "the family; the root is the first ancestor in GET /subagents/{id}/lineage, or the "
+        "card itself when it has none",
+    )
 
 
 class Page(BaseModel):

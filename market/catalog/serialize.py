@@ -67,7 +67,9 @@ def version_out(version: Version) -> VersionOut:
     )
 
 
-def card_out(subagent: SubAgent | Card, author: User | CardAuthor) -> SubAgentCard:
+def card_out(
+    subagent: SubAgent | Card, author: User | CardAuthor, similar_count: int = 0
+) -> SubAgentCard:
     """A list card, from a sub-agent row and its author or from a query's ``Card`` (the two
     carry the same fields)."""
     return SubAgentCard(
@@ -84,11 +86,12 @@ def card_out(subagent: SubAgent | Card, author: User | CardAuthor) -> SubAgentCa
         install_count=subagent.install_count,
         fork_count=subagent.fork_count,
         created_at=subagent.created_at,
+        similar_count=similar_count,
     )
 
 
 def listed_card_out(card: Card) -> SubAgentCard:
-    return card_out(card, card.author)
+    return card_out(card, card.author, card.similar_count)
 
 
 def page_out(page: CardPage) -> Page:
@@ -190,16 +193,19 @@ def fork_request_page_out(page: ForkRequestPage) -> ForkRequestList:
     return ForkRequestList(items=items, next_cursor=page.next_cursor)
 
 
-def visible_detail(session, viewer, detail: SubAgentOut) -> SubAgentOut:
+def visible_detail(
+    session, viewer, detail: SubAgentOut, language: str | None = None
+) -> SubAgentOut:
     """A sub-agent's detail as ``viewer`` may see it, for every caller (API, MCP): links to a
     parent or root the viewer may not see are blanked (their ids alone would reveal that they
-    exist), and the ranking figures and best descendant are added."""
+    exist), and the ranking figures and best descendant (preferring one in the reader's
+    ``language``) are added."""
     hidden = hidden_among(session, viewer, [detail.parent_id, detail.root_id])
     if detail.parent_id in hidden:
         detail.parent_id = detail.parent_version_id = detail.fork_request_id = None
     if detail.root_id in hidden:
         detail.root_id = None
-    figures = ranking_figures(session, viewer, detail.id)
+    figures = ranking_figures(session, viewer, detail.id, language)
     if figures is None:
         return detail
     detail.ranking = RankingOut.model_validate(figures.score, from_attributes=True)
@@ -209,6 +215,7 @@ def visible_detail(session, viewer, detail: SubAgentOut) -> SubAgentOut:
             id=best.id,
             title=best.title,
             depth=best.depth,
-            probability_better=round(figures.score.p_descendant_better, 3),
+            probability_better=round(figures.best_probability, 3),
+            language=figures.best_language,
         )
     return detail

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
-from flask import current_app, flash, jsonify, redirect, render_template, request, url_for
+from flask import (
+    current_app,
+    flash,
+    jsonify,
+    make_response,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
 from sqlalchemy import and_, func, or_
 from sqlmodel import Session, select
 
+from evolution.language import reads
 from market.catalog import installs
 from market.catalog import queries as browse
 from market.catalog import services as catalog
@@ -16,11 +26,12 @@ from market.catalog.schemas import BrowseSort
 from market.catalog.search import matcher_for
 from market.catalog.serialize import install_page_out
 from market.identity.access import can_read_files, hidden_among, tree_clause
-from market.identity.tokens import ANONYMOUS, Principal, caller
+from market.identity.tokens import ANONYMOUS, Principal, caller, reader_language
 from market.platform.api_deps import commit, db
 from market.platform.db import id_in
 from market.platform.errors import BadRequest, NotFound, SprigError
 from market.platform.pagination import encode_cursor
+from market.ranking.services import listing_language, ranking_figures
 from market.usage import queries as figures
 from market.web import preview
 from market.web.blueprint import bp
@@ -94,7 +105,7 @@ def browse_page():
         sort=sort,
         limit=PAGE_SIZE,
         cursor=cursor,
-        character_matches=matcher_for(current_app, session),
+        matcher=matcher_for(current_app, session),
     )
     if not page.items and not cursor and requested_sort in ("top", "trending"):
         notice = "No ranking has run yet: showing the most installed first."
@@ -108,7 +119,7 @@ def browse_page():
             sort="installs",
             limit=PAGE_SIZE,
             cursor=None,
-            character_matches=matcher_for(current_app, session),
+            matcher=matcher_for(current_app, session),
         )
     ratings = figures.ratings(session, [card.id for card in page.items])
     next_url = None
@@ -165,39 +176,66 @@ def subagent_page(subagent_id: int):
     manifest = latest.manifest if latest else {}
     reads, writes = _scope_words(list(manifest.get("scopes", [])))
     rating, histogram = figures.rating_with_histogram(session, subagent.id)
-    score = figures.scores(session, [subagent.id]).get(subagent.id)
-    better = None
-    if score is not None and score.best_descendant_id not in (None, subagent.id):
-        try:
-            better = catalog.get_visible(session, viewer, score.best_descendant_id)
-        except NotFound:
-            better = None
+    reading = reader_language(session, viewer)
+    ranked = ranking_figures(session, viewer, subagent.id, reading)
+    better = ranked.best_descendant if ranked is not None else None
     forks = browse.forks_of(session, viewer, subagent, limit=6, cursor=None)
     preview_url = None
     if latest is not None and can_read_files(session, viewer, subagent, latest):
         preview_url = preview.url_for_version(viewer, subagent.id, latest)
-    return render_template(
-        "web/subagent.html",
-        subagent=subagent,
-        author=author,
-        latest=latest,
-        manifest=manifest,
-        reads=reads,
-        writes=writes,
-        hosts=sorted(manifest.get("hosts", [])),
-        versions=versions,
-        lineage=lineage,
-        parent=parent,
-        rating=rating,
-        histogram=histogram,
-        comments=figures.recent_comments(session, subagent.id),
-        better=better,
-        better_chance=score.p_descendant_better if score and better else None,
-        forks=forks.items,
-        more_forks=forks.next_cursor is not None,
-        installed_version=_installed_version(session, viewer, subagent.id),
-        preview_url=preview_url,
+    page = make_response(
+        render_template(
+            "web/subagent.html",
+            subagent=subagent,
+            author=author,
+            latest=latest,
+            manifest=manifest,
+            reads=reads,
+            writes=writes,
+            hosts=sorted(manifest.get("hosts", [])),
+            versions=versions,
+            lineage=lineage,
+            parent=parent,
+            rating=rating,
+            histogram=histogram,
+            comments=figures.recent_comments(session, subagent.id),
+            better=better,
+            better_chance=ranked.best_probability if better else None,
+            # Named when the better branch is in a language the reader does not read (when
+            # theirs is unknown: another language than this page's).
+            better_language=_other_language(
+                ranked.best_language if better else None, reading or listing_language(subagent)
+            ),
+            forks=forks.items,
+            more_forks=forks.next_cursor is not None,
+            installed_version=_installed_version(session, viewer, subagent.id),
+            preview_url=preview_url,
+        )
     )
+    page.vary.add("Accept-Language")  # the better branch is chosen for the reader's language
+    return page
+
+
+# What a page calls the languages of ``evolution.language.language_of``.
+LANGUAGE_NAMES = {
+    "zh": "Chinese",
+    "ja": "Japanese",
+    "ko": "Korean",
+    "en": "English",
+    "es": "Spanish",
+    "fr": "French",
+    "de": "German",
+    "pt": "Portuguese",
+    "it": "Italian",
+    "latin": "another language",
+}
+
+
+def _other_language(language: str | None, reading: str) -> str | None:
+    """How to name ``language`` to someone reading ``reading``, when they do not read it."""
+    if language is None or reads(reading, language):
+        return None
+    return LANGUAGE_NAMES[language]
 
 
 def _sign_in_first(subagent_id: int):

@@ -29,7 +29,7 @@ from market.catalog.bundles.diff import diff_bundles
 from market.catalog.bundles.limits import BundleError
 from market.catalog.schemas import DiffOut, ForkIn, SubAgentOut
 from market.catalog.serialize import fork_command, subagent_out, visible_detail
-from market.identity.tokens import ANONYMOUS, Principal, principal_for_token
+from market.identity.tokens import ANONYMOUS, Principal, principal_for_token, reader_language
 from market.platform.db import UnitOfWork
 from market.platform.errors import SprigError
 from market.suggestions.schemas import SuggestionsIn, SuggestionsOut
@@ -135,7 +135,7 @@ def build_server(
             session = unit.session
             viewer = who()
             detail = subagent_out(*catalog.get_visible_detail(session, viewer, subagent_id))
-            return visible_detail(session, viewer, detail)
+            return visible_detail(session, viewer, detail, reader_language(session, viewer))
 
     @server.tool()
     def get_diff(
@@ -207,7 +207,7 @@ def build_server(
             child, version, created = catalog.fork_as_requested(session, principal, command)
             unit.commit()
             detail = subagent_out(child, catalog.get_author(session, child), version)
-            detail = visible_detail(session, principal, detail)
+            detail = visible_detail(session, principal, detail, reader_language(session, principal))
             return PublishedFork(created=created, subagent=detail)
 
     return server

@@ -10,9 +10,10 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 
-from flask import g, request
+from flask import g, has_request_context, request
 from sqlmodel import Session, select
 
+from evolution.language import locale_language
 from market.identity.models import ApiToken, User
 from market.platform.api_deps import db
 from market.platform.errors import BadRequest, Forbidden, Unauthorized
@@ -143,3 +144,16 @@ def caller() -> Principal:
             principal = principal_for_token(db(), token.strip())
         g.principal = principal
     return principal
+
+
+def reader_language(session: Session, viewer: Principal) -> str | None:
+    """The language the caller reads (``evolution.language.locale_language``): the first one
+    its request accepts (Accept-Language), else the signed-in person's locale; None when
+    neither says."""
+    accepted = request.accept_languages.best if has_request_context() else None
+    if accepted and accepted != "*":
+        return locale_language(accepted)
+    if viewer.user_id is None:
+        return None
+    locale = session.exec(select(User.locale).where(User.id == viewer.user_id)).first()
+    return locale_language(locale)

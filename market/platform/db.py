@@ -128,7 +128,7 @@ def begin_writing(session: Session) -> None:
     SQLite has one writer at a time and its driver opens a transaction only at the first
     INSERT, UPDATE or DELETE. Without this, a savepoint opened before that becomes the
     transaction itself, and releasing it commits half a write; and a write whose statement
-    reads first (the full-text index trigger of ``subagent`` does) fails at once with
+    reads first (a foreign key check or a trigger does) fails at once with
     "database is locked" when another writer holds the lock, instead of waiting its turn."""
     connection = session.connection()
     if connection.dialect.name != "sqlite":

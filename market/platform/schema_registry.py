@@ -13,21 +13,7 @@ MODEL_MODULES = (
     "market.exports.models",
 )
 
-SEARCH_TABLE_PREFIX = "subagent_fts"
-SEARCH_COLUMN = "search_vector"
-SEARCH_INDEX = "ix_subagent_search_vector"
-
 
 def import_all_models() -> None:
     for module in MODEL_MODULES:
         importlib.import_module(module)
-
-
-def is_search_artifact(name: str | None, type_: str) -> bool:
-    if name is None:
-        return False
-    if type_ == "table" and name.startswith(SEARCH_TABLE_PREFIX):
-        return True
-    return (type_ == "column" and name == SEARCH_COLUMN) or (
-        type_ == "index" and name == SEARCH_INDEX
-    )

@@ -18,6 +18,7 @@ sub-agents in seconds, bench/evolution_scale.py), cheaper than deciding which tr
 from __future__ import annotations
 
 import io
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -25,14 +26,15 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
 import numpy as np
-from sqlalchemy import func, select, text
+from sqlalchemy import func, or_, select, text
 from sqlmodel import Session
 
-from evolution.ranking import Ratings, Scores, rank, usage_stats
+from evolution.language import language_of, reads
+from evolution.ranking import BEST_DESCENDANT_CONFIDENCE, Ratings, Scores, rank, usage_stats
 from evolution.tree import Forest
 from market.catalog.models import SubAgent
 from market.catalog.services import mark_catalog_changed
-from market.identity.access import can_view, publicly_listed
+from market.identity.access import can_view, publicly_listed, publicly_listed_clause
 from market.platform.db import UnitOfWork
 from market.platform.time import utcnow
 from market.ranking.models import RankingRun, RaterOffset, SubAgentScore
@@ -362,25 +364,89 @@ def _write_offsets(
 
 @dataclass
 class RankingFigures:
-    """A sub-agent's row of the last ranking run, and its best descendant when one shows."""
+    """A sub-agent's row of the last ranking run, and its best descendant when one shows:
+    ``best_probability`` that it is better, ``best_language`` the language it is written in."""
 
     score: SubAgentScore
     best_descendant: SubAgent | None
+    best_probability: float = 0.0
+    best_language: str | None = None
 
 
-def ranking_figures(session: Session, viewer, subagent_id: int) -> RankingFigures | None:
+# How many of a sub-agent's best-scored descendants are read to find one in the reader's
+# language.
+LANGUAGE_BRANCH_CANDIDATES = 50
+
+
+def listing_language(subagent: SubAgent) -> str:
+    """The language a listing is written in (``evolution.language.language_of``)."""
+    return language_of(f"{subagent.title} {subagent.summary}")
+
+
+def ranking_figures(
+    session: Session, viewer, subagent_id: int, language: str | None = None
+) -> RankingFigures | None:
     """The figures of the last run (None before it scored the sub-agent). The best descendant
     was chosen among public, active sub-agents; it is checked again here, since a yank or a
-    visibility change since the run must not show through."""
+    visibility change since the run must not show through.
+
+    With the reader's ``language``, a better branch they read is named before the run's best
+    when there is one (``_branch_in_language``): someone reading English is better served by
+    a loved English branch than by a better-loved Chinese one."""
     score = session.get(SubAgentScore, subagent_id)
     if score is None:
         return None
     best = None
-    if score.best_descendant_id is not None:
+    if score.best_descendant_id not in (None, subagent_id):
         candidate = session.get(SubAgent, score.best_descendant_id)
         if candidate is not None and candidate.status == "active" and can_view(viewer, candidate):
             best = candidate
-    return RankingFigures(score=score, best_descendant=best)
+    figures = RankingFigures(score=score, best_descendant=best)
+    if best is not None:
+        figures.best_probability = score.p_descendant_better
+        figures.best_language = listing_language(best)
+    if language is None or (best is not None and reads(language, figures.best_language)):
+        return figures
+    found = _branch_in_language(session, session.get(SubAgent, subagent_id), score, language)
+    if found is not None:
+        figures.best_descendant, figures.best_probability = found
+        figures.best_language = listing_language(figures.best_descendant)
+    return figures
+
+
+def _branch_in_language(
+    session: Session, subagent: SubAgent, score: SubAgentScore, language: str
+) -> tuple[SubAgent, float] | None:
+    """The listed descendant the reader of ``language`` reads with the best display score
+    among those
+    better than ``subagent`` with probability ≥ BEST_DESCENDANT_CONFIDENCE, and that
+    probability. It is computed as if the two were independent, Φ((μ_d − μ_v) / √(σ_d² + σ_v²)),
+    from the stored figures: a descendant's quality is positively correlated with its
+    ancestor's, so the true probability is higher, and a branch named here is at least as sure
+    as the run's own best descendant."""
+    family = subagent.root_id or subagent.id
+    prefix = f"{subagent.ancestry}/{subagent.id}" if subagent.ancestry else str(subagent.id)
+    rows = session.execute(
+        select(SubAgent, SubAgentScore)
+        .join(SubAgentScore, SubAgentScore.subagent_id == SubAgent.id)
+        .where(
+            SubAgent.root_id == family,
+            or_(SubAgent.ancestry == prefix, SubAgent.ancestry.startswith(prefix + "/")),
+            publicly_listed_clause(),
+            SubAgentScore.quality > score.quality,
+        )
+        .order_by(SubAgentScore.display.desc(), SubAgent.id)
+        .limit(LANGUAGE_BRANCH_CANDIDATES)
+    )
+    for descendant, figures in rows:
+        if not reads(language, listing_language(descendant)):
+            continue
+        spread = math.hypot(figures.quality_sd, score.quality_sd)
+        z = (figures.quality - score.quality) / spread if spread else math.inf
+        probability = 0.5 * math.erfc(-z / math.sqrt(2))
+        if probability >= BEST_DESCENDANT_CONFIDENCE:
+            return descendant, probability
+    return None
 
 
 class EmbeddedSchedule:

@@ -23,7 +23,7 @@ bp = APIBlueprint("recommendations", __name__, tag="Recommendations")
     description=(
         "A service with the `recommend` scope asks for any person (`user_id`); a signed-in "
         "person asks for themselves. Candidates: public, active sub-agents of the `category`, "
-        "the best full-text matches of any word of `context`, leaving out what the user "
+        "those the catalog's search finds for `context` (any language), leaving out what the user "
         "installed or wrote unless fewer than `k` others remain. The slate is chosen by "
         "Thompson sampling on each candidate's quality posterior (`GET /ranking`: E[θ] and "
         "sd(θ); one the last run has not scored starts from its nearest scored ancestor), "

@@ -3,13 +3,10 @@ per slot (``POST /api/v1/recommendations``).
 
 1. Eligible: public, active sub-agents whose latest version exists and is not yanked. Private,
    unlisted, yanked and quarantined ones are never shown, whoever asks.
-2. Relevant: the request's ``category`` (exact) and, when ``context`` text has words, a
-   full-text match of any of its words (title, tags, summary and story). Context is loose
-   text about the user's situation, so its words are ORed; ANDing them (as catalog search
-   does) would match almost nothing. Stop words are dropped first (on both databases);
-   context left without any word is ignored. Context mostly in Chinese, Japanese or Korean
-   is matched on characters instead (``market.catalog.search``), because those languages
-   are written without spaces and a word index sees a whole sentence as one word.
+2. Relevant: the request's ``category`` (exact) and, when ``context`` text has words, the
+   sub-agents the catalog's one relevance engine finds for it (``market.catalog.search``:
+   any language, words and their English glosses, character n-grams), which may fit it.
+   Context left without any word (stop words only) is ignored.
 3. Not already had: sub-agents the user installed (active) or wrote are left out, unless fewer
    than k others remain; then they compete like the rest.
 4. Pool, capped so a call costs about the same in a catalog of a million: the
@@ -18,9 +15,9 @@ per slot (``POST /api/v1/recommendations``).
    published). A sub-agent the ranking has not scored yet is young, with the prior the
    ranking's lineage model gives it (its nearest scored ancestor plus one fork step per
    generation; ``_lineage_priors``).
-   With context text, only the ``TEXT_TOP`` of those that match it best stay (bm25 on
-   SQLite, ts_rank on PostgreSQL), so one common word shared with the context does not
-   make a sub-agent a candidate when better matches exist.
+   With context text, only the ``TEXT_TOP`` of those that the engine ranks best stay, so
+   one common word shared with the context does not make a sub-agent a candidate when
+   better matches exist.
    Then candidates that almost surely lose every draw are dropped: one whose upper bound
    E + 4 sd is below the k-th best lower bound E − 4 sd of the candidates that could fill the
    same slots (the young ones, for a young candidate; everyone, for the rest). At most k − 1
@@ -42,7 +39,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
-from sqlalchemy import column, not_, or_, table, text, true
+from sqlalchemy import not_, or_, true
 from sqlmodel import Session, select
 
 from evolution.explore import POLICY_VERSION, choose_slate
@@ -64,7 +61,7 @@ N_DRAWS = 2000
 MAX_SEED = 2**63 - 1
 # A sub-agent without a score before any ranking run: the ranking's default root prior.
 UNSCORED_QUALITY, UNSCORED_SD = 0.0, 1.0
-CHARACTER_MATCHES = 2000
+CONTEXT_MATCHES = 2000
 
 
 # Snowball's English stop words: exactly the ones PostgreSQL's 'english' text search drops, so
@@ -220,47 +217,6 @@ def _is_postgres(session: Session) -> bool:
     return session.get_bind().dialect.name == "postgresql"
 
 
-def _text_query(session: Session, terms: list[str]) -> str:
-    if _is_postgres(session):
-        # For websearch_to_tsquery, which never raises on odd input (to_tsquery does on "_ | x").
-        return " or ".join(terms)
-    return " OR ".join('"' + t.replace('"', "") + '"' for t in terms)
-
-
-def _text_match(session: Session, terms: list[str]):
-    """A clause: the sub-agent matches any of the terms (the full-text index of migration
-    0001: title, summary, story and tags)."""
-    query = _text_query(session, terms)
-    if _is_postgres(session):
-        return text(
-            "subagent.search_vector @@ websearch_to_tsquery('english', :context_match)"
-        ).bindparams(context_match=query)
-    return text(
-        "subagent.id IN (SELECT rowid FROM subagent_fts WHERE subagent_fts MATCH :context_match)"
-    ).bindparams(context_match=query)
-
-
-def _best_matches(session: Session, terms: list[str], ids: list[int]) -> list[int]:
-    """The TEXT_TOP of ``ids`` that match the terms best (ts_rank; bm25 with catalog search's
-    column weights). Ranking only the pool keeps this cheap however many sub-agents match."""
-    query = _text_query(session, terms)
-    if _is_postgres(session):
-        rank = text(
-            "ts_rank(subagent.search_vector, websearch_to_tsquery('english', :context_rank)) DESC"
-        ).bindparams(context_rank=query)
-        statement = select(SubAgent.id).where(SubAgent.id.in_(ids))
-        return list(session.exec(statement.order_by(rank, SubAgent.id).limit(TEXT_TOP)))
-    fts = table("subagent_fts", column("rowid"))
-    statement = (
-        select(fts.c.rowid)
-        .where(text("subagent_fts MATCH :context_rank").bindparams(context_rank=query))
-        .where(fts.c.rowid.in_(ids))
-        .order_by(text("bm25(subagent_fts, 10.0, 4.0, 1.0, 5.0)"), fts.c.rowid)
-        .limit(TEXT_TOP)
-    )
-    return list(session.exec(statement))
-
-
 def _established(session: Session, clauses: list) -> list:
     """The ESTABLISHED_POOL relevant established sub-agents with the best display score."""
     exact = (
@@ -321,18 +277,15 @@ def candidate_pool(
     user_id: int,
     *,
     category: str | None,
-    terms: list[str],
     include_owned: bool,
     matched: list[int] | None = None,
 ) -> list[Candidate]:
     """The relevant candidates (see the module docstring, steps 1-4, without the pruning),
     sorted by sub-agent id so a seeded decision does not depend on the database's row order.
-    ``matched``: sub-agents the context matched on characters, best first (instead of terms)."""
+    ``matched``: the sub-agents the context matched, best first (None: no context)."""
     clauses = _eligible(user_id, category, include_owned)
     if matched is not None:
         clauses.append(SubAgent.id.in_(matched))
-    elif terms:
-        clauses.append(_text_match(session, terms))
     young = (
         _with_latest_version(select(*_CANDIDATE_COLUMNS))
         .outerjoin(SubAgentScore, SubAgentScore.subagent_id == SubAgent.id)
@@ -349,9 +302,6 @@ def candidate_pool(
     if matched is not None and len(pool) > TEXT_TOP:
         rank = {subagent_id: position for position, subagent_id in enumerate(matched)}
         best = set(sorted((c.subagent_id for c in pool), key=rank.__getitem__)[:TEXT_TOP])
-        pool = [c for c in pool if c.subagent_id in best]
-    elif terms and len(pool) > TEXT_TOP:
-        best = set(_best_matches(session, terms, [c.subagent_id for c in pool]))
         pool = [c for c in pool if c.subagent_id in best]
     return sorted(pool, key=lambda c: c.subagent_id)
 
@@ -386,10 +336,11 @@ def recommend(
 ) -> Decision:
     """Choose and log one slate for ``user_id`` (who must exist; the caller checks). Adds the
     exposure rows to the session; the caller commits once."""
-    terms = context_terms(context)
     matched = None
-    if terms and text_matches is not None:
-        matched = relevant_ids(text_matches, context, category=category, limit=CHARACTER_MATCHES)
+    if context_terms(context):
+        if text_matches is None:
+            raise ValueError("a context is matched by the catalog's engine: pass text_matches")
+        matched = relevant_ids(text_matches, context, category=category, limit=CONTEXT_MATCHES)
     # A fresh seed fits in 53 bits, so JavaScript clients can send it back unchanged.
     seed = secrets.randbits(53) if seed is None else seed
     decision_id = uuid.uuid4()
@@ -399,7 +350,6 @@ def recommend(
             session,
             user_id,
             category=category,
-            terms=terms,
             include_owned=include_owned,
             matched=matched,
         )
@@ -449,7 +399,7 @@ def recommend(
             "young": YOUNG_POOL,
             "text_top": TEXT_TOP,
             "prune_z": PRUNE_Z,
-            "matching": "characters" if matched is not None else ("words" if terms else None),
+            "matching": "text_index" if matched is not None else None,
         },
         "candidates": len(pool),
         "young_candidates": int(young.sum()),

@@ -116,7 +116,9 @@ class SuggestionOut(BaseModel):
     )
     quality: QualityOut
     score: float = Field(
-        description="the order: fit · (1 + 0.5 tanh(L/2) + 0.35 sd·young), L = mean − 1.64 sd"
+        description="the order: min(logit(fit), 5) + coverage of the request's words + 2 if "
+        "the request is its title + 0.5 tanh(L/2) + 0.35 sd·young + 0.2 ln(1 + active users), "
+        "L = mean − 1.64 sd"
     )
     why: MatchOut
     themes: list[ThemeOut] = Field(description="what users of this base asked for")

@@ -356,12 +356,18 @@ class SuggestionService:
         self, session: Session, text: str, *, category: str | None, limit: int
     ) -> list[RankedSuggestion]:
         """The sub-agents that may fit ``text`` (any language), by the one score of fit and
-        quality that suggestions use, the index first brought up to date."""
+        quality that suggestions use, the index first brought up to date.
+
+        No verdict here: it is tuned on what a coding agent sends (the request and its
+        English gloss), and on a person's bare words it would abstain wrongly about two times
+        in three (``bench/relevance.py``). A person sees what may fit, best first, and an
+        empty page only when nothing reaches the list floor."""
         self.catch_up(session)
         with self._lock:
             matches = self._index.search(text, limit=limit, category=category)
+        script = script_of(text)
         qualities = self._qualities(session, [m.subagent_id for m in matches])
-        return rank_matches(matches, qualities, query_script=script_of(text))
+        return rank_matches(matches, qualities, query_script=script)
 
     def suggest(self, session: Session, request: SuggestionRequest) -> Suggestions:
         self.catch_up(session)
@@ -450,6 +456,7 @@ class SuggestionService:
                 SubAgentScore.quality_sd,
                 SubAgentScore.young,
                 SubAgentScore.rating_count,
+                SubAgentScore.active_users,
             ).where(_among(session, SubAgentScore.subagent_id, ids))
         )
         return {row.subagent_id: _score_quality(row) for row in rows}
@@ -510,6 +517,7 @@ class SuggestionService:
                 SubAgentScore.quality_sd,
                 SubAgentScore.young,
                 SubAgentScore.rating_count,
+                SubAgentScore.active_users,
             )
             .join(SubAgentScore, SubAgentScore.subagent_id == SubAgent.id)
             .where(
@@ -616,7 +624,12 @@ def _pair(base: dict, child: dict) -> dict:
 def _score_quality(row) -> Quality:
     """A ``subagent_score`` row's belief."""
     return Quality(
-        float(row.quality), float(row.quality_sd), bool(row.young), int(row.rating_count), True
+        float(row.quality),
+        float(row.quality_sd),
+        bool(row.young),
+        int(row.rating_count),
+        True,
+        float(row.active_users),
     )
 
 

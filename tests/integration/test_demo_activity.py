@@ -225,7 +225,6 @@ def test_recommendations_over_the_demo_log_exposures_that_sum_to_one(demo):
     with Session(demo.engine) as session:
         people = select(User.id).where(User.kind == "person").order_by(User.id).limit(40)
         people = list(session.scalars(people))
-    # (A Japanese context matches nothing yet: full-text words are whitespace-separated.)
     contexts = [None, "I keep forgetting to drink water", "睡眠を記録したい", "groceries budget"]
     decisions = {}
     for n, user_id in enumerate(people):

@@ -27,27 +27,36 @@ from evolution.text_index import Match
 from evolution.themes import OTHER_LABEL, FeedbackNote, group_themes
 
 
+def logit(p):
+    return math.log(p / (1 - p))
+
+
 def test_score_by_hand():
-    # Established, average, certain: the fit alone.
-    assert suggestion_score(0.6, Quality(0.0, 0.0, young=False)) == pytest.approx(0.6)
-    # Good and well known: L = 1 - 1.64*0.1 = 0.836; 1 + 0.25*tanh(0.418) = 1.09881.
-    assert suggestion_score(0.5, Quality(1.0, 0.1, young=False)) == pytest.approx(
-        0.5 * (1 + 0.25 * math.tanh(0.418))
-    )
-    assert 1 + 0.25 * math.tanh(0.418) == pytest.approx(1.09881, abs=1e-5)
+    # Established, average, certain, unused: the fit's log-odds and the coverage.
+    average = Quality(0.0, 0.0, young=False)
+    assert suggestion_score(0.6, average) == pytest.approx(logit(0.6) + 1.0)
+    # Past p = 0.993 closer wording adds nothing: the log-odds are capped at 5.
+    assert suggestion_score(0.9999, average) == suggestion_score(0.999, average) == 5.0 + 1.0
+    # Half the request covered; the request is the title.
+    assert suggestion_score(0.6, average, 0.5) == pytest.approx(logit(0.6) + 0.5)
+    assert suggestion_score(0.6, average, 0.5, True) == pytest.approx(logit(0.6) + 2.5)
+    # Good and well known: L = 1 - 1.64*0.1 = 0.836.
+    good = Quality(1.0, 0.1, young=False)
+    assert suggestion_score(0.5, good) == pytest.approx(1.0 + 0.5 * math.tanh(0.418))
     # Bad and well known: L = -1.5 - 0.164 = -1.664.
-    expected = 1 + 0.25 * math.tanh(-0.832)
-    assert suggestion_score(0.5, Quality(-1.5, 0.1, young=False)) == pytest.approx(0.5 * expected)
-    # Unranked (the prior, young): 1 + 0.25*tanh(-0.82) + 0.35 = 1.18124.
-    assert suggestion_score(1.0, UNRANKED) == pytest.approx(1.18124, abs=1e-5)
+    bad = Quality(-1.5, 0.1, young=False)
+    assert suggestion_score(0.5, bad) == pytest.approx(1.0 + 0.5 * math.tanh(-0.832))
+    # Unranked (the prior, young): 0.5*tanh(-0.82) + 0.35 = 0.01247.
+    assert suggestion_score(0.5, UNRANKED) == pytest.approx(1.0 + 0.01247, abs=1e-5)
+    # Used: a hundred active users add 0.2 ln(101).
+    used = Quality(0.0, 0.0, young=False, active_users=100.0)
+    assert suggestion_score(0.5, used) == pytest.approx(1.0 + 0.2 * math.log(101))
 
 
 def test_young_forks_get_an_exploration_bonus_in_proportion_to_doubt():
     known = Quality(0.2, 0.6, young=False)
     young = Quality(0.2, 0.6, young=True)
-    assert suggestion_score(0.5, young) - suggestion_score(0.5, known) == pytest.approx(
-        0.5 * 0.35 * 0.6
-    )
+    assert suggestion_score(0.5, young) - suggestion_score(0.5, known) == pytest.approx(0.35 * 0.6)
 
 
 # P(fits) = σ(10·w − 5): 0.5 at a word relevance of 0.5; script and coverage ignored.
@@ -84,13 +93,14 @@ def test_ranking_orders_likely_fits_by_quality_and_drops_the_unlikely():
     }
     assert fit_of(0.10) < LIST_FLOOR
     ranking = rank_suggestions(matches, qualities, k=5, query_script="latin", fit_model=BY_WORDS)
-    # 2: 0.924 · 1.12 = 1.03; 4 (unranked: young, sd 1): 0.731 · 1.18 = 0.86;
-    # 1: 0.953 · (1 + 0.25 tanh(-0.832)) = 0.79 — a likely fit known to be poor comes last.
-    assert [s.subagent_id for s in ranking.items] == [2, 4, 1]
+    # 2: logit 2.5 + 1 + 0.5 tanh(0.518) = 3.74; 1: 3 (capped) + 1 + 0.5 tanh(-0.832) = 3.66;
+    # 4 (unranked): logit 1 + 1 + 0.011 = 2.01. A likely fit known to be poor drops below a
+    # slightly less likely one known to be loved, never below an unlikely one.
+    assert [s.subagent_id for s in ranking.items] == [2, 1, 4]
     top = ranking.items[0]
     assert top.fit == pytest.approx(fit_of(0.75))
-    assert top.score == pytest.approx(fit_of(0.75) * (1 + 0.25 * math.tanh((1.2 - 0.164) / 2)))
-    assert ranking.items[1].quality is UNRANKED
+    assert top.score == pytest.approx(2.5 + 1.0 + 0.5 * math.tanh((1.2 - 0.164) / 2))
+    assert ranking.items[2].quality is UNRANKED
     assert ranking.best_fit == pytest.approx(fit_of(0.80))
     assert rank_suggestions([], {}, k=3, query_script="latin").items == []
 
@@ -100,7 +110,7 @@ def test_families_before_a_familys_second_member_and_the_viewers_script_within_o
         match(1, 0.90, root=1),  # the family's root, English
         match(5, 0.88, root=1, script="zh"),  # its Chinese translation, nearly as likely
         match(7, 0.86, root=1),  # a clone of the root
-        match(9, 0.70, root=9),  # another family, less likely
+        match(9, 0.75, root=9),  # another family, less likely
     ]
     ranked = rank_suggestions(matches, {}, k=4, query_script="latin", fit_model=BY_WORDS)
     assert [s.subagent_id for s in ranked.items] == [1, 9, 5, 7]
@@ -111,7 +121,9 @@ def test_families_before_a_familys_second_member_and_the_viewers_script_within_o
     assert [s.subagent_id for s in chinese.items] == [5, 9]
     # ...but not through one much less likely to fit.
     far = [match(1, 0.90, root=1), match(5, 0.55, root=1, script="zh")]
-    assert fit_of(0.55) < fit_of(0.90) * (1 - LOCALE_MARGIN)
+    assert suggestion_score(fit_of(0.55), UNRANKED) < (
+        suggestion_score(fit_of(0.90), UNRANKED) - LOCALE_MARGIN
+    )
     assert (
         rank_suggestions(far, {}, k=1, query_script="latin", locale_script="zh", fit_model=BY_WORDS)
         .items[0]

@@ -506,13 +506,18 @@ def test_the_pool_keeps_the_best_established_and_the_newest_young(
     score(engine, sleep_best["id"], 5.0, 0.1, False)  # the best of all, but another category
     with session_scope(engine) as session:
         pool = recommendations.candidate_pool(
-            session, world.bob.id, category="hydration", terms=[], include_owned=False
+            session, world.bob.id, category="hydration", include_owned=False
         )
         everywhere = recommendations.candidate_pool(
-            session, world.bob.id, category=None, terms=[], include_owned=False
+            session, world.bob.id, category=None, include_owned=False
         )
+        # What the engine matched for a context, best first: only those are candidates.
         matching = recommendations.candidate_pool(
-            session, world.bob.id, category=None, terms=["bed"], include_owned=False
+            session,
+            world.bob.id,
+            category=None,
+            include_owned=False,
+            matched=sorted(ids(world.sleep)),
         )
     best_three = {s["id"] for s in world.established[2:]}  # quality 1.2, 1.3, 1.4
     newest_two = {s["id"] for s in world.young[2:]}
@@ -530,12 +535,12 @@ def test_a_fork_the_ranking_has_not_seen_starts_from_its_lineage(client, engine,
     child = fork(client, world.alice, parent["id"], "new child")
     grandchild = fork(client, world.alice, child["id"], "new grandchild")
     root = publish(client, world.alice, title="New Water Root", bundle=bundle("new root"))
-    terms = ["new"]  # titles "Fork new child", "Fork new grandchild", "New Water Root"
+    matched = [child["id"], grandchild["id"], root["id"]]  # what a context matched
 
     def priors():
         with session_scope(engine) as session:
             pool = recommendations.candidate_pool(
-                session, world.bob.id, category=None, terms=terms, include_owned=False
+                session, world.bob.id, category=None, include_owned=False, matched=matched
             )
         return {c.subagent_id: (c.quality, c.quality_sd, c.young) for c in pool}
 
@@ -555,9 +560,9 @@ def test_a_fork_the_ranking_has_not_seen_starts_from_its_lineage(client, engine,
 
 
 def test_chinese_and_japanese_context_picks_the_matching_subagents(client, engine, world):
-    """Chinese and Japanese are written without spaces, so the full-text index sees a whole
-    sentence as one word; their context is matched on characters instead (the suggestion
-    index), on both databases."""
+    """Chinese and Japanese are written without spaces: their context is cut into words by a
+    segmenter and matched, with the words' English glosses, by the catalog's one relevance
+    engine, on both databases."""
     water_zh = publish_scored(
         client,
         engine,
@@ -580,11 +585,22 @@ def test_chinese_and_japanese_context_picks_the_matching_subagents(client, engin
         summary="寝た時間と起きた時間を記録して、眠りの質を振り返ります。",
     )
     zh = ok(ask(client, world.agent, user_id=world.bob.id, context="我想记录每天喝水", seed=3))
-    assert exposures(engine, zh["decision_id"])[0].context["pool"]["matching"] == "characters"
-    assert water_zh["id"] in {item["subagent_id"] for item in zh["items"]}
+    rows = exposures(engine, zh["decision_id"])
+    assert rows[0].context["pool"]["matching"] == "text_index"
+    # The Chinese water log is a candidate, and through "喝水"'s gloss (drink water) so are
+    # the English water logs.
+    candidates = {int(key) for row in rows for key in row.slot_distribution}
+    assert water_zh["id"] in candidates
+    assert candidates & ids(world.established)
     assert sleep_ja["id"] not in {item["subagent_id"] for item in zh["items"]}
     ja = ok(ask(client, world.agent, user_id=world.bob.id, context="毎晩の睡眠を記録したい", k=1))
-    assert [item["subagent_id"] for item in ja["items"]] == [sleep_ja["id"]]
+    # The Japanese sleep diary and, through "睡眠"'s gloss (sleep), the English ones compete;
+    # the English water logs do not (the Chinese one shares "记录", a record).
+    candidates = {
+        int(key) for row in exposures(engine, ja["decision_id"]) for key in row.slot_distribution
+    }
+    assert sleep_ja["id"] in candidates and candidates & ids(world.sleep)
+    assert not candidates & (ids(world.established) | ids(world.young))
     # Nothing written in those characters: nothing relevant, as for an English context.
     none = ok(ask(client, world.agent, user_id=world.bob.id, context="バイオリンの練習"))
     assert none["items"] == []

@@ -86,8 +86,17 @@ def test_search_category_and_paging(client, world, engine):
     )
     assert "Sleep Diary" in text(client.get("/?q=sleep"))
     assert "Sleep Diary" not in text(client.get("/?q=water"))
-    publish(client, alice, title="睡眠日記", category="sleep", bundle=bundle("ja-sleep"))
-    assert "睡眠日記" in text(client.get("/?q=睡眠"))  # no spaces: matched on characters
+    publish(
+        client,
+        alice,
+        title="睡眠日記",
+        category="sleep",
+        summary="寝た時間と起きた時間を記録します。",
+        story="毎晩の睡眠の記録。",
+        tags=["sleep"],
+        bundle=bundle("ja-sleep"),
+    )
+    assert "睡眠日記" in text(client.get("/?q=睡眠"))  # no spaces: cut into words
     assert "睡眠日記" not in text(client.get("/?q=喝水"))
     by_category = text(client.get("/?category=sleep"))
     assert "Sleep Diary" in by_category and "Water Tracker with reminders" not in by_category

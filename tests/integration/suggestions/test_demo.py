@@ -59,10 +59,10 @@ def suggest(app, service, request: str, k: int = 3, **extra):
 )
 def test_a_request_finds_the_sub_agent_written_for_it(demo, service, request_text, written_for):
     app, _tokens = demo
-    items = suggest(app, service, request_text)
-    # The most relevant base is the one written for the request; quality may then move a
-    # nearly as relevant, better-loved sibling above it (the peanut-free and no-shellfish
-    # planners are 0.362 and 0.360 alike), never out of the top three.
+    items = suggest(app, service, request_text, k=10)
+    # The most relevant base is the one written for the request. Quality may put a
+    # better-loved sibling first, and one branch per family comes before a family's second,
+    # but the one written for the request is among the first ten.
     most_relevant = max(items, key=lambda i: (i.relevance, -i.subagent_id))
     assert most_relevant.title == written_for, [(i.title, i.relevance) for i in items]
     assert most_relevant.why.terms

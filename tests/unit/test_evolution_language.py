@@ -1,0 +1,52 @@
+"""evolution.language: the language of a listing and of a reader."""
+
+from __future__ import annotations
+
+import pytest
+
+from evolution.language import LATIN, language_of, locale_language, reads
+
+
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [
+        ("Water Tracker Tap a glass, watch the bar fill, and see the last week at a glance.", "en"),
+        ("Water Tracker — oz Water tracker that counts in ounces instead of millilitres.", "en"),
+        ("Control de Agua (en español) Registra cada vaso con un toque y mira tu semana.", "es"),
+        ("Suivi d'eau Note chaque verre et regarde ta semaine avec une courbe.", "fr"),
+        ("Wassertracker Jedes Glas zählt, und die Woche ist auf einen Blick da.", "de"),
+        ("喝水记录（中文版） 点一下记录一杯水，进度条和近 7 天图表一目了然。", "zh"),
+        ("水分補給トラッカー ワンタップで一杯を記録。", "ja"),
+        ("물 마시기 기록", "ko"),
+        ("Kakeibo Pro", LATIN),
+        ("", LATIN),
+    ],
+)
+def test_language_of(text, language):
+    assert language_of(text) == language
+
+
+@pytest.mark.parametrize(
+    ("locale", "language"),
+    [
+        ("en-US", "en"),
+        ("zh-CN", "zh"),
+        ("zh-Hant-TW", "zh"),
+        ("ja", "ja"),
+        ("es_MX", "es"),
+        ("nl-NL", LATIN),
+        ("*", None),
+        (None, None),
+    ],
+)
+def test_locale_language(locale, language):
+    assert locale_language(locale) == language
+
+
+def test_reads_its_language_and_unknown_latin_text_in_latin_script():
+    assert reads("en", "en")
+    assert not reads("en", "es")
+    assert not reads("en", "zh")
+    assert reads("en", LATIN) and reads(LATIN, "es")
+    assert not reads("zh", LATIN) and not reads(LATIN, "ja")
+    assert reads("zh", "zh") and not reads("zh", "ja")
