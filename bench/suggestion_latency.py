@@ -9,6 +9,8 @@ stories, tags), adds ranking scores for 60% of it and feedback with comments for
   (no inverted index, no candidate pruning); also the agreement of the two top-5s;
 * in process, the whole answer (``SuggestionService.suggest``: index, quality rows, the rows
   re-read for privacy, explanations, themes and improving forks from the database);
+* in process, a browse search (``GET /api/v1/subagents?q=`` through the app, without the
+  read cache): the same engine, then the page's rows, clone collapsing and the JSON;
 * over HTTP: ``POST /api/v1/suggestions`` under gunicorn (2 gthread workers, each with its own
   index), against the catalog's plain search ``GET /api/v1/subagents?q=`` of the same words,
   both without the read cache.
@@ -42,7 +44,8 @@ from bench import loadgen  # noqa: E402
 from bench.loadgen import percentile  # noqa: E402
 from bench.servers import database_url_or_rerun_with_servers  # noqa: E402
 
-TARGET_P99_MS = 30.0
+TARGET_P99_MS = 10.0  # the suggestion engine in process: index search and the score
+TARGET_BROWSE_P99_MS = 60.0  # a browse search in process: the whole request, JSON out
 COMMENTS = [
     "please add a reminder in the evening",
     "wants a dark mode, too bright at night",
@@ -154,58 +157,78 @@ def in_process(url: str, queries: list[str]) -> dict:
     import scipy.sparse as sp
     from sqlmodel import Session, select
 
+    from evolution.scripts import SCRIPTS, script_of
     from evolution.suggest import Quality, rank_suggestions
-    from evolution.text_index import SCRIPTS, Match, count_matrix
-    from market.platform.db import make_engine
+    from evolution.text_index import N_FEATURES, N_GRAM_FEATURES, NGRAM_SHARE, Match
+    from market.app import create_app
+    from market.platform.state import app_state
     from market.ranking.models import SubAgentScore
     from market.suggestions.serialize import suggestions_out
-    from market.suggestions.services import CANDIDATES, SuggestionRequest, SuggestionService
+    from market.suggestions.services import CANDIDATES, SuggestionRequest, warm_up
 
-    engine = make_engine(url)
-    service = SuggestionService(engine)
+    app = create_app({"database_url": url, "secret_key": "bench", "read_cache_seconds": 0})
+    engine = app_state(app).engine
+    service = app_state(app).suggestions
     started = time.perf_counter()
+    warm_up(app).join()  # as a gunicorn worker starts
     index = service.index
     build_seconds = time.perf_counter() - started
     with Session(engine) as session:
         qualities = {
-            row.subagent_id: Quality(row.quality, row.quality_sd, row.young, row.rating_count, True)
+            row.subagent_id: Quality(
+                row.quality, row.quality_sd, row.young, row.rating_count, True, row.active_users
+            )
             for row in session.exec(select(SubAgentScore))
         }
 
     def indexed(query: str):
         matches = index.search(query, limit=CANDIDATES)
-        return rank_suggestions(matches, qualities, k=5)
+        return rank_suggestions(matches, qualities, k=5, query_script=script_of(query))
 
     # Baseline: the same relevance, by brute force over every row.
     rows = sp.vstack([s.postings.tocsr() for s in index._segments], format="csr")
     ids = index._ids.view.copy()
     scripts = index._script.view
 
+    roots = index._root.view
+
     def exact_relevances(query: str) -> list[float]:
-        relevance = exact(query)
+        relevance = exact(query)[0]
         top = np.sort(relevance[np.argpartition(-relevance, CANDIDATES)[:CANDIDATES]])[::-1]
         return [float(r) for r in top if r > 0]
 
     def exact(query: str):
-        counts = count_matrix([query])
-        features = counts.indices
-        df = index.document_frequency(features).astype(np.float64)
-        weights = np.log1p(counts.data) * (np.log((1 + len(index)) / (1 + df)) + 1)
-        weights /= np.linalg.norm(weights) or 1.0
-        query_vector = sp.csr_matrix(
-            (weights, features, [0, len(features)]), shape=(1, counts.shape[1])
-        )
-        return (rows @ query_vector.T).toarray().ravel()
+        """(relevance, word cosine, coverage) of every row, by sparse products."""
+        features, weights = index.query_vector(query)
+        is_word = features >= N_GRAM_FEATURES
+
+        def product(values, columns):
+            vector = sp.csr_matrix((values, columns, [0, len(columns)]), shape=(1, N_FEATURES))
+            return (rows @ vector.T).toarray().ravel()
+
+        relevance = product(weights, features)
+        words = product(weights[is_word], features[is_word]) / (1 - NGRAM_SHARE)
+        squares = weights[is_word] ** 2
+        present = rows[:, features[is_word]].sign()
+        coverage = present @ (squares / (squares.sum() or 1.0))
+        return relevance, words, np.asarray(coverage).ravel()
 
     def brute_force(query: str):
-        relevance = exact(query)
+        relevance, words, coverage = exact(query)
         top = np.argpartition(-relevance, CANDIDATES)[:CANDIDATES]
         matches = [
-            Match(int(ids[i]), float(relevance[i]), SCRIPTS[int(scripts[i])])
+            Match(
+                int(ids[i]),
+                float(relevance[i]),
+                SCRIPTS[int(scripts[i])],
+                int(roots[i]),
+                float(words[i]),
+                float(coverage[i]),
+            )
             for i in top
             if relevance[i] > 0
         ]
-        return rank_suggestions(matches, qualities, k=5)
+        return rank_suggestions(matches, qualities, k=5, query_script=script_of(query))
 
     for query in queries[:20]:  # warm caches and allocators
         indexed(query)
@@ -226,15 +249,25 @@ def in_process(url: str, queries: list[str]) -> dict:
             lambda q: suggestions_out(service.suggest(session, SuggestionRequest(text=q, k=5))),
             queries[:200],
         )
+    client = app.test_client()
+
+    def browse(query: str) -> None:
+        response = client.get("/api/v1/subagents", query_string={"q": query})
+        assert response.status_code == 200, response.status_code
+
+    browse(queries[0])
+    browse_ms, _ = _timed(browse, queries[:200])
     engine.dispose()
+    app_state(app).read_engine.dispose()
     return {
         "build_seconds": round(build_seconds, 2),
         "indexed": len(index),
         "postings": index.postings,
-        "index_mb": round((index.postings * 8 + 4 * (1 << 20)) / 1e6, 1),
+        "index_mb": round((index.postings * 8 + 8 * (1 << 21)) / 1e6, 1),
         "index": index_ms,
         "brute_force": brute_ms,
         "service": full_ms,
+        "browse": browse_ms,
         "relevance_recall": round(statistics.mean(recall), 4),
     }
 
@@ -339,11 +372,13 @@ def measure(
         "index_mb": local["index_mb"],
         "relevance_recall_at_100": local["relevance_recall"],
         "target_p99_ms": TARGET_P99_MS,
+        "target_browse_p99_ms": TARGET_BROWSE_P99_MS,
     }
     rows = {
         "in_process": local["index"],
         "in_process_brute_force": local["brute_force"],
         "in_process_full_answer": local["service"],
+        "in_process_browse": local["browse"],
     }
     errors = {}
     if http:
@@ -367,7 +402,8 @@ def measure(
     figures["in_process_speedup_p50"] = round(
         figures["in_process_brute_force"]["p50_ms"] / figures["in_process"]["p50_ms"], 2
     )
-    figures["in_process_p99_met"] = figures["in_process"]["p99_ms"] < TARGET_P99_MS
+    figures["in_process_p99_met"] = figures["in_process"]["p99_ms"] <= TARGET_P99_MS
+    figures["browse_p99_met"] = figures["in_process_browse"]["p99_ms"] < TARGET_BROWSE_P99_MS
     return figures
 
 
@@ -400,7 +436,7 @@ def print_table(figures: dict) -> None:
         f"{figures['queries']} queries; index built in {figures['index_build_seconds']} s, "
         f"{figures['index_postings']:,} postings (~{figures['index_mb']} MB)\n"
     )
-    header = f"{'path':<34} {'p50 ms':>8} {'p99 ms':>8} {'n':>7} {'p50 / baseline':>16}"
+    header = f"{'path':<40} {'p50 ms':>8} {'p99 ms':>8} {'n':>7} {'p50 / baseline':>16}"
     print(header)
     print("-" * len(header))
     pairs = {
@@ -412,6 +448,7 @@ def print_table(figures: dict) -> None:
         "in_process": "index + score (in process)",
         "in_process_brute_force": "brute-force scan (baseline)",
         "in_process_full_answer": "whole answer, with DB (in process)",
+        "in_process_browse": "browse search, whole request (in proc)",
         "http": "POST /suggestions (gunicorn)",
         "http_search": "GET /subagents?q= (baseline)",
     }
@@ -422,13 +459,14 @@ def print_table(figures: dict) -> None:
         base = figures.get(pairs.get(name, ""), {}).get("p50_ms")
         ratio = f"{row['p50_ms'] / base:>15.2f}x" if base else f"{'—':>16}"
         print(
-            f"{label:<34} {row['p50_ms']:>8.2f} {row['p99_ms']:>8.2f} {row['samples']:>7} {ratio}"
+            f"{label:<40} {row['p50_ms']:>8.2f} {row['p99_ms']:>8.2f} {row['samples']:>7} {ratio}"
         )
     print(
         f"\nrecall of the brute force's 100 best relevances: "
         f"{figures['relevance_recall_at_100']:.1%}; "
         f"in-process p99 target {TARGET_P99_MS:.0f} ms: "
-        f"{'met' if figures['in_process_p99_met'] else 'MISSED'}"
+        f"{'met' if figures['in_process_p99_met'] else 'MISSED'}; browse search p99 target "
+        f"{TARGET_BROWSE_P99_MS:.0f} ms: {'met' if figures['browse_p99_met'] else 'MISSED'}"
     )
 
 

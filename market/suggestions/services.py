@@ -27,6 +27,7 @@ from one request to the next.
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import threading
@@ -636,15 +637,22 @@ def _score_quality(row) -> Quality:
 def warm_up(app) -> threading.Thread:
     """Build the app's suggestion index now, on a background thread. gunicorn calls this as
     each worker starts (``market.entrypoints.gunicorn_conf.post_worker_init``): at 100,000
-    sub-agents the build takes seconds, and otherwise the first fork suggestion or CJK search a
+    sub-agents the build takes seconds, and otherwise the first fork suggestion or search a
     fresh worker serves would wait for it. A failed build (the database not up yet) is logged;
-    the first request that needs the index then builds it, as without a warm-up."""
+    the first request that needs the index then builds it, as without a warm-up.
+
+    Then everything loaded so far — modules, the index, the segmenters' and dictionaries'
+    tables — is moved out of the garbage collector's sight (``gc.freeze``): it lives as long
+    as the worker, and each full collection walked all of it, ~80 ms at 10,000 sub-agents,
+    paid by whichever request triggered it (the p99 of a search was 135 ms, its p50 22 ms)."""
 
     def build() -> None:
         try:
             app_state(app).suggestions.index  # noqa: B018 - the property builds the index
         except Exception:
             log.exception("suggestion index warm-up failed; the first request will build it")
+            return
+        gc.freeze()
 
     thread = threading.Thread(target=build, name="suggestion-index-warm-up", daemon=True)
     thread.start()
