@@ -57,6 +57,7 @@ from hashlib import blake2b
 import numpy as np
 import scipy.sparse as sp
 
+from evolution.lexicon import english_stem
 from evolution.scripts import SCRIPTS, normalized_words, script_of
 from evolution.words import STOP_WORDS, WordAnalyzer, shared_analyzer
 
@@ -675,11 +676,16 @@ def _common_substrings(run: str, text: str) -> list[str]:
     return found
 
 
-def explain_match(query: str, fields: Mapping[str, str]) -> dict[str, list[str]]:
+def explain_match(
+    query: str, fields: Mapping[str, str], analyzer: WordAnalyzer | None = None
+) -> dict[str, list[str]]:
     """Which words of the query each field matched ({field: [terms]}, fields in index order).
 
     A Latin word matches a field that shares at least 60% of its trigrams ("ounce" matches
-    "ounces"); a run of CJK characters matches the longest pieces of it the field contains."""
+    "ounces"); a run of CJK characters matches the longest pieces of it the field contains;
+    and a Chinese or Japanese word whose English gloss the field says matches as "word
+    (gloss)": "跑步 (run)" in a listing written in English."""
+    _terms, meanings = (analyzer or shared_analyzer()).terms_and_glosses(query)
     words = normalized_words(query)
     latin = [
         w
@@ -698,6 +704,12 @@ def explain_match(query: str, fields: Mapping[str, str]) -> dict[str, list[str]]
         terms = [w for w in latin if len(_grams(w) & field_grams) >= 0.6 * len(_grams(w))]
         for run in dense:
             terms.extend(t for t in _common_substrings(run, joined) if t not in terms)
+        if meanings:
+            stems = {english_stem(w) for w in field_words if w.isascii()}
+            for word, glosses in meanings.items():
+                said = [g for g in glosses if g in stems]
+                if said and not any(word in t for t in terms):
+                    terms.append(f"{word} ({', '.join(said)})")
         if terms:
             matched[name] = terms
     return matched

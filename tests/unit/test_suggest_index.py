@@ -178,6 +178,9 @@ def test_explanations_name_the_matched_words_per_field():
     assert all("for" not in terms for terms in why.values())
     assert explain_match("给孩子学汉字", HANZI.field_texts())["title"] == ["孩子", "汉字"]
     assert "naps" in explain_match("log my naps", SLEEP.field_texts())["fork_request"]
+    # Across languages, a Chinese word matches through its English gloss, and says so.
+    assert explain_match("喝水", WATER.field_texts())["title"] == ["喝水 (water)"]
+    assert "喝水 (drink, water)" in explain_match("喝水", WATER.field_texts())["story"]
 
 
 @pytest.mark.parametrize(
