@@ -69,7 +69,7 @@ class QualityOut(BaseModel):
 class MatchOut(BaseModel):
     terms: list[str] = Field(
         description="the words of the request this base matched; a Chinese or Japanese word "
-        "matched through its English gloss reads \"word (gloss)\", e.g. \"跑步 (run)\""
+        'matched through its English gloss reads "word (gloss)", e.g. "跑步 (run)"'
     )
     fields: dict[str, list[str]] = Field(description="field → the words it matched")
 
