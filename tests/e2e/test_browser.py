@@ -216,6 +216,10 @@ def test_injected_scripts_never_run(live_app, page, screenshots):
         page.wait_for_load_state("networkidle")
         assert page.evaluate("typeof window.__pwned") == "undefined", path
         assert page.locator("body").inner_text().strip() != "owned", path
+        # Its long unbroken runs wrap: the phone's page is no wider than the phone.
+        assert page.evaluate(
+            "document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+        ), path
     page.goto(f"/s/{evil['id']}")
     frame = page.frame_locator("iframe[sandbox='allow-scripts']")
     frame.locator("title").wait_for(state="attached")
