@@ -76,7 +76,7 @@ class _Signature:
 
     @cached_property
     def trigrams(self) -> frozenset[str]:
-        return trigrams(self.text)
+        return _cached_trigrams(self.text)
 
 
 def tool_name(title: str) -> str:
@@ -100,15 +100,27 @@ def _script_and_tool(title: str, text: str) -> tuple[str, str]:
     return script_of(text), tool_name(title)
 
 
+@lru_cache(maxsize=50_000)
+def _cached_trigrams(text: str) -> frozenset[str]:
+    return trigrams(text)
+
+
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    union = len(a | b)
-    return len(a & b) / union if union else 1.0
+    shared = len(a & b)
+    union = len(a) + len(b) - shared
+    return shared / union if union else 1.0
 
 
 def _clones(a: _Signature, b: _Signature) -> bool:
     if a.family != b.family or a.script != b.script:
         return False
-    return a.tool == b.tool or _jaccard(a.trigrams, b.trigrams) >= TEXT_JACCARD
+    if a.tool == b.tool:
+        return True
+    small, large = sorted((len(a.trigrams), len(b.trigrams)))
+    # |A ∩ B| ≤ |smaller| and |A ∪ B| ≥ |larger|: sizes this far apart cannot reach the bar.
+    if small < TEXT_JACCARD * large:
+        return False
+    return _jaccard(a.trigrams, b.trigrams) >= TEXT_JACCARD
 
 
 def are_clones(a: Listing, b: Listing) -> bool:

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import and_, bindparam, case, literal, literal_column, or_
+from sqlalchemy import and_, bindparam, literal, literal_column, or_
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, func, select
 
@@ -16,6 +16,7 @@ from market.catalog.search import TextMatcher, relevant_ids
 from market.identity.access import can_view, hidden_among, listed_clause, tree_clause, tree_visible
 from market.identity.models import User
 from market.identity.tokens import Principal
+from market.platform.db import id_in, position_in
 from market.platform.errors import BadRequest
 from market.platform.pagination import decode_cursor, encode_cursor
 from market.ranking.models import SubAgentScore
@@ -190,12 +191,14 @@ class _Candidate:
     summary: str
 
 
-def _search_clause(viewer: Principal, q: str, category: str | None, matcher: TextMatcher):
+def _search_clause(
+    session: Session, viewer: Principal, q: str, category: str | None, matcher: TextMatcher
+):
     """The clause and the ORDER BY of a search: the listed sub-agents the engine finds, best
     first, and the viewer's own unlisted ones whose title or summary contains the text (the
     engine indexes only what is listed)."""
     ids = relevant_ids(matcher, q, category=category, limit=COLLAPSED_POOL)
-    match = SubAgent.id.in_(ids)
+    match = id_in(session, SubAgent.id, ids)
     if viewer.user_id is not None:
         contains = or_(
             SubAgent.title.contains(q, autoescape=True),
@@ -204,8 +207,7 @@ def _search_clause(viewer: Principal, q: str, category: str | None, matcher: Tex
         match = or_(match, and_(SubAgent.author_id == viewer.user_id, contains))
     if not ids:  # only the viewer's own, if any: newest first
         return match, literal(0)
-    positions = {subagent_id: i for i, subagent_id in enumerate(ids)}
-    return match, case(positions, value=SubAgent.id, else_=len(ids))
+    return match, position_in(session, SubAgent.id, ids)
 
 
 def browse(
@@ -236,7 +238,7 @@ def browse(
         )
     rank = None
     if searching:
-        match, rank = _search_clause(viewer, q, category, matcher)
+        match, rank = _search_clause(session, viewer, q, category, matcher)
         where.append(match)
 
     if sort == "relevance" and rank is not None:

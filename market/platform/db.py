@@ -7,11 +7,23 @@ or command, committed once at the service boundary.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from sqlalchemy import ARRAY, Engine, Integer, any_, bindparam, create_engine, event
+from sqlalchemy import (
+    ARRAY,
+    Engine,
+    Integer,
+    any_,
+    bindparam,
+    create_engine,
+    event,
+    func,
+    select,
+    text,
+)
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
@@ -165,3 +177,19 @@ def id_in(session: Session, column, ids):
     if session.get_bind().dialect.name == "postgresql":
         return column == any_(bindparam(None, list(ids), type_=ARRAY(Integer)))
     return column.in_(list(ids))
+
+
+def position_in(session: Session, column, ids):
+    """Where ``column`` stands in ``ids`` (1 for the first), or ``len(ids) + 1`` when it is not
+    there: an ORDER BY that follows an order made in Python (a search's ranking), with the
+    list as one parameter on either database. A ``CASE`` with a branch per id, as before, made
+    SQLAlchemy build and bind 600 values for a page of 300 matches (~5 ms a search)."""
+    ids = [int(i) for i in ids]
+    if session.get_bind().dialect.name == "postgresql":
+        found = func.array_position(bindparam(None, ids, type_=ARRAY(Integer)), column)
+    else:
+        positions = select(text("key + 1")).select_from(
+            func.json_each(bindparam(None, json.dumps(ids))).table_valued("key", "value")
+        )
+        found = positions.where(text("value") == column).scalar_subquery()
+    return func.coalesce(found, len(ids) + 1)

@@ -44,6 +44,8 @@ from sqlmodel import Session
 
 from evolution.scripts import locale_script, script_of
 from evolution.suggest import (
+    FIT_MODEL,
+    LIST_FLOOR,
     UNRANKED,
     BundleChange,
     ForkOutcome,
@@ -367,8 +369,11 @@ class SuggestionService:
         with self._lock:
             matches = self._index.search(text, limit=limit, category=category)
         script = script_of(text)
-        qualities = self._qualities(session, [m.subagent_id for m in matches])
-        return rank_matches(matches, qualities, query_script=script)
+        # Quality rows only for what can make the list: a common word's 300 candidates are
+        # mostly under the floor.
+        likely = [m for m in matches if FIT_MODEL.probability(m, script) >= LIST_FLOOR]
+        qualities = self._qualities(session, [m.subagent_id for m in likely])
+        return rank_matches(likely, qualities, query_script=script)
 
     def suggest(self, session: Session, request: SuggestionRequest) -> Suggestions:
         self.catch_up(session)
