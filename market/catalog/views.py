@@ -193,6 +193,7 @@ def subagent_page(subagent_id: int):
             reads=reads,
             writes=writes,
             hosts=sorted(manifest.get("hosts", [])),
+            preview_hosts=preview.described_hosts(sorted(manifest.get("hosts", []))),
             versions=versions,
             lineage=lineage,
             parent=parent,

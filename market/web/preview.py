@@ -3,12 +3,21 @@
 Bundles are code written by a coding agent for strangers, so a preview runs it where it can
 reach nothing:
 
-- the iframe has ``sandbox="allow-scripts"`` and never ``allow-same-origin``, and every
-  preview response repeats that as a CSP ``sandbox`` directive, so even opened directly the
-  document gets an opaque origin: no cookies, no storage of this site, no access to the page
-  around it, no top-level navigation, no forms, no popups;
+- the iframe has ``sandbox="allow-scripts allow-forms"`` and never ``allow-same-origin``, and
+  every preview response repeats that as a CSP ``sandbox`` directive, so even opened directly
+  the document gets an opaque origin: no cookies, no storage of this site, no access to the
+  page around it, no top-level navigation, no popups;
+- its forms work, but nothing is ever submitted: ``allow-forms`` lets a form fire its
+  ``submit`` event (without it the browser drops the submission before any handler runs, and
+  every "Add" button does nothing), the app's handler does the work in the frame and cancels
+  the submission, and ``form-action 'none'`` blocks any submission a handler lets through,
+  to any address, this site and the frame's own included (the browser checks it only after
+  the ``submit`` event, so handlers still run);
 - ``connect-src 'none'`` and ``default-src 'none'``: it cannot call home or load anything but
-  its own files (and our small storage stand-in);
+  its own files (and our small shim, ``preview-shim.js``, which also tells the app it runs in
+  a preview, so a part that needs the network can say "works once imported" rather than
+  "offline"); the page around it names the hosts the app would talk to
+  (:func:`described_hosts`);
 - it is framed only by our own pages (``frame-ancestors 'self'``), and never served as the
   page itself (see ``_refusal_unless_framed``): a sandboxed document may still navigate its
   own tab, so one opened at the top could send the visitor anywhere from our address.
@@ -42,7 +51,7 @@ TICKET_SECONDS = 6 * 3600
 _SALT = "sprig-preview"
 
 PREVIEW_CSP = (
-    "sandbox allow-scripts; default-src 'none'; script-src 'self'; "
+    "sandbox allow-scripts allow-forms; default-src 'none'; script-src 'self'; "
     "style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; "
     "media-src 'self' data: blob:; connect-src 'none'; form-action 'none'; base-uri 'none'; "
     "frame-ancestors 'self'"
@@ -51,7 +60,16 @@ _TEXT_TYPES = {".js": "text/javascript", ".mjs": "text/javascript", ".md": "text
 # What the browser says a request is for (Fetch Metadata): a frame's document.
 _FRAMED_DESTINATIONS = frozenset({"iframe", "frame"})
 _HEAD = re.compile(r"<head(\s[^>]*)?>", re.IGNORECASE)
-STORAGE_SCRIPT = '<script src="/static/web/preview-storage.js"></script>'
+SHIM_SCRIPT = '<script src="/static/web/preview-shim.js"></script>'
+
+# What the well-known public APIs that sub-agents call serve, in the words of the preview's
+# note ("fetches data from api.open-meteo.com (the weather)"); any other host is named alone.
+HOST_PURPOSES = {
+    "api.open-meteo.com": "the weather",
+    "api.frankfurter.app": "exchange rates",
+    "world.openfoodfacts.org": "product names for barcodes",
+    "date.nager.at": "public holidays",
+}
 
 
 def _serializer() -> URLSafeTimedSerializer:
@@ -64,13 +82,20 @@ def url_for_version(viewer: Principal, subagent_id: int, version: Version) -> st
     return url_for("web.preview_file", ticket=ticket, path=entry)
 
 
-def _with_storage_stand_in(html: str) -> str:
+def described_hosts(hosts: list[str]) -> list[tuple[str, str | None]]:
+    """(host, what it serves or None) for each host a manifest lists, for the note above a
+    preview: previews run offline, so whatever comes from these is missing there."""
+    return [(host, HOST_PURPOSES.get(host)) for host in hosts]
+
+
+def _with_preview_shim(html: str) -> str:
     """An opaque origin has no localStorage (reading it throws), and the apps keep their logs
-    there: give the preview an in-memory one, loaded before the app's own scripts."""
+    there: give the preview an in-memory one, loaded before the app's own scripts (with the
+    flag that tells the app it is a preview)."""
     match = _HEAD.search(html)
     if match is None:
-        return STORAGE_SCRIPT + html
-    return html[: match.end()] + STORAGE_SCRIPT + html[match.end() :]
+        return SHIM_SCRIPT + html
+    return html[: match.end()] + SHIM_SCRIPT + html[match.end() :]
 
 
 def _mimetype(path: str) -> str:
@@ -150,7 +175,7 @@ def preview_file(ticket: str, path: str):
         raise NotFound(f"The bundle has no file {path!r}.")
     mimetype = _mimetype(path)
     if mimetype == "text/html":
-        content = _with_storage_stand_in(content)
+        content = _with_preview_shim(content)
     response = Response(content, mimetype=mimetype)
     response.headers["Content-Security-Policy"] = PREVIEW_CSP
     response.headers["X-Frame-Options"] = "SAMEORIGIN"

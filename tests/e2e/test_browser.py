@@ -56,7 +56,7 @@ def test_browse_search_open_import_then_my_installs(live_app, page, screenshots)
     first.click()
     page.wait_for_selector("h1")
     assert page.locator("h1").inner_text() == title
-    page.locator("iframe[sandbox='allow-scripts']").wait_for()
+    page.locator("iframe[sandbox~='allow-scripts']").wait_for()
     page.screenshot(path=screenshots / "subagent-phone.png", full_page=True)
 
     page.get_by_role("button", name="Import").click()
@@ -221,7 +221,7 @@ def test_injected_scripts_never_run(live_app, page, screenshots):
             "document.documentElement.scrollWidth <= document.documentElement.clientWidth"
         ), path
     page.goto(f"/s/{evil['id']}")
-    frame = page.frame_locator("iframe[sandbox='allow-scripts']")
+    frame = page.frame_locator("iframe[sandbox~='allow-scripts']")
     frame.locator("title").wait_for(state="attached")
     page.wait_for_timeout(300)  # the preview's script has run by now
     assert page.evaluate("typeof window.__pwned") == "undefined"

@@ -35,10 +35,10 @@ def test_a_preview_runs_framed_and_never_as_the_page_itself(live_app, page):
     subagent_id = created.get_json()["id"]
 
     page.goto(f"/s/{subagent_id}")
-    frame = page.frame_locator("iframe[sandbox='allow-scripts']")
+    frame = page.frame_locator("iframe[sandbox~='allow-scripts']")
     frame.get_by_text("PREVIEW-RAN").wait_for()  # framed: the bundle's script runs
     assert page.url.endswith(f"/s/{subagent_id}")  # ... and cannot navigate the page
-    preview_url = page.locator("iframe[sandbox='allow-scripts']").get_attribute("src")
+    preview_url = page.locator("iframe[sandbox~='allow-scripts']").get_attribute("src")
 
     response = page.goto(preview_url)
     page.wait_for_load_state("networkidle")

@@ -31,8 +31,8 @@ from market.demo.activity import (
 SEED = 7  # the default of ``sprig demo --seed``
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
-COMMUNITY_SHA256 = "a2effd958080da4db2df7a7f0390b5d1057d92bdddb11ab4b10d2e4c7bb0afc7"
-SMALL_COMMUNITY_SHA256 = "966a66e34cf1891569e99f71b4c43849aa0857c3d15a1310503196a4d30e0139"
+COMMUNITY_SHA256 = "633e77a3047643990b945b7cc6fbf55c46ccc0dada5382409fdfab03c44b527f"
+SMALL_COMMUNITY_SHA256 = "fd32d0a4e7e016c80faf018e1ce700fce811069b2eed77e8fafa5b95f3e8ca32"
 ACTIVITY_SHA256 = "eb9881c3f9448dfac869dace33f623fd4c71ebbce56caa3164a0425d518a445b"
 
 

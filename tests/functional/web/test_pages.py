@@ -208,7 +208,7 @@ def test_subagent_page_shows_story_data_versions_and_preview(client, world):
     assert "your calendar" in body and "calendar.read" in body  # personal data, in words
     assert "Water Tracker</a>" in body  # forked from, linked
     assert "please change it: reminders" in body  # the fork request
-    assert 'sandbox="allow-scripts"' in body and "allow-same-origin" not in body
+    assert 'sandbox="allow-scripts allow-forms"' in body and "allow-same-origin" not in body
     assert "Sign in to import" in body
 
 
@@ -448,10 +448,10 @@ def test_preview_is_sandboxed_and_its_ticket_checked(client, world):
     response = client.get(src, headers=framed)
     assert response.status_code == 200 and response.mimetype == "text/html"
     csp = response.headers["Content-Security-Policy"]
-    assert csp.startswith("sandbox allow-scripts;") and "allow-same-origin" not in csp
+    assert csp.startswith("sandbox allow-scripts allow-forms;") and "allow-same-origin" not in csp
     assert "connect-src 'none'" in csp and "frame-ancestors 'self'" in csp
     assert response.headers["X-Frame-Options"] == "SAMEORIGIN"
-    assert "/static/web/preview-storage.js" in text(response)
+    assert "/static/web/preview-shim.js" in text(response)
     script = client.get(src.replace("index.html", "app.js"))
     assert script.mimetype == "text/javascript"
     ticket = src.split("/")[2]

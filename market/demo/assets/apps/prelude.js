@@ -323,3 +323,9 @@ function lineChart(canvas, labels, series, goal) {
     ctx.stroke();
   }
 }
+
+function offlineText() {
+  // Sprig's preview has no network by design (it sets window.sprigPreview): there a failed
+  // call is not the person's connection, so the app says it works once imported.
+  return window.sprigPreview ? T.previewOffline : T.offline;
+}

@@ -12,7 +12,7 @@ FEATURES.push(function foodfacts() {
       })
       .catch(() => {
         input.value = "";
-        input.placeholder = T.offline;
+        input.placeholder = offlineText();
       });
   });
 });

@@ -12,6 +12,6 @@ FEATURES.push(function holidays() {
       });
     })
     .catch(() => {
-      list.appendChild(el("li", "empty", T.offline));
+      list.appendChild(el("li", "empty", offlineText()));
     });
 });

@@ -8,6 +8,6 @@ FEATURES.push(function rates() {
       box.textContent = T.rates + ": 1 " + cfg.from + " = " + fmt((data.rates || {})[cfg.to], 4) + " " + cfg.to;
     })
     .catch(() => {
-      box.textContent = T.offline;
+      box.textContent = T.rates + " · " + offlineText();
     });
 });

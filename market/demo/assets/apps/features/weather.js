@@ -11,6 +11,6 @@ FEATURES.push(function weather() {
       box.textContent = T.weather + " · " + cfg.city + ": " + fmt(c.temperature_2m) + "°" + (cfg.tempUnit === "fahrenheit" ? "F" : "C") + " · " + fmt(c.precipitation) + " mm";
     })
     .catch(() => {
-      box.textContent = T.offline;
+      box.textContent = T.weather + " · " + cfg.city + ": " + offlineText();
     });
 });

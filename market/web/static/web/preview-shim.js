@@ -1,6 +1,8 @@
-// Sprig previews run in a sandbox with an opaque origin, where reading localStorage throws.
-// Apps keep their logs there, so the preview gets an in-memory stand-in that forgets
-// everything when the frame goes away (a preview keeps nothing).
+// Loaded first into every Sprig preview, a sandbox with an opaque origin and no network.
+// Reading localStorage throws there, and apps keep their logs in it, so the preview gets an
+// in-memory stand-in that forgets everything when the frame goes away (a preview keeps
+// nothing). And `window.sprigPreview` tells the app it runs in a preview: its network calls
+// fail by design here, not because the person is offline, so it can say so.
 (function () {
   "use strict";
   function memoryStorage() {
@@ -21,4 +23,5 @@
       Object.defineProperty(window, name, { value: memoryStorage(), configurable: true });
     }
   });
+  Object.defineProperty(window, "sprigPreview", { value: true });
 })();
