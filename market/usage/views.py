@@ -84,10 +84,19 @@ def _retention_chart(cohorts: list[dict]) -> charts.Chart | None:
     return charts.line_chart(labels, series, percent=True, top=1.0)
 
 
+def _sign_in_to_read():
+    """A signed-out visitor to a dashboard (a link shared by its creator, a bookmark) is asked
+    to sign in and comes back here; any handle answers so, so handles cannot be probed."""
+    back = request.full_path if request.query_string else request.path
+    return redirect(url_for("web.signin_page", next=back))
+
+
 @bp.get("/creators/<handle>")
 def dashboard_page(handle: str):
     days = _window_days()
     session, viewer = db(), caller()
+    if not viewer.is_authenticated:
+        return _sign_in_to_read()
     creator = creator_for_stats(session, viewer, handle)
     end = utcnow().date()
     start = end - timedelta(days=days - 1)
@@ -164,6 +173,8 @@ def dashboard_csv(handle: str):
     """One row per sub-agent and day of the window with any activity."""
     days = _window_days()
     session, viewer = db(), caller()
+    if not viewer.is_authenticated:
+        return _sign_in_to_read()
     creator = creator_for_stats(session, viewer, handle)
     end = utcnow().date()
     start = end - timedelta(days=days - 1)
