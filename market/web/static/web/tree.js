@@ -4,7 +4,11 @@
 (function () {
   "use strict";
   var SVG = "http://www.w3.org/2000/svg";
-  var ROW = 30, INDENT = 22, LEFT = 18, TOP = 18, LABEL_CHARS = 44;
+  // Labels are fitted to the frame's width (cut with "…", the whole title on hover and in
+  // the link's label), so a deep fork stays readable without scrolling sideways; a phone gets
+  // a narrower indent so deep levels keep room for their words.
+  var ROW = 30, LEFT = 18, TOP = 18, NARROW = 520, ELLIPSIS = "\u2026";
+  var INDENT = 22, PHONE_INDENT = 14, SHORTEST_LABEL = 48, MARGIN = 10;
 
   var frame, status, nodes, topId, childrenUrl, nodeUrl;
 
@@ -71,24 +75,43 @@
     return out;
   }
 
-  function label(node) {
-    var title = node.title.length > LABEL_CHARS ? node.title.slice(0, LABEL_CHARS - 1) + "…" : node.title;
-    return title;
+  // Cut ``text`` (an SVG <text> in the document, holding the whole title) to at most ``room``
+  // pixels, ending in an ellipsis; measured on the rendered glyphs, so CJK and Latin titles
+  // both fill the room. Returns the label's right edge relative to its start.
+  function fit(text, room) {
+    var whole = text.getComputedTextLength();
+    if (whole <= room) return whole;
+    var title = text.textContent, ellipsis = text.getSubStringLength(0, 1);
+    var low = 1, high = title.length - 1;
+    while (low < high) {
+      var middle = Math.ceil((low + high) / 2);
+      if (text.getSubStringLength(0, middle) + ellipsis <= room) low = middle; else high = middle - 1;
+    }
+    var width;
+    do {
+      // Never split a surrogate pair (an emoji) in half.
+      var code = title.charCodeAt(low - 1);
+      if (low > 1 && code >= 0xd800 && code <= 0xdbff) low -= 1;
+      text.textContent = title.slice(0, low).replace(/\s+$/, "") + ELLIPSIS;
+      width = text.getComputedTextLength();
+      low -= 1;
+    } while (width > room && low >= 1);
+    return width;
   }
 
   function render() {
     var list = rows();
     var position = new Map();
-    var width = 0;
+    var room = frame.clientWidth;
+    var indent = room < NARROW ? PHONE_INDENT : INDENT;
     list.forEach(function (row, i) {
-      var x = LEFT + row.level * INDENT, y = TOP + i * ROW;
+      var x = LEFT + row.level * indent, y = TOP + i * ROW;
       if (row.kind === "node") position.set(row.node.id, [x, y]);
       row.x = x; row.y = y;
-      width = Math.max(width, x + 40 + 7.2 * (row.kind === "node" ? label(row.node).length + 8 : 18));
     });
     var height = TOP + list.length * ROW;
     var svg = el("svg", {
-      width: Math.ceil(width), height: height, viewBox: "0 0 " + Math.ceil(width) + " " + height,
+      width: room, height: height, viewBox: "0 0 " + room + " " + height,
       role: "group", "aria-label": "Fork tree, " + nodes.size + " sub-agents shown", class: "tree"
     });
     var links = "", bestLinks = "", moreLinks = "";
@@ -115,9 +138,10 @@
           role: "button", tabindex: "0", "data-more-for": node.id,
           "aria-label": "Show " + Math.min(row.left, 12) + " more of " + row.left + " forks of " + node.title
         });
-        more.appendChild(el("rect", { x: -4, y: -11, width: 168, height: 22, rx: 11 }));
+        more.appendChild(el("rect", { x: -4, y: -11, width: 136, height: 22, rx: 11 }));
         more.appendChild(el("text", { x: 8, y: 4 }, node.loading ? "loading…" : "show more (" + row.left + ")"));
         layer.appendChild(more);
+        row.right = row.x + 132;
         return;
       }
       var classes = "node " + qualityClass(node.quality) + (node.best ? " best" : "") + (node.focus ? " focus" : "") +
@@ -131,7 +155,10 @@
       });
       if (node.focus) link.appendChild(el("circle", { r: r + 5, class: "halo" }));
       link.appendChild(el("circle", { r: r, class: "dot" }));
-      link.appendChild(el("text", { x: r + 7, y: 4 }, label(node)));
+      link.appendChild(el("title", {}, node.title));
+      row.text = el("text", { x: r + 7, y: 4 }, node.title);
+      row.labelX = row.x + r + 7;
+      link.appendChild(row.text);
       g.appendChild(link);
       if (node.children.length) {
         var toggle = el("g", {
@@ -148,6 +175,20 @@
     svg.appendChild(layer);
     var old = frame.querySelector("svg.tree");
     if (old) frame.replaceChild(svg, old); else frame.appendChild(svg);
+    // Measuring needs the labels in the document; only a row too deep to keep even a short
+    // label makes the tree wider than its frame (and the frame scroll).
+    var width = room;
+    list.forEach(function (row) {
+      if (row.text) {
+        var space = Math.max(SHORTEST_LABEL, room - row.labelX - MARGIN);
+        row.right = row.labelX + fit(row.text, space);
+      }
+      width = Math.max(width, Math.ceil(row.right + MARGIN));
+    });
+    if (width > room) {
+      svg.setAttribute("width", width);
+      svg.setAttribute("viewBox", "0 0 " + width + " " + height);
+    }
   }
 
   function say(text) { if (status) status.textContent = text; }
@@ -233,6 +274,10 @@
     });
     frame.addEventListener("keydown", function (event) {
       if ((event.key === "Enter" || event.key === " ") && activate(event.target)) event.preventDefault();
+    });
+    var shown = frame.clientWidth;
+    window.addEventListener("resize", function () {
+      if (frame.clientWidth !== shown) { shown = frame.clientWidth; render(); }
     });
     var all = document.getElementById("tree-all");
     if (all) all.addEventListener("click", function () { loadAll(all); });
