@@ -75,28 +75,46 @@
     return out;
   }
 
-  // Cut ``text`` (an SVG <text> in the document, holding the whole title) to at most ``room``
-  // pixels, ending in an ellipsis; measured on the rendered glyphs, so CJK and Latin titles
-  // both fill the room. Returns the label's right edge relative to its start.
-  function fit(text, room) {
-    var whole = text.getComputedTextLength();
-    if (whole <= room) return whole;
-    var title = text.textContent, ellipsis = text.getSubStringLength(0, 1);
-    var low = 1, high = title.length - 1;
+  // The longest prefix of ``text``'s title (an SVG <text> in the document) that fits ``room``
+  // pixels with an ellipsis after it; measured on the rendered glyphs, so CJK and Latin titles
+  // both fill the room. Reads only: no layout is invalidated.
+  function prefixFitting(text, room) {
+    var ellipsis = text.getSubStringLength(0, 1);
+    var low = 1, high = text.textContent.length - 1;
     while (low < high) {
       var middle = Math.ceil((low + high) / 2);
       if (text.getSubStringLength(0, middle) + ellipsis <= room) low = middle; else high = middle - 1;
     }
-    var width;
-    do {
-      // Never split a surrogate pair (an emoji) in half.
-      var code = title.charCodeAt(low - 1);
-      if (low > 1 && code >= 0xd800 && code <= 0xdbff) low -= 1;
-      text.textContent = title.slice(0, low).replace(/\s+$/, "") + ELLIPSIS;
-      width = text.getComputedTextLength();
-      low -= 1;
-    } while (width > room && low >= 1);
-    return width;
+    return low;
+  }
+
+  function cut(label) {
+    // Never split a surrogate pair (an emoji) in half.
+    var code = label.title.charCodeAt(label.keep - 1);
+    if (label.keep > 1 && code >= 0xd800 && code <= 0xdbff) label.keep -= 1;
+    label.text.textContent = label.title.slice(0, label.keep).replace(/\s+$/, "") + ELLIPSIS;
+  }
+
+  // Fit every label to its room, ending a cut one in "…", and note each label's width. All
+  // measuring is done before any label changes and again once after, so a tree of thousands
+  // of nodes is laid out a few times, not once per label.
+  function fitLabels(labels) {
+    var over = labels.filter(function (label) {
+      label.width = label.text.getComputedTextLength();
+      if (label.width <= label.room) return false;
+      label.title = label.text.textContent;
+      label.keep = prefixFitting(label.text, label.room);
+      return true;
+    });
+    over.forEach(cut);
+    // The ellipsis was estimated; trim further where it made a label too wide.
+    for (var round = 0; round < 3 && over.length; round++) {
+      over = over.filter(function (label) {
+        label.width = label.text.getComputedTextLength();
+        return label.width > label.room && label.keep > 1;
+      });
+      over.forEach(function (label) { label.keep -= 1; cut(label); });
+    }
   }
 
   function render() {
@@ -177,12 +195,17 @@
     if (old) frame.replaceChild(svg, old); else frame.appendChild(svg);
     // Measuring needs the labels in the document; only a row too deep to keep even a short
     // label makes the tree wider than its frame (and the frame scroll).
-    var width = room;
+    var labels = [];
     list.forEach(function (row) {
       if (row.text) {
-        var space = Math.max(SHORTEST_LABEL, room - row.labelX - MARGIN);
-        row.right = row.labelX + fit(row.text, space);
+        row.label = { text: row.text, room: Math.max(SHORTEST_LABEL, room - row.labelX - MARGIN) };
+        labels.push(row.label);
       }
+    });
+    fitLabels(labels);
+    var width = room;
+    list.forEach(function (row) {
+      if (row.label) row.right = row.labelX + row.label.width;
       width = Math.max(width, Math.ceil(row.right + MARGIN));
     });
     if (width > room) {
