@@ -40,6 +40,17 @@ _INLINE = {
 
 
 @functools.lru_cache(maxsize=4)
+def docs_for_phones(html: bytes) -> bytes:
+    """APIFlask's Swagger UI page has no viewport meta, so a phone lays it out 980 px wide and
+    shrinks it to an unreadable size; and its icon link says PNG, where Sprig's icon is SVG."""
+    viewport = b'<meta name="viewport" content="width=device-width, initial-scale=1">'
+    charset = b'<meta charset="UTF-8">'
+    return html.replace(charset, charset + b"\n  " + viewport, 1).replace(
+        b'type="image/png"', b'type="image/svg+xml"', 1
+    )
+
+
+@functools.lru_cache(maxsize=4)
 def docs_csp(html: bytes) -> str:
     """The API docs page: the vendored Swagger UI files, its own inline script and style
     (allowed by their hashes, so nothing injected runs), and fetching the document. The page
@@ -76,7 +87,7 @@ def create_app(config: dict | Settings | None = None) -> APIFlask:
         OPENAPI_VERSION="3.1.0",
         JSON_SORT_KEYS=False,
         SYNC_LOCAL_SPEC=False,
-        DOCS_FAVICON="/static/swagger-ui/favicon.png",
+        DOCS_FAVICON="/static/web/sprig.svg",
         SWAGGER_UI_CSS="/static/swagger-ui/swagger-ui.css",
         SWAGGER_UI_BUNDLE_JS="/static/swagger-ui/swagger-ui-bundle.js",
         SWAGGER_UI_STANDALONE_PRESET_JS="/static/swagger-ui/swagger-ui-standalone-preset.js",
@@ -146,6 +157,7 @@ def create_app(config: dict | Settings | None = None) -> APIFlask:
         response.headers.setdefault("Referrer-Policy", "strict-origin-when-cross-origin")
         response.headers.setdefault("X-Frame-Options", "DENY")
         if request.path == DOCS_PATH and response.status_code == 200:
+            response.set_data(docs_for_phones(response.get_data()))
             response.headers.setdefault("Content-Security-Policy", docs_csp(response.get_data()))
         response.headers.setdefault("Content-Security-Policy", DEFAULT_CSP)
         return response

@@ -21,6 +21,7 @@ from market.catalog import queries as browse
 from market.catalog import services as catalog
 from market.catalog.bundles.diff import diff_bundles
 from market.catalog.bundles.manifest import SCOPE_DESCRIPTIONS
+from market.catalog.customize_examples import customize_placeholder
 from market.catalog.models import CATEGORIES, Install, SubAgent
 from market.catalog.schemas import BrowseSort
 from market.catalog.search import matcher_for
@@ -165,6 +166,18 @@ def _scope_words(scopes: list[str]) -> tuple[list[tuple[str, str]], list[tuple[s
     return reads, writes
 
 
+def _fork_requests(session, ids: list[int]) -> list[str | None]:
+    """What each of these forks was asked for, in the order of ``ids``."""
+    if not ids:
+        return []
+    asked = dict(
+        session.execute(
+            select(SubAgent.id, SubAgent.fork_request_text).where(id_in(session, SubAgent.id, ids))
+        ).all()
+    )
+    return [asked.get(i) for i in ids]
+
+
 @bp.get(f"/s/<{ID}:subagent_id>")
 def subagent_page(subagent_id: int):
     session = db()
@@ -208,6 +221,13 @@ def subagent_page(subagent_id: int):
                 ranked.best_language if better else None, reading or listing_language(subagent)
             ),
             forks=forks.items,
+            fork_ratings=figures.ratings(session, [fork.id for fork in forks.items]),
+            customize_example=customize_placeholder(
+                subagent.title,
+                subagent.summary,
+                subagent.category,
+                _fork_requests(session, [fork.id for fork in forks.items]),
+            ),
             more_forks=forks.next_cursor is not None,
             installed_version=_installed_version(session, viewer, subagent.id),
             preview_url=preview_url,

@@ -62,7 +62,8 @@ def my_dashboard():
 
 def _retention_chart(cohorts: list[dict]) -> charts.Chart | None:
     """Share of each install cohort active again on day 1, 7 and 30: the size-weighted
-    average as a bold curve, six recent cohorts as thin ones. Unripe points are gaps."""
+    average as a bold curve, six recent cohorts as thin ones, each its own colour (named in
+    the legend). Unripe points are gaps."""
     if not cohorts:
         return None
     labels = ["install day", "day 1", "day 7", "day 30"]
@@ -76,18 +77,27 @@ def _retention_chart(cohorts: list[dict]) -> charts.Chart | None:
     # The latest cohorts old enough to have a day-7 figure say the most; the very latest
     # would be single dots.
     ripe = [c for c in cohorts if c["day7_rate"] is not None] or cohorts
-    for cohort in ripe[-6:]:
+    for number, cohort in enumerate(ripe[-6:], start=1):
         values = [1.0] + [cohort[f"day{k}_rate"] for k in (1, 7, 30)]
-        series.append((f"cohort of {cohort['cohort_start']}", "cohort", values))
+        series.append((f"cohort of {cohort['cohort_start']}", f"cohort-{number}", values))
     average = [1.0] + [(a / n if n else None) for a, n in (totals[k] for k in (1, 7, 30))]
     series.append(("all cohorts (weighted)", "average", average))
     return charts.line_chart(labels, series, percent=True, top=1.0)
+
+
+def _sign_in_to_read():
+    """A signed-out visitor to a dashboard (a link shared by its creator, a bookmark) is asked
+    to sign in and comes back here; any handle answers so, so handles cannot be probed."""
+    back = request.full_path if request.query_string else request.path
+    return redirect(url_for("web.signin_page", next=back))
 
 
 @bp.get("/creators/<handle>")
 def dashboard_page(handle: str):
     days = _window_days()
     session, viewer = db(), caller()
+    if not viewer.is_authenticated:
+        return _sign_in_to_read()
     creator = creator_for_stats(session, viewer, handle)
     end = utcnow().date()
     start = end - timedelta(days=days - 1)
@@ -164,6 +174,8 @@ def dashboard_csv(handle: str):
     """One row per sub-agent and day of the window with any activity."""
     days = _window_days()
     session, viewer = db(), caller()
+    if not viewer.is_authenticated:
+        return _sign_in_to_read()
     creator = creator_for_stats(session, viewer, handle)
     end = utcnow().date()
     start = end - timedelta(days=days - 1)

@@ -12,9 +12,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-WIDTH = 640
-HEIGHT = 220
-LEFT, RIGHT, TOP, BOTTOM = 44, 26, 12, 28
+# A chart's SVG is scaled to its column, and its labels with it: drawn 360 units wide, a
+# phone's 340 px column keeps the 12-unit labels (sprig.css) above 11 px, where a wider
+# drawing would shrink them below legibility.
+WIDTH = 360
+HEIGHT = 210
+LEFT, RIGHT, TOP, BOTTOM = 40, 20, 12, 28
 
 
 @dataclass(frozen=True)
@@ -127,7 +130,7 @@ def line_chart(
     return Chart(WIDTH, HEIGHT, _y_ticks(top, percent), _x_ticks(labels, xs), lines=lines)
 
 
-def bar_chart(labels: list[str], values: list[float], *, most_ticks: int = 8) -> Chart:
+def bar_chart(labels: list[str], values: list[float], *, most_ticks: int = 6) -> Chart:
     count = max(len(values), 1)
     inner = WIDTH - LEFT - RIGHT
     slot = inner / count

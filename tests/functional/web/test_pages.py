@@ -473,7 +473,7 @@ def test_dashboard_for_its_creator_only_with_charts_and_csv(client, engine, worl
     )
     client.post(f"/api/v1/subagents/{root['id']}/install", json={}, headers=world["bob"].headers)
     # Someone else's dashboard answers what an unknown handle does: no enumeration.
-    assert client.get("/creators/alice").status_code == 404  # anonymous
+    assert client.get("/creators/alice").status_code == 302  # anonymous: asked to sign in
     sign_in(client, world["bob"])
     assert client.get("/creators/alice").status_code == 404
     assert client.get("/creators/alice/stats.csv").status_code == 404

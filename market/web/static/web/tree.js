@@ -4,7 +4,11 @@
 (function () {
   "use strict";
   var SVG = "http://www.w3.org/2000/svg";
-  var ROW = 30, INDENT = 22, LEFT = 18, TOP = 18, LABEL_CHARS = 44;
+  // Labels are fitted to the frame's width (cut with "…", the whole title on hover and in
+  // the link's label), so a deep fork stays readable without scrolling sideways; a phone gets
+  // a narrower indent so deep levels keep room for their words.
+  var ROW = 30, LEFT = 18, TOP = 18, NARROW = 520, ELLIPSIS = "\u2026";
+  var INDENT = 22, PHONE_INDENT = 14, SHORTEST_LABEL = 48, MARGIN = 10;
 
   var frame, status, nodes, topId, childrenUrl, nodeUrl;
 
@@ -71,24 +75,61 @@
     return out;
   }
 
-  function label(node) {
-    var title = node.title.length > LABEL_CHARS ? node.title.slice(0, LABEL_CHARS - 1) + "…" : node.title;
-    return title;
+  // The longest prefix of ``text``'s title (an SVG <text> in the document) that fits ``room``
+  // pixels with an ellipsis after it; measured on the rendered glyphs, so CJK and Latin titles
+  // both fill the room. Reads only: no layout is invalidated.
+  function prefixFitting(text, room) {
+    var ellipsis = text.getSubStringLength(0, 1);
+    var low = 1, high = text.textContent.length - 1;
+    while (low < high) {
+      var middle = Math.ceil((low + high) / 2);
+      if (text.getSubStringLength(0, middle) + ellipsis <= room) low = middle; else high = middle - 1;
+    }
+    return low;
+  }
+
+  function cut(label) {
+    // Never split a surrogate pair (an emoji) in half.
+    var code = label.title.charCodeAt(label.keep - 1);
+    if (label.keep > 1 && code >= 0xd800 && code <= 0xdbff) label.keep -= 1;
+    label.text.textContent = label.title.slice(0, label.keep).replace(/\s+$/, "") + ELLIPSIS;
+  }
+
+  // Fit every label to its room, ending a cut one in "…", and note each label's width. All
+  // measuring is done before any label changes and again once after, so a tree of thousands
+  // of nodes is laid out a few times, not once per label.
+  function fitLabels(labels) {
+    var over = labels.filter(function (label) {
+      label.width = label.text.getComputedTextLength();
+      if (label.width <= label.room) return false;
+      label.title = label.text.textContent;
+      label.keep = prefixFitting(label.text, label.room);
+      return true;
+    });
+    over.forEach(cut);
+    // The ellipsis was estimated; trim further where it made a label too wide.
+    for (var round = 0; round < 3 && over.length; round++) {
+      over = over.filter(function (label) {
+        label.width = label.text.getComputedTextLength();
+        return label.width > label.room && label.keep > 1;
+      });
+      over.forEach(function (label) { label.keep -= 1; cut(label); });
+    }
   }
 
   function render() {
     var list = rows();
     var position = new Map();
-    var width = 0;
+    var room = frame.clientWidth;
+    var indent = room < NARROW ? PHONE_INDENT : INDENT;
     list.forEach(function (row, i) {
-      var x = LEFT + row.level * INDENT, y = TOP + i * ROW;
+      var x = LEFT + row.level * indent, y = TOP + i * ROW;
       if (row.kind === "node") position.set(row.node.id, [x, y]);
       row.x = x; row.y = y;
-      width = Math.max(width, x + 40 + 7.2 * (row.kind === "node" ? label(row.node).length + 8 : 18));
     });
     var height = TOP + list.length * ROW;
     var svg = el("svg", {
-      width: Math.ceil(width), height: height, viewBox: "0 0 " + Math.ceil(width) + " " + height,
+      width: room, height: height, viewBox: "0 0 " + room + " " + height,
       role: "group", "aria-label": "Fork tree, " + nodes.size + " sub-agents shown", class: "tree"
     });
     var links = "", bestLinks = "", moreLinks = "";
@@ -115,9 +156,10 @@
           role: "button", tabindex: "0", "data-more-for": node.id,
           "aria-label": "Show " + Math.min(row.left, 12) + " more of " + row.left + " forks of " + node.title
         });
-        more.appendChild(el("rect", { x: -4, y: -11, width: 168, height: 22, rx: 11 }));
+        more.appendChild(el("rect", { x: -4, y: -11, width: 136, height: 22, rx: 11 }));
         more.appendChild(el("text", { x: 8, y: 4 }, node.loading ? "loading…" : "show more (" + row.left + ")"));
         layer.appendChild(more);
+        row.right = row.x + 132;
         return;
       }
       var classes = "node " + qualityClass(node.quality) + (node.best ? " best" : "") + (node.focus ? " focus" : "") +
@@ -131,7 +173,10 @@
       });
       if (node.focus) link.appendChild(el("circle", { r: r + 5, class: "halo" }));
       link.appendChild(el("circle", { r: r, class: "dot" }));
-      link.appendChild(el("text", { x: r + 7, y: 4 }, label(node)));
+      link.appendChild(el("title", {}, node.title));
+      row.text = el("text", { x: r + 7, y: 4 }, node.title);
+      row.labelX = row.x + r + 7;
+      link.appendChild(row.text);
       g.appendChild(link);
       if (node.children.length) {
         var toggle = el("g", {
@@ -148,6 +193,25 @@
     svg.appendChild(layer);
     var old = frame.querySelector("svg.tree");
     if (old) frame.replaceChild(svg, old); else frame.appendChild(svg);
+    // Measuring needs the labels in the document; only a row too deep to keep even a short
+    // label makes the tree wider than its frame (and the frame scroll).
+    var labels = [];
+    list.forEach(function (row) {
+      if (row.text) {
+        row.label = { text: row.text, room: Math.max(SHORTEST_LABEL, room - row.labelX - MARGIN) };
+        labels.push(row.label);
+      }
+    });
+    fitLabels(labels);
+    var width = room;
+    list.forEach(function (row) {
+      if (row.label) row.right = row.labelX + row.label.width;
+      width = Math.max(width, Math.ceil(row.right + MARGIN));
+    });
+    if (width > room) {
+      svg.setAttribute("width", width);
+      svg.setAttribute("viewBox", "0 0 " + width + " " + height);
+    }
   }
 
   function say(text) { if (status) status.textContent = text; }
@@ -233,6 +297,10 @@
     });
     frame.addEventListener("keydown", function (event) {
       if ((event.key === "Enter" || event.key === " ") && activate(event.target)) event.preventDefault();
+    });
+    var shown = frame.clientWidth;
+    window.addEventListener("resize", function () {
+      if (frame.clientWidth !== shown) { shown = frame.clientWidth; render(); }
     });
     var all = document.getElementById("tree-all");
     if (all) all.addEventListener("click", function () { loadAll(all); });
