@@ -13,6 +13,7 @@ from market.catalog.services import get_version
 from market.identity.access import can_view, sees_every_fork_request, viewable_clause
 from market.identity.models import User
 from market.identity.tokens import Principal
+from market.platform.db import id_in
 from market.platform.errors import Conflict, Forbidden
 from market.platform.pagination import decode_cursor, encode_cursor
 from market.platform.time import utcnow
@@ -218,3 +219,49 @@ def fork_request_queue(
     items = [QueuedRequest(req, user) for req, user, _sa in rows[:limit]]
     next_cursor = encode_cursor(rows[limit - 1][0].id) if len(rows) > limit else None
     return ForkRequestPage(items=items, next_cursor=next_cursor)
+
+
+@dataclass
+class MyForkRequest:
+    """One of the caller's fork requests, with the sub-agent it asks to fork and, once
+    fulfilled, the fork that answered it (None while open, or if the fork is out of view)."""
+
+    request: ForkRequest
+    subagent: SubAgent
+    fork: SubAgent | None
+
+
+@dataclass
+class MyForkRequestPage:
+    items: list[MyForkRequest]
+    next_cursor: str | None
+
+
+def my_fork_requests(
+    session: Session, caller: Principal, *, limit: int, cursor: str | None
+) -> MyForkRequestPage:
+    """The caller's own fork requests in every status, newest first. Requests for what the
+    caller may no longer see (made private, quarantined) drop out, as in the queue."""
+    caller.require()
+    statement = (
+        select(ForkRequest, SubAgent)
+        .join(SubAgent, SubAgent.id == ForkRequest.subagent_id)
+        .where(ForkRequest.requester_id == caller.user_id, viewable_clause(caller))
+    )
+    if cursor:
+        (last_id,) = decode_cursor(cursor, (int,))
+        statement = statement.where(ForkRequest.id < last_id)
+    rows = list(session.exec(statement.order_by(ForkRequest.id.desc()).limit(limit + 1)))
+    fork_ids = [req.fulfilled_by_id for req, _sa in rows[:limit] if req.fulfilled_by_id]
+    forks = {
+        fork.id: fork
+        for fork in (
+            session.exec(select(SubAgent).where(id_in(session, SubAgent.id, fork_ids)))
+            if fork_ids
+            else ()
+        )
+        if can_view(caller, fork)
+    }
+    items = [MyForkRequest(req, sa, forks.get(req.fulfilled_by_id)) for req, sa in rows[:limit]]
+    next_cursor = encode_cursor(rows[limit - 1][0].id) if len(rows) > limit else None
+    return MyForkRequestPage(items=items, next_cursor=next_cursor)

@@ -36,11 +36,25 @@ from market.ranking.services import listing_language, ranking_figures
 from market.usage import queries as figures
 from market.web import preview
 from market.web.blueprint import bp
+from market.web.signin import same_site_path
 
 ID = "int(max=2147483647)"
 
 
 PAGE_SIZE = 24
+
+
+# What the rating form offers to tick (the rating service takes any tag; these are what people
+# most often say about a tool).
+SUGGESTED_TAGS = (
+    "love it",
+    "crashes",
+    "too slow",
+    "confusing",
+    "wants reminders",
+    "needs dark mode",
+    "wants export",
+)
 
 
 MAX_QUERY_CHARS = 200
@@ -196,6 +210,15 @@ def subagent_page(subagent_id: int):
     preview_url = None
     if latest is not None and can_read_files(session, viewer, subagent, latest):
         preview_url = preview.url_for_version(viewer, subagent.id, latest)
+    installed_version = _installed_version(session, viewer, subagent.id)
+    # A person rates the version in their agent, else the newest; the form shows what they
+    # said last, on whichever version.
+    rated_version = next(
+        (v for v in versions if v.id == (installed_version or subagent.latest_version_id)), None
+    )
+    own_rating = (
+        figures.own_rating(session, viewer.user_id, subagent.id) if viewer.user_id else None
+    )
     page = make_response(
         render_template(
             "web/subagent.html",
@@ -229,8 +252,18 @@ def subagent_page(subagent_id: int):
                 _fork_requests(session, [fork.id for fork in forks.items]),
             ),
             more_forks=forks.next_cursor is not None,
-            installed_version=_installed_version(session, viewer, subagent.id),
+            installed_version=installed_version,
             preview_url=preview_url,
+            rated_version=rated_version,
+            own_rating=own_rating,
+            own_rating_number=next(
+                (v.number for v in versions if own_rating and v.id == own_rating.version_id), None
+            ),
+            # Tags this person used before stay ticked even when the list does not offer them.
+            tag_choices=[
+                *SUGGESTED_TAGS,
+                *(t for t in (own_rating.tags if own_rating else []) if t not in SUGGESTED_TAGS),
+            ],
         )
     )
     page.vary.add("Accept-Language")  # the better branch is chosen for the reader's language
@@ -292,6 +325,32 @@ def import_subagent(subagent_id: int):
         )
     flash(message, "ok")
     return redirect(url_for("web.subagent_page", subagent_id=subagent_id))
+
+
+@bp.post(f"/s/<{ID}:subagent_id>/uninstall")
+def uninstall_subagent(subagent_id: int):
+    """Take it out of the signed-in person's agent (theirs only: the install is looked up by
+    who asks), then back to the page the form was on."""
+    session, viewer = db(), caller()
+    if not viewer.is_authenticated:
+        return _sign_in_first(subagent_id)
+    back = same_site_path(
+        request.form.get("next") or url_for("web.subagent_page", subagent_id=subagent_id)
+    )
+    subagent = catalog.get_visible(session, viewer, subagent_id)
+    try:
+        removed = installs.uninstall(session, viewer, subagent)
+    except SprigError as error:
+        flash(error.detail, "error")
+        return redirect(back)
+    commit()
+    flash(
+        f"Removed “{subagent.title}” from your agent."
+        if removed
+        else f"“{subagent.title}” was not in your agent.",
+        "ok",
+    )
+    return redirect(back)
 
 
 @bp.post(f"/s/<{ID}:subagent_id>/customize")
@@ -415,6 +474,21 @@ def my_installs_page():
     return render_template(
         "web/installs.html", items=page.items, ratings=ratings, next_url=next_url
     )
+
+
+@bp.get("/me/fork-requests")
+def my_fork_requests_page():
+    viewer = caller()
+    if not viewer.is_authenticated:
+        return redirect(url_for("web.signin_page", next=request.full_path))
+    cursor = _text_arg("cursor")
+    if cursor and len(cursor) > 200:
+        raise BadRequest("The cursor is not one this site made.")
+    page = installs.my_fork_requests(db(), viewer, limit=PAGE_SIZE, cursor=cursor)
+    next_url = (
+        url_for("web.my_fork_requests_page", cursor=page.next_cursor) if page.next_cursor else None
+    )
+    return render_template("web/fork_requests.html", items=page.items, next_url=next_url)
 
 
 # ---- the fork tree view: nodes of a lineage with their size, colour and flags.

@@ -127,6 +127,37 @@ def recent_comments(session: Session, subagent_id: int, limit: int = 20) -> list
     ]
 
 
+@dataclass(frozen=True)
+class OwnRating:
+    """A person's latest rating of a sub-agent (of whichever version they rated last), for
+    the rating form to show what they said before."""
+
+    version_id: int
+    stars: int | None
+    comment: str
+    tags: list[str]
+
+
+def own_rating(session: Session, user_id: int, subagent_id: int) -> OwnRating | None:
+    row = session.execute(
+        select(
+            Feedback.version_id, Feedback.scale, Feedback.rating, Feedback.comment, Feedback.tags
+        )
+        .where(Feedback.user_id == user_id, Feedback.subagent_id == subagent_id)
+        .order_by(Feedback.updated_at.desc(), Feedback.id.desc())
+        .limit(1)
+    ).first()
+    if row is None:
+        return None
+    version_id, scale, rating, comment, tags = row
+    return OwnRating(
+        version_id=version_id,
+        stars=rating if scale == "stars" else None,
+        comment=comment or "",
+        tags=list(tags or []),
+    )
+
+
 def average_daily_users(session: Session, ids: list[int]) -> dict[int, float]:
     """Average distinct users per day over the last 30 days (from the daily rollup)."""
     if not ids:

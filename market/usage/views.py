@@ -3,6 +3,9 @@ of the creator's sub-agents with sparklines; forks of their work and the lineage
 
 The figures come from ``market.usage.stats`` (the same functions behind
 ``/api/v1/creators/<handle>/stats``), so the page and the API always agree.
+
+And the sub-agent page's rating form, which rates through ``market.usage.ratings`` as the API
+does: who may rate is decided there, and its refusal is shown as the page's message.
 """
 
 from __future__ import annotations
@@ -12,20 +15,23 @@ import io
 import re
 from datetime import timedelta
 
-from flask import Response, redirect, render_template, request, url_for
+from flask import Response, flash, redirect, render_template, request, url_for
+from pydantic import ValidationError
 from sqlmodel import select
 
+from market.catalog import services as catalog
 from market.catalog.models import SubAgent
 from market.identity.access import creator_for_stats, creator_subagents, tree_clause
 from market.identity.models import User
 from market.identity.tokens import caller
-from market.platform.api_deps import db
+from market.platform.api_deps import commit, db
 from market.platform.db import id_in
-from market.platform.errors import BadRequest
+from market.platform.errors import BadRequest, SprigError
 from market.platform.time import utcnow
-from market.usage import stats
+from market.usage import ratings, stats
 from market.usage.api import fresh_rollups
 from market.usage.models import DailyStats
+from market.usage.schemas import FeedbackIn
 from market.web import charts
 from market.web.blueprint import bp
 
@@ -50,6 +56,73 @@ def _window_days() -> int:
     if not raw.isdigit() or int(raw) not in WINDOWS:
         raise BadRequest(f"The window is one of {', '.join(map(str, WINDOWS))} days.")
     return int(raw)
+
+
+# What a rating form's refusal says, by the field the rating's request model refused.
+RATING_FORM_PROBLEMS = {
+    "stars": "Choose from 1 to 5 stars.",
+    "comment": "A comment is plain text of at most 1,000 characters.",
+    "tags": "Pick tags from the list.",
+    "version_id": "That version is not one of this sub-agent's.",
+}
+
+
+def _form_number(name: str) -> int | str | None:
+    """A whole number typed in a form, as the request model reads JSON: digits become an int,
+    anything else is passed on for the model to refuse."""
+    raw = request.form.get(name, "").strip()
+    if raw.isascii() and raw.isdigit() and len(raw) <= 10:
+        return int(raw)
+    return raw or None
+
+
+def _rating_from_form() -> FeedbackIn:
+    comment = request.form.get("comment", "").strip()
+    try:
+        return FeedbackIn.model_validate(
+            {
+                "version_id": _form_number("version_id"),
+                "stars": _form_number("stars"),
+                "comment": comment or None,
+                "tags": request.form.getlist("tags"),
+            }
+        )
+    except ValidationError as error:
+        # The model's first complaint, in the page's words ("exactly one of stars or
+        # thumbs" has no field: on this form it means no stars were chosen).
+        where = error.errors()[0]["loc"]
+        raise BadRequest(RATING_FORM_PROBLEMS[where[0] if where else "stars"]) from None
+
+
+@bp.post("/s/<int(max=2147483647):subagent_id>/rate")
+def rate_subagent(subagent_id: int):
+    """The rating form: stars, tags and a comment on the version the form names. The rating
+    service decides whether this person may rate it; a refusal comes back as a message."""
+    session, viewer = db(), caller()
+    page = url_for("web.subagent_page", subagent_id=subagent_id)
+    if not viewer.is_authenticated:
+        return redirect(url_for("web.signin_page", next=page + "#rate"))
+    subagent = catalog.get_visible(session, viewer, subagent_id)
+    try:
+        body = _rating_from_form()
+        version = catalog.get_version(session, subagent, body.version_id)
+        _row, created = ratings.rate_version(
+            session,
+            viewer,
+            version_id=version.id,
+            user_id=None,
+            stars=body.stars,
+            thumbs=None,
+            comment=body.comment,
+            tags=body.tags,
+            exposure_id=None,
+        )
+    except SprigError as error:
+        flash(error.detail, "error")
+        return redirect(page + "#rate")
+    commit()
+    flash("Thanks: your rating is on the page." if created else "Your rating is updated.", "ok")
+    return redirect(page + "#rate")
 
 
 @bp.get("/dashboard")
