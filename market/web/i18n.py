@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import io
+from contextvars import ContextVar
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -21,7 +22,9 @@ from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from babel.support import Translations
 from flask import Flask, g, request
-from flask_babel import Babel, Domain, get_locale, lazy_gettext
+from flask_babel import Babel, Domain, get_locale
+from jinja2 import pass_eval_context
+from markupsafe import Markup, escape
 from sqlmodel import select
 from werkzeug.utils import cached_property
 
@@ -40,23 +43,32 @@ HTML_LANG = {"en": "en", "zh": "zh-Hans", "ja": "ja"}
 TRANSLATIONS_DIR = Path(__file__).parent / "translations"
 LANG_COOKIE = "sprig_lang"
 LANG_COOKIE_SECONDS = 365 * 24 * 3600
+
+
+def N_(message: str) -> str:
+    """Marks a message for ``make messages`` where it is translated later, by :func:`label`."""
+    return message
+
+
 # The fixed words pages show from the data (categories, visibilities) in the reader's language.
-LABELS = {
-    "diet": lazy_gettext("diet"),
-    "hydration": lazy_gettext("hydration"),
-    "fitness": lazy_gettext("fitness"),
-    "health": lazy_gettext("health"),
-    "mood": lazy_gettext("mood"),
-    "sleep": lazy_gettext("sleep"),
-    "finance": lazy_gettext("finance"),
-    "study": lazy_gettext("study"),
-    "family": lazy_gettext("family"),
-    "hobby": lazy_gettext("hobby"),
-    "travel": lazy_gettext("travel"),
-    "home": lazy_gettext("home"),
-    "unlisted": lazy_gettext("unlisted"),
-    "private": lazy_gettext("private"),
-}
+LABELS = frozenset(
+    (
+        N_("diet"),
+        N_("hydration"),
+        N_("fitness"),
+        N_("health"),
+        N_("mood"),
+        N_("sleep"),
+        N_("finance"),
+        N_("study"),
+        N_("family"),
+        N_("hobby"),
+        N_("travel"),
+        N_("home"),
+        N_("unlisted"),
+        N_("private"),
+    )
+)
 
 
 @functools.cache
@@ -70,12 +82,59 @@ def catalog(language: str) -> Translations:
     return Translations(compiled)
 
 
+# This request's catalog, looked up once: a page calls gettext a few hundred times, and
+# Flask-Babel's own lookup goes through its request context (several proxies) on every call.
+# Reset before every request (see install), filled on the first call.
+_page_catalog: ContextVar[Translations | None] = ContextVar("page_catalog", default=None)
+
+
+def _forget_page_catalog() -> None:
+    _page_catalog.set(None)
+
+
+def page_translations() -> Translations:
+    translations = _page_catalog.get()
+    if translations is None:
+        translations = catalog(current_language())
+        _page_catalog.set(translations)
+    return translations
+
+
+def _fill(eval_context, translated: str, variables: dict) -> str:
+    """Jinja's "newstyle" gettext: the variables go into the translated text (which may hold
+    markup of its own) escaped when the template autoescapes. Numbers need no escaping, and
+    only text needs it, so only text is escaped (far cheaper than ``Markup.__mod__``)."""
+    if not eval_context.autoescape:
+        return translated % variables
+    safe = {
+        name: value if isinstance(value, int | float) else escape(value)
+        for name, value in variables.items()
+    }
+    # The catalogs' own text, trusted like a template's; every variable is escaped above.
+    return Markup(translated % safe)  # noqa: S704
+
+
+@pass_eval_context
+def template_gettext(eval_context, message: str, **variables) -> str:
+    """``_()`` and ``gettext()`` in templates; a message without variables is not formatted,
+    so it writes a percent sign as itself."""
+    translated = page_translations().gettext(message)
+    if not variables:
+        return Markup(translated) if eval_context.autoescape else translated  # noqa: S704
+    return _fill(eval_context, translated, variables)
+
+
+@pass_eval_context
+def template_ngettext(eval_context, singular: str, plural: str, num: int, **variables) -> str:
+    translated = page_translations().ngettext(singular, plural, num)
+    return _fill(eval_context, translated, {"num": num, **variables})
+
+
 class SourceCatalogs(Domain):
     """The message domain read from the ``.po`` sources (see :func:`catalog`)."""
 
     def get_translations(self):
-        locale = get_locale()
-        return catalog(locale.language if locale is not None else DEFAULT_LANGUAGE)
+        return page_translations()
 
 
 class SprigBabel(Babel):
@@ -106,7 +165,7 @@ def page_language() -> str:
 
 
 def label(word: str) -> str:
-    return str(LABELS.get(word, word))
+    return page_translations().gettext(word) if word in LABELS else word
 
 
 def current_language() -> str:
@@ -150,7 +209,11 @@ def install(app: Flask) -> None:
     for language in LANGUAGES:
         catalog(language)
     SprigBabel(app, default_locale=DEFAULT_LANGUAGE, locale_selector=page_language)
+    app.before_request(_forget_page_catalog)
     app.jinja_env.globals.update(
+        _=template_gettext,
+        gettext=template_gettext,
+        ngettext=template_ngettext,
         page_languages=LANGUAGES,
         current_language=current_language,
         html_lang=lambda: HTML_LANG[current_language()],
