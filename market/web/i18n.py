@@ -50,7 +50,8 @@ def N_(message: str) -> str:
     return message
 
 
-# The fixed words pages show from the data (categories, visibilities) in the reader's language.
+# The fixed words pages show from the data (categories, visibilities, a file's change) in the
+# reader's language.
 LABELS = frozenset(
     (
         N_("diet"),
@@ -67,6 +68,9 @@ LABELS = frozenset(
         N_("home"),
         N_("unlisted"),
         N_("private"),
+        N_("added"),
+        N_("removed"),
+        N_("modified"),
     )
 )
 

@@ -10,7 +10,7 @@ from sqlalchemy import update
 
 from market.identity.models import User
 from market.platform.db import session_scope
-from tests.factories import make_user, publish
+from tests.factories import fork, make_user, publish
 from tests.functional.web.test_pages import sign_in, text
 
 HTML_LANG = re.compile(r'<html lang="([^"]+)">')
@@ -111,3 +111,14 @@ def test_a_search_echoed_in_translated_chrome_stays_escaped(client):
     body = text(page)
     assert "「&lt;b&gt;x&lt;/b&gt;」に合うものはまだありません" in body
     assert "<b>x</b>" not in body
+
+
+def test_the_diff_page_in_japanese(client, engine, listing):
+    forker = make_user(engine, "yui")
+    child = fork(client, forker, listing["id"], note="larger glasses", title="Water Tracker XL")
+    page = client.get(f"/s/{child['id']}/diff?lang=ja")
+    assert page.status_code == 200
+    body = text(page)
+    assert ">権限<" in body and ">ファイル<" in body
+    assert "Water Tracker XL</a> の変更点" in body
+    assert "Permissions" not in body
