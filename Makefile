@@ -6,7 +6,7 @@ PORT ?= 8000
 STAMP := $(VENV)/.installed-stamp
 EMBEDDED_DB := sqlite:///var/sprig.db
 
-.PHONY: install run test test-inside lint migrations-check bench-quick clean
+.PHONY: install run test test-inside lint migrations-check bench-quick messages clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -51,6 +51,13 @@ migrations-check:
 
 bench-quick: install
 	scripts/test-services.sh sh -c '$(BIN)/python bench/catalog.py --quick'
+
+# After changing a page's text: the templates' strings into the three catalogs of
+# market/web/translations (the app compiles them when it starts); then translate the new ones.
+messages: install
+	mkdir -p var
+	$(BIN)/pybabel extract -F babel.cfg -k lazy_gettext --no-location -o var/messages.pot .
+	$(BIN)/pybabel update -i var/messages.pot -d market/web/translations --no-fuzzy-matching --ignore-obsolete
 
 clean:
 	rm -rf var .pytest_cache .ruff_cache

@@ -12,6 +12,7 @@ from flask import (
     request,
     url_for,
 )
+from flask_babel import gettext, lazy_gettext
 from sqlalchemy import and_, func, or_
 from sqlmodel import Session, select
 
@@ -64,11 +65,11 @@ MAX_QUERY_CHARS = 200
 # scores (market/ranking/services.py); before any ranking has run, top and trending fall back to the
 # most installed, and the page says so.
 SORTS = {
-    "top": "Top",
-    "trending": "Trending",
-    "rising": "Rising",
-    "new": "New",
-    "installs": "Most installed",
+    "top": lazy_gettext("Top"),
+    "trending": lazy_gettext("Trending"),
+    "rising": lazy_gettext("Rising"),
+    "new": lazy_gettext("New"),
+    "installs": lazy_gettext("Most installed"),
 }
 
 
@@ -83,7 +84,9 @@ def _browse_sort(requested: str | None, has_query: bool) -> tuple[str | None, st
     if requested in supported:
         return requested, None
     if requested in RANKED_SORTS:
-        return "installs", "Rankings are not computed yet: showing the most installed first."
+        return "installs", gettext(
+            "Rankings are not computed yet: showing the most installed first."
+        )
     raise BadRequest(f"Unknown sort {requested!r}.")
 
 
@@ -123,7 +126,7 @@ def browse_page():
         matcher=matcher_for(current_app, session),
     )
     if not page.items and not cursor and requested_sort in ("top", "trending"):
-        notice = "No ranking has run yet: showing the most installed first."
+        notice = gettext("No ranking has run yet: showing the most installed first.")
         requested_sort = "installs"  # so "show more" continues this list
         page = browse.browse(
             session,
@@ -272,16 +275,16 @@ def subagent_page(subagent_id: int):
 
 # What a page calls the languages of ``evolution.language.language_of``.
 LANGUAGE_NAMES = {
-    "zh": "Chinese",
-    "ja": "Japanese",
-    "ko": "Korean",
-    "en": "English",
-    "es": "Spanish",
-    "fr": "French",
-    "de": "German",
-    "pt": "Portuguese",
-    "it": "Italian",
-    "latin": "another language",
+    "zh": lazy_gettext("Chinese"),
+    "ja": lazy_gettext("Japanese"),
+    "ko": lazy_gettext("Korean"),
+    "en": lazy_gettext("English"),
+    "es": lazy_gettext("Spanish"),
+    "fr": lazy_gettext("French"),
+    "de": lazy_gettext("German"),
+    "pt": lazy_gettext("Portuguese"),
+    "it": lazy_gettext("Italian"),
+    "latin": lazy_gettext("another language"),
 }
 
 

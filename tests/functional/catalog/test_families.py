@@ -244,7 +244,8 @@ def test_a_chinese_reader_is_pointed_to_the_chinese_branch_without_a_language_no
     for subagent_id in english_pages_with_a_chinese_best:
         text = banner(client, subagent_id, "zh-CN,zh;q=0.9")
         assert language_of_row(rows, named_branch(text)) == "zh"
-        assert "in Chinese" not in text and "A newer branch of this is loved more" in text
+        # The banner speaks the reader's chrome (Chinese) and names no language.
+        assert "中文分支" not in text and "它有一个更新的分支，更受喜爱" in text
 
 
 def test_the_api_names_the_branch_language_and_varies_on_it(
