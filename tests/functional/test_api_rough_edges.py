@@ -37,6 +37,17 @@ def test_an_install_without_a_body_takes_every_default(client, engine):
     assert again.get_json()["id"] == first.get_json()["id"]
 
 
+def test_the_document_says_an_install_body_may_be_left_out(client):
+    paths = client.get(f"{API}/openapi.json").get_json()["paths"]
+    assert (
+        paths[f"{API}/subagents/{{subagent_id}}/install"]["post"]["requestBody"]["required"]
+        is False
+    )
+    assert paths[f"{API}/subagents/{{subagent_id}}/fork-requests"]["post"]["requestBody"][
+        "required"
+    ]
+
+
 def test_an_install_with_a_malformed_body_is_a_clear_400(client, engine):
     author, person = make_user(engine, "author"), make_user(engine, "person")
     water = publish(client, author)
