@@ -14,7 +14,7 @@ from flask import g, request
 from sqlalchemy.engine import make_url
 
 from market.platform import problems
-from market.platform.api import complete_spec
+from market.platform.api import complete_spec, optional_bodies
 from market.platform.api_deps import JsonBodyRequest
 from market.platform.celery_app import celery_init_app
 from market.platform.config import Settings, load_settings
@@ -182,7 +182,9 @@ def register_api(app: APIFlask, prefix: str) -> None:
     app.register_blueprint(recommend_api.bp, url_prefix=prefix)
     app.register_blueprint(suggestions_api.bp, url_prefix=prefix)
     app.register_blueprint(exports_api.bp, url_prefix=prefix)
-    app.spec_processor(lambda spec: complete_spec(spec, prefix, catalog_api.BUNDLE_BODIES))
+    app.spec_processor(
+        lambda spec: complete_spec(spec, prefix, catalog_api.BUNDLE_BODIES, optional_bodies(app))
+    )
 
 
 def register_pages(app: APIFlask) -> None:

@@ -65,7 +65,7 @@ from market.catalog.serialize import (
 from market.identity.access import can_moderate
 from market.identity.models import User
 from market.identity.tokens import caller, reader_language
-from market.platform.api_deps import commit, db, parse_json, parse_model
+from market.platform.api_deps import body_optional, commit, db, parse_json, parse_model
 from market.platform.errors import Forbidden, Unprocessable, UnsupportedMediaType
 from market.platform.pagination import decode_cursor, encode_cursor
 from market.platform.problems import problem
@@ -305,6 +305,7 @@ def get_diff(subagent_id: int, query: DiffQuery):
 @bp.post("/subagents/<int(max=2147483647):subagent_id>/install")
 @bp.input(InstallIn, arg_name="body")
 @bp.output(InstallOut, status_code=201, description="installed (200 if it already was)")
+@body_optional
 def install(subagent_id: int, body: InstallIn):
     """Import a version into the caller's agent; says which scopes are newly asked for."""
     session = db()

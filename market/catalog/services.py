@@ -358,6 +358,7 @@ def fork(
     if parent.status == "quarantined":
         raise Conflict("A quarantined sub-agent cannot be forked.")
     parent_version = get_version(session, parent, parent_version_id)
+    dedupe_key = f"{publisher.id}:{parent.id}:{bundle.sha256}"
     request = None
     if fork_request_id is not None:
         request = session.get(ForkRequest, fork_request_id)
@@ -367,6 +368,11 @@ def fork(
                 errors=[{"location": "fork_request_id", "message": "not a request for this"}],
             )
         if request.status != "open":
+            # A retry of the fork that fulfilled it (same publisher, parent and bytes) finds
+            # that fork, as any retried fork does; another fork finds the request taken.
+            earlier = _fulfilling_fork(session, request, dedupe_key)
+            if earlier is not None:
+                return earlier, session.get(Version, earlier.latest_version_id), False
             raise Conflict(f"Fork request {fork_request_id} is already {request.status}.")
     check_publishable(bundle, publisher, title=title, summary=summary, story=story)
     now = created_at or utcnow()
@@ -388,7 +394,7 @@ def fork(
             ancestry=ancestry,
             fork_request_text=fork_request,
             fork_request_id=request.id if request else None,
-            dedupe_key=f"{publisher.id}:{parent.id}:{bundle.sha256}",
+            dedupe_key=dedupe_key,
             created_at=now,
             updated_at=now,
         ),
@@ -407,6 +413,14 @@ def fork(
         request.fulfilled_at = now
         session.add(request)
     return child, version, True
+
+
+def _fulfilling_fork(session: Session, request: ForkRequest, dedupe_key: str) -> SubAgent | None:
+    """The fork that fulfilled ``request``, if it is the one ``dedupe_key`` names."""
+    if request.fulfilled_by_id is None:
+        return None
+    earlier = session.get(SubAgent, request.fulfilled_by_id)
+    return earlier if earlier is not None and earlier.dedupe_key == dedupe_key else None
 
 
 def publish_version(

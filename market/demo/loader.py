@@ -25,7 +25,14 @@ from market.platform.time import utcnow
 from market.ranking.services import run_ranking
 from market.usage.ingest import log_install
 
-DEMO_SERVICE_SCOPES = ["events:write", "recommend", "suggest", "publish:on-behalf", "exports"]
+DEMO_SERVICE_SCOPES = [
+    "events:write",
+    "recommend",
+    "suggest",
+    "publish:on-behalf",
+    "feedback:on-behalf",
+    "exports",
+]
 
 
 def is_empty(engine: Engine) -> bool:

@@ -10,7 +10,13 @@ from flask import send_file, url_for
 from feedback.export import ExportParameters
 from market.exports import services as export_service
 from market.exports.models import ExportRun
-from market.exports.schemas import ExportFileOut, ExportIn, ExportRunOut
+from market.exports.schemas import (
+    ExportFileOut,
+    ExportIn,
+    ExportListQuery,
+    ExportRunList,
+    ExportRunOut,
+)
 from market.identity.tokens import caller
 from market.platform.api_deps import commit, db
 from market.platform.errors import NotFound, ServiceUnavailable
@@ -89,6 +95,17 @@ def create_export(body: ExportIn):
     run = session.get(ExportRun, run_id)
     location = url_for("exports.get_export", run_id=run_id)
     return _run_out(run), 202, {"Location": location}
+
+
+@bp.get("/exports")
+@bp.input(ExportListQuery, location="query", arg_name="query")
+@bp.output(ExportRunList)
+def list_exports(query: ExportListQuery):
+    """Every export run, newest first (paged: pass `next_cursor` back as `cursor`)."""
+    who = caller()
+    who.require(SCOPE)
+    runs, next_cursor = export_service.list_runs(db(), limit=query.limit, cursor=query.cursor)
+    return ExportRunList(items=[_run_out(run) for run in runs], next_cursor=next_cursor)
 
 
 @bp.get(f"/exports/{_ID}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, Field, StrictBool
+from pydantic import BaseModel, BeforeValidator, Field, StrictBool, StringConstraints
 
 from market.platform.schemas import Id, StrictInput, UtcDatetime, whole_number
 
@@ -43,6 +43,11 @@ class ExportIn(StrictInput):
     openai_jsonl: StrictBool = Field(False, description="also OpenAI preference JSONL")
 
 
+class ExportListQuery(StrictInput):
+    limit: int = Field(20, ge=1, le=100)
+    cursor: Annotated[str, StringConstraints(max_length=200)] | None = None
+
+
 class ExportFileOut(BaseModel):
     path: str
     config: str
@@ -66,3 +71,10 @@ class ExportRunOut(BaseModel):
     error: str | None
     manifest: dict[str, Any] | None = Field(description="the run's manifest.json once it succeeded")
     files: list[ExportFileOut] = Field(description="every file of the run, with a download URL")
+
+
+class ExportRunList(BaseModel):
+    """Runs newest first; each as ``GET /exports/{run_id}`` shows it."""
+
+    items: list[ExportRunOut]
+    next_cursor: str | None

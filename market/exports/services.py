@@ -46,9 +46,10 @@ from market.identity.access import publicly_listed_clause
 from market.identity.models import User
 from market.platform.db import UnitOfWork
 from market.platform.errors import Conflict, NotFound
+from market.platform.pagination import decode_cursor, encode_cursor
 from market.platform.time import utcnow
 from market.recommend.models import Exposure
-from market.usage.models import Feedback
+from market.usage.models import COUNTED_RATING, Feedback
 
 log = logging.getLogger("feedback.export")
 
@@ -81,6 +82,19 @@ def create_run(
     session.add(run)
     session.flush()
     return run
+
+
+def list_runs(
+    session: Session, *, limit: int, cursor: str | None
+) -> tuple[list[ExportRun], str | None]:
+    """Runs newest first, a page of ``limit`` after ``cursor``; (runs, the next cursor)."""
+    statement = select(ExportRun)
+    if cursor:
+        (last_id,) = decode_cursor(cursor, (int,))
+        statement = statement.where(ExportRun.id < last_id)
+    runs = list(session.execute(statement.order_by(ExportRun.id.desc()).limit(limit + 1)).scalars())
+    next_cursor = encode_cursor(runs[limit - 1].id) if len(runs) > limit else None
+    return runs[:limit], next_cursor
 
 
 def last_succeeded_run(session: Session) -> int | None:
@@ -299,7 +313,11 @@ def load_feedback(
         select(*columns)
         .join(User, User.id == Feedback.user_id)
         .outerjoin(Exposure, Exposure.id == Feedback.exposure_id)
-        .where(User.share_feedback_for_training.is_(True), Feedback.updated_at <= watermark)
+        .where(
+            User.share_feedback_for_training.is_(True),
+            Feedback.updated_at <= watermark,
+            COUNTED_RATING,
+        )
         .order_by(Feedback.id)
     )
     parts: dict[str, list[np.ndarray]] = {name: [] for name in FeedbackColumns.__dataclass_fields__}

@@ -22,7 +22,9 @@ from market.platform.time import utcnow
 TOKEN_PREFIX = "sprig_"  # noqa: S105 - a public prefix, not a secret
 
 PERSON_SCOPES = frozenset({"publish", "install", "request", "feedback"})
-SERVICE_SCOPES = frozenset({"events:write", "recommend", "suggest", "publish:on-behalf", "exports"})
+SERVICE_SCOPES = frozenset(
+    {"events:write", "recommend", "suggest", "publish:on-behalf", "feedback:on-behalf", "exports"}
+)
 ALL_SCOPES = PERSON_SCOPES | SERVICE_SCOPES
 
 

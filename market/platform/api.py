@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import re
 
+from flask import Flask
 from pydantic import TypeAdapter
 
 from market.platform.problems import PROBLEM_SCHEMA
@@ -71,14 +73,31 @@ EXPORT_FILE_TYPES = (
 )
 
 
+_RULE_VARIABLE = re.compile(r"<(?:[^:<>]+:)?([^:<>]+)>")
+
+
+def optional_bodies(app: Flask) -> set[tuple[str, str]]:
+    """(OpenAPI path, method) of every operation whose body only carries options
+    (``api_deps.body_optional``): the document says such a body may be left out."""
+    found = set()
+    for rule in app.url_map.iter_rules():
+        if getattr(app.view_functions.get(rule.endpoint), "sprig_body_optional", False):
+            path = _RULE_VARIABLE.sub(r"{\1}", rule.rule)
+            found |= {(path, method.lower()) for method in rule.methods - {"HEAD", "OPTIONS"}}
+    return found
+
+
 def _operation_ref(path: str, method: str) -> str:
     return "#/paths/" + path.replace("~", "~0").replace("/", "~1") + "/" + method
 
 
-def complete_spec(spec: dict, prefix: str, bundle_bodies: dict) -> dict:
+def complete_spec(
+    spec: dict, prefix: str, bundle_bodies: dict, optional: set[tuple[str, str]] = frozenset()
+) -> dict:
     """Add what APIFlask leaves out: bodies parsed by hand (JSON or zip), bearer auth, the
     400/401/403/404/409/413 problems every operation may return. ``bundle_bodies`` maps
-    (path, method) to the model of each body that carries a bundle (JSON or a zip upload)."""
+    (path, method) to the model of each body that carries a bundle (JSON or a zip upload);
+    ``optional`` names the operations whose body may be left out (full paths)."""
     spec.setdefault("components", {}).setdefault("securitySchemes", {})["bearer"] = {
         "type": "http",
         "scheme": "bearer",
@@ -135,7 +154,7 @@ def complete_spec(spec: dict, prefix: str, bundle_bodies: dict) -> dict:
                 _forbid_nul(parameter.get("schema", {}))
             body = operation.get("requestBody")
             if body is not None:
-                body["required"] = True
+                body["required"] = (path, method) not in optional
             responses = operation.setdefault("responses", {})
             problems = [
                 ("400", "Malformed request (also: a body that is JSON `null`, or nested too deep)"),

@@ -7,13 +7,14 @@ import json
 from typing import Any
 
 import orjson
-from flask import Request, g, request
+from flask import Request, current_app, g, request
 from pydantic import BaseModel, ValidationError
 from sqlmodel import Session
 
 from feedback.json_limits import MAX_JSON_DEPTH, nesting_exceeds
 from market.platform.db import UnitOfWork
 from market.platform.errors import BadRequest, Unprocessable, UnsupportedMediaType
+from market.platform.problems import client_message
 from market.platform.state import app_state
 
 
@@ -55,6 +56,14 @@ def parse_json(raw: bytes | str, what: str = "The body") -> Any:
     return value
 
 
+def body_optional(view):
+    """Mark a view whose JSON body only carries options: sent without a body, it reads as
+    ``{}`` (every option at its default) instead of a 400. Put it under the route and input
+    decorators, whose wrappers carry the mark up (``functools.wraps``)."""
+    view.sprig_body_optional = True
+    return view
+
+
 class JsonBodyRequest(Request):
     """The request class: APIFlask's body inputs and the publish bodies read JSON through
     ``get_json``, so this is where a body must say it is JSON (whatever ``force`` asks) and
@@ -66,6 +75,9 @@ class JsonBodyRequest(Request):
     def json_body(self, data: bytes) -> Any:
         """``data``, the body this request carried (read here or, capped, by the caller)."""
         if not data:
+            view = current_app.view_functions.get(self.endpoint or "")
+            if getattr(view, "sprig_body_optional", False):
+                return {}
             raise BadRequest("A JSON body is required.")
         if not self.is_json:
             raise UnsupportedMediaType(
@@ -79,7 +91,7 @@ def _pydantic_errors(error: ValidationError, prefix: str) -> list[dict]:
     return [
         {
             "location": ".".join([prefix, *(str(p) for p in e["loc"])]),
-            "message": e["msg"],
+            "message": client_message(e["msg"]),
         }
         for e in error.errors()
     ]

@@ -41,15 +41,39 @@ def problem(status: int, title: str, detail: str, errors=None, headers=None):
     return body, status, {"Content-Type": CONTENT_TYPE, **(headers or {})}
 
 
+# What pydantic puts before the message a validator raised: library words, not the client's.
+_LIBRARY_PREFIXES = ("Value error, ", "Assertion failed, ")
+
+
+def client_message(message: str) -> str:
+    """A validation message as the client should read it, without pydantic's prefix."""
+    for prefix in _LIBRARY_PREFIXES:
+        if message.startswith(prefix):
+            return message[len(prefix) :]
+    return message
+
+
+def client_location(location: str, field: str) -> str:
+    """``json.tags.0`` for a field; ``json`` (the body itself) for a check across fields,
+    which APIFlask files under the marshmallow-era name ``_schema``."""
+    return location if field in ("", "_schema") else f"{location}.{field}"
+
+
 def _validation_errors(detail) -> list[dict]:
-    """APIFlask reports ``{location: {field: [messages]}}``; flatten it."""
+    """APIFlask reports ``{location: {field: [messages]}}``; flatten it, in the client's
+    terms."""
     errors = []
     if isinstance(detail, dict):
         for location, fields in detail.items():
             if isinstance(fields, dict):
                 for field, messages in fields.items():
                     for message in messages if isinstance(messages, list) else [messages]:
-                        errors.append({"location": f"{location}.{field}", "message": str(message)})
+                        errors.append(
+                            {
+                                "location": client_location(str(location), str(field)),
+                                "message": client_message(str(message)),
+                            }
+                        )
             else:
                 errors.append({"location": str(location), "message": str(fields)})
     return errors

@@ -38,7 +38,7 @@ from market.identity.access import can_view, publicly_listed, publicly_listed_cl
 from market.platform.db import UnitOfWork
 from market.platform.time import utcnow
 from market.ranking.models import RankingRun, RaterOffset, SubAgentScore
-from market.usage.models import Feedback, UsageEvent
+from market.usage.models import COUNTED_RATING, Feedback, UsageEvent
 
 USAGE_WINDOW_DAYS = 180
 # Scores are rounded before they are compared and stored: a change in the 7th digit is not a
@@ -82,7 +82,9 @@ def _as_utc(moment: datetime) -> datetime:
 def watermark(session: Session) -> dict:
     """What the last run saw: the newest sub-agent change, rating and event receipt."""
     newest_subagent = session.exec(select(func.max(SubAgent.updated_at), func.count())).one()
-    newest_rating = session.exec(select(func.max(Feedback.updated_at), func.count())).one()
+    newest_rating = session.exec(
+        select(func.max(Feedback.updated_at), func.count()).where(COUNTED_RATING)
+    ).one()
     newest_event = session.execute(select(func.max(UsageEvent.received_at))).scalar()
 
     def stamp(value) -> str | None:
@@ -118,7 +120,7 @@ def load_inputs(session: Session, now: datetime, mark: dict) -> RankingInputs:
 
     ratings = session.exec(
         select(Feedback.user_id, Feedback.subagent_id, Feedback.rating, Feedback.scale,
-               Feedback.updated_at)
+               Feedback.updated_at).where(COUNTED_RATING)
     ).all()  # fmt: skip
     ratings = [r for r in ratings if r[1] in position]
     user_ids, user_idx = np.unique(

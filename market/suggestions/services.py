@@ -69,7 +69,7 @@ from market.identity.access import publicly_listed, publicly_listed_clause
 from market.platform.db import SUBAGENTS_PUBLISHED
 from market.platform.state import app_state
 from market.ranking.models import SubAgentScore
-from market.usage.models import Feedback
+from market.usage.models import COUNTED_RATING, Feedback
 
 log = logging.getLogger(__name__)
 
@@ -485,7 +485,7 @@ class SuggestionService:
                     )
                     .label("position"),
                 )
-                .where(_among(session, Feedback.subagent_id, missing))
+                .where(_among(session, Feedback.subagent_id, missing), COUNTED_RATING)
                 .subquery()
             )
             notes: dict[int, list[FeedbackNote]] = {i: [] for i in missing}

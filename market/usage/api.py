@@ -92,7 +92,9 @@ def post_events():
 @bp.output(FeedbackOut, status_code=201, description="recorded (200 if it replaced a rating)")
 def post_feedback(body: FeedbackIn):
     """Rate a version (stars 1–5 or thumbs), with an optional comment and tags. One rating
-    per user and version: rating again replaces it."""
+    per user and version: rating again replaces it. Only people who installed or used the
+    sub-agent rate it, never its author (403 with the reason); a service rates for a person
+    with the `feedback:on-behalf` scope, and the rating says which service wrote it."""
     row, created = ratings.rate_version(
         db(),
         caller(),
@@ -105,7 +107,9 @@ def post_feedback(body: FeedbackIn):
         exposure_id=body.exposure_id,
     )
     commit()
-    return FeedbackOut.model_validate(row, from_attributes=True), 201 if created else 200
+    out = FeedbackOut.model_validate(row, from_attributes=True)
+    out = out.model_copy(update={"rated_by_service_id": row.client_id})
+    return out, 201 if created else 200
 
 
 def _window(query: StatsQuery) -> tuple[date, date]:

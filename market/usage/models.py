@@ -63,6 +63,7 @@ class Feedback(SQLModel, table=True):
     user_id: int = Field(foreign_key="user_account.id", index=True)
     subagent_id: int = Field(foreign_key="subagent.id")
     version_id: int = Field(foreign_key="subagent_version.id")
+    # The service that rated on the person's behalf; None when they rated themselves.
     client_id: int | None = Field(default=None, foreign_key="user_account.id")
     scale: str = Field(max_length=8)  # stars | thumbs
     rating: int  # 1..5 for stars; 0 (down) or 1 (up) for thumbs
@@ -73,6 +74,14 @@ class Feedback(SQLModel, table=True):
     updated_at: datetime = timestamp_field()
     # The UTC day of the last write: a rating counts once, on the day it last changed.
     updated_day: date = Field(sa_column=Column(Date, nullable=False))
+    # Why a rating stored before the rules (``market.usage.ratings``) does not count:
+    # "author" or "not a user". None for every rating that counts.
+    excluded_reason: str | None = Field(default=None, max_length=16)
+
+
+# The ratings that count (in stats, pages, ranking, suggestions and exports): every one
+# written under the rules, none of the older ones that break them.
+COUNTED_RATING = Feedback.excluded_reason.is_(None)
 
 
 class RollupDirty(SQLModel, table=True):

@@ -17,7 +17,7 @@ from market.identity.models import User
 from market.platform.db import id_in
 from market.platform.time import utcnow
 from market.ranking.models import SubAgentScore
-from market.usage.models import DailyStats, Feedback
+from market.usage.models import COUNTED_RATING, DailyStats, Feedback
 
 ACTIVE_WINDOW_DAYS = 30
 # Stars averages are shrunk toward 3.5 by this many pseudo-ratings before colouring a tree
@@ -56,7 +56,7 @@ def ratings(session: Session, ids: list[int]) -> dict[int, Rating]:
             func.sum(case((is_stars, 0), else_=Feedback.rating)),
             func.sum(case((is_stars, 0), else_=1)),
         )
-        .where(id_in(session, Feedback.subagent_id, ids))
+        .where(id_in(session, Feedback.subagent_id, ids), COUNTED_RATING)
         .group_by(Feedback.subagent_id)
     )
     found = {}
@@ -74,7 +74,7 @@ def rating_with_histogram(session: Session, subagent_id: int) -> tuple[Rating, l
     stars, stars_sum, up, thumbs = 0, 0, 0, 0
     for scale, rating, count in session.execute(
         select(Feedback.scale, Feedback.rating, func.count())
-        .where(Feedback.subagent_id == subagent_id)
+        .where(Feedback.subagent_id == subagent_id, COUNTED_RATING)
         .group_by(Feedback.scale, Feedback.rating)
     ):
         if scale == "stars":
@@ -110,6 +110,7 @@ def recent_comments(session: Session, subagent_id: int, limit: int = 20) -> list
             Feedback.subagent_id == subagent_id,
             Feedback.comment.is_not(None),
             Feedback.comment != "",
+            COUNTED_RATING,
         )
         .order_by(Feedback.updated_at.desc(), Feedback.id.desc())
         .limit(limit)

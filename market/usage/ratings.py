@@ -1,25 +1,52 @@
 """Ratings: a person's stars or thumbs on a version, with an optional comment and tags.
-Who may rate, for whom, and which exposure a rating may cite are decided here
-(:func:`rate_version`). Commit once, at the caller's boundary."""
+Who may rate (:func:`may_rate`), for whom, and which exposure a rating may cite are decided
+here (:func:`rate_version`). Commit once, at the caller's boundary.
+
+The rules, as app stores count ratings: only people who installed the sub-agent (any
+version, still installed or not) or used it (any usage event) rate it, and never its author.
+A service rates on a person's behalf only with the ``feedback:on-behalf`` scope, and the
+rating keeps which service wrote it (``client_id``). Ratings stored before these rules that
+break them are flagged ``excluded_reason`` (migration 0009) and every reader leaves them out
+through ``market.usage.models.COUNTED_RATING``."""
 
 from __future__ import annotations
 
 import uuid
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import exists, select
 from sqlmodel import Session
 
-from market.catalog.models import SubAgent, Version
+from market.catalog.models import Install, SubAgent, Version
 from market.identity.access import can_view
 from market.identity.models import User
 from market.identity.tokens import Principal
 from market.platform.db import insert_unless_exists
-from market.platform.errors import Forbidden, NotFound, SprigError
+from market.platform.errors import Forbidden, NotFound, Unprocessable
 from market.platform.time import utcnow
 from market.recommend.services import is_exposure_of
-from market.usage.models import Feedback
+from market.usage.models import Feedback, UsageEvent
 from market.usage.rollups import mark_dirty
+
+ON_BEHALF_SCOPE = "feedback:on-behalf"
+
+
+def may_rate(session: Session, user_id: int, version: Version) -> str | None:
+    """Whether the person ``user_id`` may rate ``version``: None if so, else why not, in
+    words to show them. The one rule every path asks (the API, the pages)."""
+    subagent = session.get(SubAgent, version.subagent_id)
+    if subagent is None:
+        return f"No version {version.id}."
+    if subagent.author_id == user_id:
+        return "Authors do not rate their own sub-agents."
+    installed = exists().where(Install.user_id == user_id, Install.subagent_id == subagent.id)
+    used = exists().where(UsageEvent.user_id == user_id, UsageEvent.subagent_id == subagent.id)
+    if (
+        not session.execute(select(installed)).scalar()
+        and not session.execute(select(used)).scalar()
+    ):
+        return "Only people who installed or used a sub-agent rate it."
+    return None
 
 
 def rate_version(
@@ -35,18 +62,22 @@ def rate_version(
     exposure_id: str | None,
 ) -> tuple[Feedback, bool]:
     """``who`` rates a version: with stars (1-5) or thumbs ("up"/"down"), exactly one given.
-    A person rates for themselves (``user_id`` absent or their own); a service names the
-    person who rated in ``user_id``. The rater must be able to see the sub-agent, and an
-    exposure cited must be one that showed this sub-agent to the rater. Returns
+    A person rates for themselves (``user_id`` absent or their own); a service with
+    ``feedback:on-behalf`` names the person who rated in ``user_id``. The rater must be able
+    to see the sub-agent and be allowed to rate it (:func:`may_rate`), and an exposure cited
+    must be one that showed this sub-agent to the rater. Returns
     (row, created), as :func:`record_feedback`."""
     who.require()
     if who.kind == "service":
-        who.require("events:write")
+        who.require(ON_BEHALF_SCOPE)
         if user_id is None:
-            raise SprigError("A service names the user who rated in `user_id`.")
+            raise Unprocessable(
+                "A service rates on a person's behalf: name them in `user_id`.",
+                errors=[{"location": "json.user_id", "message": "required for a service"}],
+            )
         user = session.get(User, user_id)
-        if user is None:
-            raise NotFound(f"No user {user_id}.")
+        if user is None or user.kind != "person":
+            raise NotFound(f"No person {user_id}.")
         rater_id = user.id
     else:
         who.require("feedback")
@@ -57,6 +88,9 @@ def rate_version(
     subagent = session.get(SubAgent, version.subagent_id) if version else None
     if subagent is None or not can_view(Principal(user_id=rater_id), subagent):
         raise NotFound(f"No version {version_id}.")
+    refusal = may_rate(session, rater_id, version)
+    if refusal is not None:
+        raise Forbidden(refusal)
     exposure = uuid.UUID(exposure_id) if exposure_id else None
     # One indexed read per rating (events, a thousand per request, store theirs unchecked):
     # a rating is the reward an off-policy estimate reweights, so it must cite the exposure

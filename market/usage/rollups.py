@@ -14,6 +14,7 @@ from sqlmodel import Session
 from feedback import rollup
 from market.catalog.models import Install
 from market.usage.models import (
+    COUNTED_RATING,
     DailyStats,
     Feedback,
     InstallLog,
@@ -147,7 +148,7 @@ def _rollup_day(session: Session, day: date, subagent_ids: list[int]) -> None:
     f = Feedback
     for subagent_id, scale, rating, count in session.execute(
         select(f.subagent_id, f.scale, f.rating, func.count())
-        .where(f.updated_day == day, f.subagent_id.in_(subagent_ids))
+        .where(f.updated_day == day, f.subagent_id.in_(subagent_ids), COUNTED_RATING)
         .group_by(f.subagent_id, f.scale, f.rating)
     ):
         row = stats[subagent_id]

@@ -46,7 +46,11 @@ class FeedbackIn(StrictInput):
     )
 
     version_id: Id
-    user_id: Id | None = Field(None, description="services only: the user who rated")
+    user_id: Id | None = Field(
+        None,
+        description="services only (scope `feedback:on-behalf`): the person who rated, who "
+        "must have installed or used the sub-agent",
+    )
     stars: whole_number(1, 5) | None = None
     thumbs: str | None = Field(None, pattern="^(up|down)$")
     comment: str | None = Field(None, max_length=1000)
@@ -78,6 +82,11 @@ class FeedbackOut(BaseModel):
     tags: list[str]
     created_at: UtcDatetime
     updated_at: UtcDatetime
+    rated_by_service_id: int | None = Field(
+        None,
+        description="the service that wrote this rating on the person's behalf; null when "
+        "the person rated themselves",
+    )
 
 
 class StatsQuery(StrictInput):

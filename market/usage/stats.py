@@ -14,7 +14,13 @@ from market.catalog.models import SubAgent
 from market.identity.access import counted_fork_clause, tree_visible
 from market.platform.db import id_in
 from market.platform.time import utcnow
-from market.usage.models import DailyStats, Feedback, RetentionCohort, UsageEvent
+from market.usage.models import (
+    COUNTED_RATING,
+    DailyStats,
+    Feedback,
+    RetentionCohort,
+    UsageEvent,
+)
 
 SUM_FIELDS = (
     "opens",
@@ -170,7 +176,7 @@ def rating_summary(session: Session, subagent_ids: list[int]) -> dict:
             select(
                 Feedback.scale, func.count(), func.avg(Feedback.rating), func.sum(Feedback.rating)
             )
-            .where(Feedback.subagent_id.in_(subagent_ids))
+            .where(Feedback.subagent_id.in_(subagent_ids), COUNTED_RATING)
             .group_by(Feedback.scale)
         ):
             if scale == "stars":

@@ -203,10 +203,14 @@ def test_injected_scripts_never_run(live_app, page, screenshots):
     )
     assert created.status_code == 201, created.get_json()
     evil = created.get_json()
+    # Authors never rate their own: an accomplice with the same hostile name installs and rates.
+    accomplice = make_user(engine, "mallory-friend", display_name=NAME_PAYLOAD)
+    installed = client.post(f"/api/v1/subagents/{evil['id']}/install", headers=accomplice.headers)
+    assert installed.status_code == 201, installed.get_json()
     rated = client.post(
         "/api/v1/feedback",
         json={"version_id": evil["latest_version"]["id"], "stars": 1, "comment": PAYLOAD},
-        headers=mallory.headers,
+        headers=accomplice.headers,
     )
     assert rated.status_code == 201, rated.get_json()
 

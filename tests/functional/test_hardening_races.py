@@ -123,6 +123,9 @@ def test_simultaneous_first_installs_make_one_row_and_one_201(app, client, engin
 def test_simultaneous_first_ratings_make_one_row_and_one_201(app, client, engine, alice, bob):
     root = publish(client, alice)
     version_id = root["latest_version"]["id"]
+    assert (
+        client.post(f"{API}/subagents/{root['id']}/install", headers=bob.headers).status_code == 201
+    )
     body = {"version_id": version_id, "stars": 4, "comment": "good"}
     codes = _race(app, [("POST", f"{API}/feedback", {"json": body, "headers": bob.headers})] * N)
     assert _first_then_repeats(codes), codes

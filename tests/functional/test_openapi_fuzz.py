@@ -595,11 +595,14 @@ def test_documented_lengths_count_what_the_server_counts(client, engine, path, f
     ],
 )
 def test_feedback_body_documents_exactly_one_rating(client, engine, name, extra, valid):
-    alice = make_user(engine, "alice")
+    alice, bob = make_user(engine, "alice"), make_user(engine, "bob")
     sub = publish(client, alice)
+    assert (
+        client.post(f"{API}/subagents/{sub['id']}/install", headers=bob.headers).status_code == 201
+    )
     body = {"version_id": sub["latest_version"]["id"], **extra}
     assert _documented(_body_schema("/feedback"), body) is valid
-    response = client.post(f"{API}/feedback", json=body, headers=alice.headers)
+    response = client.post(f"{API}/feedback", json=body, headers=bob.headers)
     assert response.status_code == (201 if valid else 422), response.get_json()
     if name == "stars 3.0":
         assert response.get_json()["scale"] == "stars"

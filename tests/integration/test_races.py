@@ -280,6 +280,12 @@ def test_simultaneous_first_ratings(server):
     subagent = _publish(server, "Rating Race")
     version_id = subagent["latest_version"]["id"]
     user = server.users[4]
+    # Only people who installed a sub-agent rate it.
+    installs = race(
+        server,
+        [Call(u, "POST", f"/subagents/{subagent['id']}/install", {}) for u in server.users[4:]],
+    )
+    assert _codes(installs) == [201] * len(installs)
     body = {"version_id": version_id, "stars": 5, "comment": "lovely"}
     responses = race(server, [Call(user, "POST", "/feedback", body)] * CLIENTS)
     _first_then_repeats(responses)

@@ -243,13 +243,13 @@ _SECRET_PATTERNS: tuple[tuple[str, str, re.Pattern[str], int], ...] = (
     # (kind, label, pattern, length of the public prefix kept when masking)
     (
         "aws_access_key_id",
-        "AWS access key id",
+        "AWS access key ID",
         re.compile(r"AKIA[0-9A-Z]{16}(?![0-9A-Za-z])"),
         4,
     ),
     (
         "aws_access_key_id",
-        "AWS access key id",
+        "AWS access key ID",
         re.compile(r"ASIA[0-9A-Z]{16}(?![0-9A-Za-z])"),
         4,
     ),
@@ -310,6 +310,12 @@ _GENERIC_SECRET = re.compile(
 _PLACEHOLDER = re.compile(r"your|example|placeholder|changeme|dummy|sample|xxxx|redacted")
 SECRET_KINDS: dict[str, str] = {kind: label for kind, label, _, _ in _SECRET_PATTERNS}
 SECRET_KINDS["generic_secret"] = "hard-coded secret assignment"  # noqa: S105 - a label
+
+
+def _with_article(label: str) -> str:
+    """The label with its article: an AWS access key ID, a GitHub token. Every label's first
+    letter is read as it is spelt (acronyms and words alike), so a vowel letter takes "an"."""
+    return f"{'an' if label[:1].upper() in 'AEIOU' else 'a'} {label}"
 
 
 def _entropy(s: str) -> float:
@@ -408,7 +414,7 @@ def check_publishable(
             "location": f.location,
             "code": "secret",
             "kind": f.kind,
-            "message": f"contains a {SECRET_KINDS.get(f.kind, f.kind)} ({f.masked}); "
+            "message": f"contains {_with_article(SECRET_KINDS.get(f.kind, f.kind))} ({f.masked}); "
             "remove it and have users supply credentials at run time",
         }
         for f in secrets

@@ -25,10 +25,13 @@ from sqlalchemy import select, update
 from sqlmodel import Session
 
 from market.catalog import bundles
+from market.catalog.models import Version
 from market.entrypoints.cli import main as cli
 from market.exports.models import ExportRun
 from market.identity.models import User
 from market.platform.state import app_state
+from market.platform.time import utcnow
+from market.usage.models import Feedback
 from tests.factories import Actor, bundle, fork, make_user, publish
 
 API = "/api/v1"
@@ -57,6 +60,15 @@ def _canaries(i: int) -> dict:
 
 
 def _rate(client, actor: Actor, version_id: int, stars: int, comment: str | None = None):
+    """Install the version's sub-agent (only people who installed it rate it), then rate."""
+    with Session(app_state(client.application).engine) as session:
+        subagent_id = session.get(Version, version_id).subagent_id
+    installed = client.post(
+        f"{API}/subagents/{subagent_id}/install",
+        json={"version_id": version_id},
+        headers=actor.headers,
+    )
+    assert installed.status_code in (200, 201), installed.get_json()
     body = {"version_id": version_id, "stars": stars}
     if comment:
         body["comment"] = comment
@@ -67,6 +79,7 @@ def _rate(client, actor: Actor, version_id: int, stars: int, comment: str | None
 @pytest.fixture
 def community(client, engine) -> Community:
     creator = make_user(engine, "creator")
+    forker = make_user(engine, "forker")  # authors rate nothing of theirs: not a rater
     service = make_user(engine, "trainer", kind="service", scopes=["exports"])
     raters, canaries = [], []
     for i in range(CONSENTING + NOT_CONSENTING):
@@ -89,9 +102,9 @@ def community(client, engine) -> Community:
     }
     root = publish(client, creator, bundle=made["root"])
     good = fork(client, creator, root["id"], "good", bundle=made["good"])
-    bad = fork(client, raters[0], root["id"], "bad", bundle=made["bad"])
+    bad = fork(client, forker, root["id"], "bad", bundle=made["bad"])
     private = fork(client, creator, root["id"], "private", visibility="private")
-    few = fork(client, raters[1], root["id"], "few")
+    few = fork(client, forker, root["id"], "few")
     sleep = publish(client, creator, title="Sleep Diary", category="sleep", bundle=made["sleep"])
     versions = {
         name: made_["latest_version"]["id"]
@@ -121,7 +134,24 @@ def community(client, engine) -> Community:
     for rater in refusing:  # opposite opinions, from people who did not consent
         for name in ("root", "good", "bad", "sleep", "few"):
             _rate(client, rater, versions[name], 1 if name == "good" else 5, "secret opinion")
-    _rate(client, creator, versions["private"], 5)
+    # A rating of the private fork from before the rating rules (nobody else may see it, so
+    # only its author could have rated it): it must never be exported.
+    with Session(engine) as session:
+        now = utcnow()
+        session.add(
+            Feedback(
+                user_id=creator.id,
+                subagent_id=private["id"],
+                version_id=versions["private"],
+                scale="stars",
+                rating=5,
+                tags=[],
+                created_at=now,
+                updated_at=now,
+                updated_day=now.date(),
+            )
+        )
+        session.commit()
     return Community(
         service=service,
         person=raters[0],

@@ -56,7 +56,12 @@ def publish_scored(client, engine, actor, title, quality, sd, young, **extra) ->
 @pytest.fixture
 def world(client, engine) -> World:
     alice, bob = make_user(engine, "alice"), make_user(engine, "bob")
-    agent = make_user(engine, "agent", kind="service", scopes=["recommend", "events:write"])
+    agent = make_user(
+        engine,
+        "agent",
+        kind="service",
+        scopes=["recommend", "events:write", "feedback:on-behalf"],
+    )
     collector = make_user(engine, "collector", kind="service", scopes=["events:write"])
     established = [
         publish_scored(client, engine, alice, f"Water Log {i}", 1.0 + 0.1 * i, 0.3, False)
@@ -367,9 +372,18 @@ def test_a_body_that_is_not_json_is_4xx(client, engine, world):
 # ---- events and feedback cite the exposures ----------------------------------------------
 
 
+def install(client, person, item: dict) -> None:
+    """``person`` installs a recommended item (only people who installed something rate it)."""
+    url = f"{API}/subagents/{item['subagent_id']}/install"
+    response = client.post(url, json={"version_id": item["version_id"]}, headers=person.headers)
+    assert response.status_code in (200, 201), response.get_json()
+
+
 def test_events_and_feedback_cite_exposures_and_join_back_to_them(client, engine, world):
     body = ok(ask(client, world.agent, user_id=world.bob.id, k=3, seed=11))
     first, second = body["items"][0], body["items"][1]
+    for item in body["items"][1:]:
+        install(client, world.bob, item)
     event = {
         "event_id": str(uuid.uuid4()),
         "user_id": world.bob.id,
@@ -430,6 +444,8 @@ def test_feedback_must_cite_an_exposure_of_that_subagent_to_that_user(client, en
     shown, other = body["items"]
     carol = make_user(engine, "carol")
     for_carol = ok(ask(client, world.agent, user_id=carol.id, k=1, seed=5))["items"][0]
+    for item in (shown, for_carol):
+        install(client, world.bob, item)
 
     def rate(exposure_id, version_id=shown["version_id"], user_id=world.bob.id):
         return client.post(

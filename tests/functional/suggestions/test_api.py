@@ -244,6 +244,8 @@ def test_themes_and_improving_forks(client, engine, coding_agent, creator):
         ("needs dark mode for night", []),
     ]
     for rater, (comment, tags) in zip(raters, comments, strict=True):
+        installed = client.post(f"/api/v1/subagents/{parent['id']}/install", headers=rater.headers)
+        assert installed.status_code == 201, installed.get_json()
         response = client.post(
             "/api/v1/feedback",
             json={

@@ -30,7 +30,7 @@ PROBLEM = "application/problem+json"
 class World:
     alice: Actor  # author of `public` and `private`
     bob: Actor  # another person
-    service: Actor  # events:write
+    service: Actor  # events:write and feedback:on-behalf
     bare_service: Actor  # a service without events:write
     public_id: int
     public_version: int
@@ -41,7 +41,9 @@ class World:
 @pytest.fixture
 def world(client, engine) -> World:
     alice, bob = make_user(engine, "alice"), make_user(engine, "bob")
-    service = make_user(engine, "collector", kind="service", scopes=["events:write"])
+    service = make_user(
+        engine, "collector", kind="service", scopes=["events:write", "feedback:on-behalf"]
+    )
     bare = make_user(engine, "recommender", kind="service", scopes=["recommend"])
     public = publish(client, alice, title="Water Tracker")
     private = publish(client, alice, title="Secret Diary", visibility="private")
@@ -292,12 +294,19 @@ def test_retrying_a_batch_reports_every_event_as_duplicate(client, engine, world
 # ---- POST /feedback -------------------------------------------------------------------
 
 
+@pytest.fixture
+def bob_installed(client, world) -> None:
+    """Bob installs the public sub-agent: only people who installed or used it rate it."""
+    response = client.post(f"{API}/subagents/{world.public_id}/install", headers=world.bob.headers)
+    assert response.status_code == 201, response.get_json()
+
+
 def rate(client, actor: Actor, version_id: int, **fields):
     return client.post(FEEDBACK, json={"version_id": version_id, **fields}, headers=actor.headers)
 
 
 @pytest.mark.parametrize("stars", [1, 2, 3, 4, 5])
-def test_stars_one_to_five_are_accepted(client, world, stars):
+def test_stars_one_to_five_are_accepted(client, world, stars, bob_installed):
     response = rate(client, world.bob, world.public_version, stars=stars)
     assert response.status_code == 201, response.get_json()
     body = response.get_json()
@@ -305,7 +314,7 @@ def test_stars_one_to_five_are_accepted(client, world, stars):
 
 
 @pytest.mark.parametrize(("thumbs", "rating"), [("up", 1), ("down", 0)])
-def test_thumbs_are_accepted(client, world, thumbs, rating):
+def test_thumbs_are_accepted(client, world, thumbs, rating, bob_installed):
     body = rate(client, world.bob, world.public_version, thumbs=thumbs).get_json()
     assert (body["scale"], body["rating"]) == ("thumbs", rating)
 
@@ -326,7 +335,7 @@ def test_a_rating_is_exactly_one_of_stars_or_thumbs(client, engine, world, field
     assert count(engine, Feedback) == 0
 
 
-def test_rating_again_replaces_the_rating(client, engine, world):
+def test_rating_again_replaces_the_rating(client, engine, world, bob_installed):
     first = rate(client, world.bob, world.public_version, stars=2, comment="meh")
     assert first.status_code == 201
     second = rate(client, world.bob, world.public_version, thumbs="up")
@@ -337,7 +346,7 @@ def test_rating_again_replaces_the_rating(client, engine, world):
     assert count(engine, Feedback) == 1
 
 
-def test_comment_length_is_bounded(client, engine, world):
+def test_comment_length_is_bounded(client, engine, world, bob_installed):
     ok = rate(client, world.bob, world.public_version, stars=5, comment="a" * 1000)
     assert ok.status_code == 201 and len(ok.get_json()["comment"]) == 1000
     assert_problem(rate(client, world.bob, world.public_version, stars=5, comment="a" * 1001), 422)
@@ -345,7 +354,9 @@ def test_comment_length_is_bounded(client, engine, world):
         assert session.execute(select(Feedback.comment)).scalar_one() == "a" * 1000
 
 
-def test_markup_in_comments_is_stored_verbatim_and_returned_as_json(client, engine, world):
+def test_markup_in_comments_is_stored_verbatim_and_returned_as_json(
+    client, engine, world, bob_installed
+):
     comment = '<script>alert("hi")</script> & <b>bold</b>'
     response = rate(client, world.bob, world.public_version, stars=1, comment=comment)
     assert response.status_code == 201
@@ -355,15 +366,15 @@ def test_markup_in_comments_is_stored_verbatim_and_returned_as_json(client, engi
         assert session.execute(select(Feedback.comment)).scalar_one() == comment
 
 
-def test_tags_are_normalized(client, world):
+def test_tags_are_normalized(client, world, bob_installed):
     tags = ["Water ", "water", "Habit", "late night"]
     body = rate(client, world.bob, world.public_version, stars=4, tags=tags).get_json()
     assert body["tags"] == ["habit", "late night", "water"]
     assert_problem(rate(client, world.bob, world.public_version, stars=4, tags=[" x"]), 422)
 
 
-def test_a_service_rates_for_a_named_user(client, engine, world):
-    assert_problem(rate(client, world.service, world.public_version, stars=3), 400)
+def test_a_service_rates_for_a_named_user(client, engine, world, bob_installed):
+    assert_problem(rate(client, world.service, world.public_version, stars=3), 422)
     assert_problem(rate(client, world.bare_service, world.public_version, stars=3), 403)
     assert_problem(rate(client, world.service, world.public_version, stars=3, user_id=999_999), 404)
     response = rate(client, world.service, world.public_version, stars=3, user_id=world.bob.id)
@@ -374,7 +385,9 @@ def test_a_service_rates_for_a_named_user(client, engine, world):
         assert (row.user_id, row.client_id) == (world.bob.id, world.service.id)
 
 
-def test_people_rate_for_themselves_and_only_what_they_can_see(client, engine, world):
+def test_people_rate_for_themselves_and_only_what_they_can_see(
+    client, engine, world, bob_installed
+):
     assert_problem(
         client.post(FEEDBACK, json={"version_id": world.public_version, "stars": 3}), 401
     )
@@ -389,8 +402,9 @@ def test_people_rate_for_themselves_and_only_what_they_can_see(client, engine, w
     assert hidden.get_json()["detail"].replace(str(world.private_version), "N") == (
         missing.get_json()["detail"].replace("999999", "N")
     )
-    assert rate(client, world.alice, world.private_version, stars=5).status_code == 201
-    assert count(engine, Feedback) == 1
+    # Its author sees it but never rates their own.
+    assert_problem(rate(client, world.alice, world.private_version, stars=5), 403)
+    assert count(engine, Feedback) == 0
 
 
 # ---- GET stats ------------------------------------------------------------------------

@@ -165,6 +165,8 @@ def test_user_text_is_escaped_everywhere(client, engine, world):
         story="</blockquote><script>window.__pwned=3</script>",
     )
     evil_fork = fork(client, world["bob"], evil["id"], note="x", title="</script><b>fork</b>")
+    installed = client.post(f"/api/v1/subagents/{evil['id']}/install", headers=world["bob"].headers)
+    assert installed.status_code == 201
     rate = client.post(
         "/api/v1/feedback",
         json={
@@ -466,12 +468,13 @@ def test_preview_is_sandboxed_and_its_ticket_checked(client, world):
 def test_dashboard_for_its_creator_only_with_charts_and_csv(client, engine, world):
     alice, root = world["alice"], world["root"]
     publish(client, alice, title="=HYPERLINK(1)", bundle=bundle("formula"))
-    client.post(
+    client.post(f"/api/v1/subagents/{root['id']}/install", json={}, headers=world["bob"].headers)
+    rated = client.post(
         "/api/v1/feedback",
         json={"version_id": root["latest_version"]["id"], "stars": 5},
         headers=world["bob"].headers,
     )
-    client.post(f"/api/v1/subagents/{root['id']}/install", json={}, headers=world["bob"].headers)
+    assert rated.status_code == 201, rated.get_json()
     # Someone else's dashboard answers what an unknown handle does: no enumeration.
     assert client.get("/creators/alice").status_code == 302  # anonymous: asked to sign in
     sign_in(client, world["bob"])

@@ -9,7 +9,9 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import func, select
 
+from market.catalog.models import Install, Version
 from market.platform.db import session_scope
+from market.platform.state import app_state
 from market.ranking.models import RankingRun, RaterOffset, SubAgentScore
 from market.ranking.services import run_ranking
 from tests.factories import fork, make_user, publish
@@ -18,6 +20,15 @@ API = "/api/v1"
 
 
 def rate(client, service, user_id: int, version_id: int, stars: int) -> None:
+    """The rater installed the version's sub-agent (only installers and users rate), then the
+    service rates it on their behalf."""
+    with session_scope(app_state(client.application).engine) as session:
+        subagent_id = session.get(Version, version_id).subagent_id
+        installed = select(Install.id).where(
+            Install.user_id == user_id, Install.subagent_id == subagent_id
+        )
+        if session.execute(installed).first() is None:
+            session.add(Install(user_id=user_id, subagent_id=subagent_id, version_id=version_id))
     response = client.post(
         f"{API}/feedback",
         json={"user_id": user_id, "version_id": version_id, "stars": stars},
@@ -45,7 +56,7 @@ def scores(engine) -> dict[int, SubAgentScore]:
 def family(client, engine):
     """A root, two forks of it and a private fork; a rating service and 15 raters."""
     alice, bob = make_user(engine, "alice"), make_user(engine, "bob")
-    service = make_user(engine, "agent", kind="service", scopes=["events:write"])
+    service = make_user(engine, "agent", kind="service", scopes=["feedback:on-behalf"])
     root = publish(client, alice, title="Water Tracker")
     good = fork(client, bob, root["id"], note="reminders")
     plain = fork(client, bob, root["id"], note="dark mode")
@@ -127,13 +138,12 @@ def test_private_and_withdrawn_forks_are_never_the_best_descendant(client, engin
     root, secret = family["root"], family["secret"]
     for user_id in family["raters"]:
         rate(client, family["service"], user_id, version(root), 2)
-    # Only its author may rate a private sub-agent: one rating of 5.
-    response = client.post(
-        f"{API}/feedback",
-        json={"version_id": version(secret), "stars": 5},
-        headers=family["alice"].headers,
-    )
-    assert response.status_code == 201
+    # One rating of 5, given while it was public; then its author makes it private.
+    listing = f"{API}/subagents/{secret['id']}"
+    headers = family["alice"].headers
+    assert client.patch(listing, json={"visibility": "public"}, headers=headers).status_code == 200
+    rate(client, family["service"], family["raters"][0], version(secret), 5)
+    assert client.patch(listing, json={"visibility": "private"}, headers=headers).status_code == 200
     rank(engine)
     stored = scores(engine)
     assert stored[root["id"]].best_descendant_id != secret["id"]
