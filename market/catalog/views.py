@@ -35,6 +35,7 @@ from market.platform.errors import BadRequest, NotFound, SprigError
 from market.platform.pagination import encode_cursor
 from market.ranking.services import listing_language, ranking_figures
 from market.usage import queries as figures
+from market.usage import ratings
 from market.web import preview
 from market.web.blueprint import bp
 from market.web.signin import same_site_path
@@ -222,6 +223,12 @@ def subagent_page(subagent_id: int):
     own_rating = (
         figures.own_rating(session, viewer.user_id, subagent.id) if viewer.user_id else None
     )
+    # Who may rate is the ratings module's rule: the page shows its reason instead of a form.
+    rating_refusal = (
+        ratings.may_rate(session, viewer.user_id, rated_version)
+        if viewer.user_id and rated_version is not None
+        else None
+    )
     page = make_response(
         render_template(
             "web/subagent.html",
@@ -258,6 +265,7 @@ def subagent_page(subagent_id: int):
             installed_version=installed_version,
             preview_url=preview_url,
             rated_version=rated_version,
+            rating_refusal=rating_refusal,
             own_rating=own_rating,
             own_rating_number=next(
                 (v.number for v in versions if own_rating and v.id == own_rating.version_id), None

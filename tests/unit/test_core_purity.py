@@ -60,6 +60,7 @@ SHARED_MODULES = (
     "bundles",
     "search",
     "ingest",
+    "ratings",
 )
 
 # Imports the contract forbids that today's code still makes, each with why it remains.

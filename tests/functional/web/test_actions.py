@@ -348,3 +348,19 @@ def test_my_fork_requests_pages_through_older_ones(client, engine, world, monkey
     second = text(client.get(html.unescape(older)))
     assert "wish number 0" in second and "wish number 2" not in second
     assert client.get("/me/fork-requests?cursor=garbage").status_code == 400
+
+
+def test_the_page_says_why_someone_may_not_rate_instead_of_a_form(client, engine, world):
+    """The ratings module's rule decides (never restated here): the author and a person who
+    never installed or used it see its reason, not a form; after importing, the form."""
+    sign_in(client, world["alice"])
+    own = text(client.get(f"/s/{world['root']}"))
+    assert "Authors do not rate their own sub-agents." in own
+    assert 'name="stars"' not in own
+    client.post("/signout", data={"csrf": csrf_of(client)})
+    sign_in(client, world["bob"])
+    stranger = text(client.get(f"/s/{world['root']}"))
+    assert "Only people who installed or used a sub-agent rate it." in stranger
+    assert 'name="stars"' not in stranger
+    import_on_the_page(client, world["root"])
+    assert 'name="stars"' in text(client.get(f"/s/{world['root']}"))
