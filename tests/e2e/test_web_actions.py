@@ -61,6 +61,8 @@ def installed_by(app, handle: str, count: int) -> list[tuple[int, str]]:
 def test_rate_uninstall_and_my_fork_requests(live_app, page, screenshots, size):
     page.set_viewport_size(SIZES[size])
     handle = sign_in_as_an_importer(page, ["phone", "desktop"].index(size))
+    # The words this test reads are the English chrome; the person's locale may be another.
+    page.goto("/?lang=en")
     (rated_id, rated_title), (asked_id, asked_title) = installed_by(live_app, handle, 2)
 
     # Rate and comment on something in their agent.

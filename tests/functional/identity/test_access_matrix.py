@@ -513,6 +513,8 @@ def expected_figures(state: str, actor: str, endpoint: str) -> tuple[int, bool]:
         return 200, sees(state, actor)
     if actor == "anonymous" and endpoint == "creator-stats":
         return 401, False  # the API asks for a token before looking anyone up
+    if actor == "anonymous":
+        return 302, False  # pages send anyone signed out to sign in, whatever the handle
     return 404, False  # what an unknown handle answers
 
 
@@ -527,6 +529,8 @@ def test_figures(shared, state, actor, endpoint):
     response = shared.client.get(url, headers=world.actors[actor])
     status, shows_y = expected_figures(state, actor, endpoint)
     assert response.status_code == status
+    if status == 302:
+        assert response.headers["Location"].startswith("/signin?next=")
     if status != 200:
         if endpoint == "creator-stats":
             assert response.get_json()["status"] == status
