@@ -193,13 +193,25 @@ def verdict_for(best_fit: float, coverage: float) -> str:
     return "fits" if best_fit >= FITS_AT else "weak"
 
 
-def best_candidate(
+def fits_of(
     matches: Sequence[Match], query_script: str, fit_model: FitModel = FIT_MODEL
+) -> list[float]:
+    """P(fits) of each match, in order: computed once, read by the list and the verdict."""
+    return [fit_model.probability(match, query_script) for match in matches]
+
+
+def best_candidate(
+    matches: Sequence[Match],
+    query_script: str,
+    fit_model: FitModel = FIT_MODEL,
+    fits: Sequence[float] | None = None,
 ) -> tuple[float, float]:
-    """(p, coverage) of the candidate most likely to fit; (0, 0) without candidates."""
+    """(p, coverage) of the candidate most likely to fit; (0, 0) without candidates.
+    ``fits``: the matches' probabilities, when already computed (``fits_of``)."""
+    if fits is None:
+        fits = fits_of(matches, query_script, fit_model)
     best = (0.0, 0.0)
-    for match in matches:
-        fit = fit_model.probability(match, query_script)
+    for match, fit in zip(matches, fits, strict=True):
         if fit > best[0]:
             best = (fit, match.coverage)
     return best
@@ -212,13 +224,15 @@ def rank_matches(
     query_script: str,
     fit_model: FitModel = FIT_MODEL,
     floor: float | None = None,
+    fits: Sequence[float] | None = None,
 ) -> list[RankedSuggestion]:
     """Every candidate whose P(fits) reaches ``floor`` (``LIST_FLOOR``), by score (ties:
-    lower id first)."""
+    lower id first). ``fits``: the matches' probabilities, when already computed."""
     floor = LIST_FLOOR if floor is None else floor
+    if fits is None:
+        fits = fits_of(matches, query_script, fit_model)
     ranked = []
-    for match in matches:
-        fit = fit_model.probability(match, query_script)
+    for match, fit in zip(matches, fits, strict=True):
         if fit < floor:
             continue
         quality = qualities.get(match.subagent_id, UNRANKED)
@@ -278,8 +292,11 @@ def rank_suggestions(
     fit_model: FitModel = FIT_MODEL,
 ) -> Ranking:
     """The ``k`` best bases among ``matches`` (any order), families first, and the verdict."""
-    ranked = rank_matches(matches, qualities, query_script=query_script, fit_model=fit_model)
-    best_fit, coverage = best_candidate(matches, query_script, fit_model)
+    fits = fits_of(matches, query_script, fit_model)
+    ranked = rank_matches(
+        matches, qualities, query_script=query_script, fit_model=fit_model, fits=fits
+    )
+    best_fit, coverage = best_candidate(matches, query_script, fit_model, fits)
     verdict = verdict_for(best_fit, coverage)
     items = [] if verdict == "none" else spread_families(ranked, k=k, locale_script=locale_script)
     return Ranking(items, verdict, best_fit)

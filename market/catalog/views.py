@@ -91,6 +91,14 @@ def _browse_sort(requested: str | None, has_query: bool) -> tuple[str | None, st
     raise BadRequest(f"Unknown sort {requested!r}.")
 
 
+def _cursor_arg() -> str | None:
+    """The page's ``cursor`` argument; one longer than any this site makes is a 400."""
+    cursor = _text_arg("cursor")
+    if cursor and len(cursor) > 200:
+        raise BadRequest("The cursor is not one this site made.")
+    return cursor
+
+
 def _text_arg(name: str) -> str | None:
     value = request.args.get(name, "").strip()
     if "\x00" in value:
@@ -108,9 +116,7 @@ def browse_page():
         raise BadRequest(f"Unknown category {category!r}.")
     requested_sort = _text_arg("sort")
     sort, notice = _browse_sort(requested_sort, bool(q))
-    cursor = _text_arg("cursor")
-    if cursor and len(cursor) > 200:
-        raise BadRequest("The cursor is not one this site made.")
+    cursor = _cursor_arg()
     session = db()
     # Browse lists the public catalog, the same for everyone (a person's own private and
     # unlisted things are on their dashboard): the "public and active" listing indexes then
@@ -473,9 +479,7 @@ def my_installs_page():
     viewer = caller()
     if not viewer.is_authenticated:
         return redirect(url_for("web.signin_page", next=request.full_path))
-    cursor = _text_arg("cursor")
-    if cursor and len(cursor) > 200:
-        raise BadRequest("The cursor is not one this site made.")
+    cursor = _cursor_arg()
     session = db()
     page = install_page_out(installs.my_installs(session, viewer, limit=PAGE_SIZE, cursor=cursor))
     ratings = figures.ratings(session, [item.subagent_id for item in page.items])
@@ -492,9 +496,7 @@ def my_fork_requests_page():
     viewer = caller()
     if not viewer.is_authenticated:
         return redirect(url_for("web.signin_page", next=request.full_path))
-    cursor = _text_arg("cursor")
-    if cursor and len(cursor) > 200:
-        raise BadRequest("The cursor is not one this site made.")
+    cursor = _cursor_arg()
     page = installs.my_fork_requests(db(), viewer, limit=PAGE_SIZE, cursor=cursor)
     next_url = (
         url_for("web.my_fork_requests_page", cursor=page.next_cursor) if page.next_cursor else None
