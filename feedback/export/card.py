@@ -23,9 +23,9 @@ OPENAI_NOTE = (
     "(`input.messages`, `preferred_output`, `non_preferred_output`)."
 )
 COMMENTS_INCLUDED = (
-    "included, scrubbed of emails, phone numbers, URLs, IP addresses, handles and the "
-    "writer's own profile values; names of other people written in plain words cannot be "
-    "caught"
+    "included, scrubbed of emails, card numbers, IBANs, phone numbers, long id numbers, URLs, "
+    "IP addresses, handles and the writer's own profile values; names of other people written "
+    "in plain words cannot be caught"
 )
 
 

@@ -126,7 +126,8 @@ def community(client, engine) -> Community:
                 c = _canaries(i)
                 comment = (
                     f"mail me at {c['email']} or call {c['phone']}, I live at {c['address']}; "
-                    f"see https://photos.example.com/u/rater{i}?id=77 and ask @rater{i}"
+                    f"see https://photos.example.com/u/rater{i}?id=77 and ask @rater{i}; "
+                    "paid with 4111 1111 1111 1111, refund to GB82 WEST 1234 5698 7654 32"
                 )
             _rate(client, rater, versions[name], value, comment)
         if i < 4:  # "few" gets four consenting raters: under k = 5
@@ -295,6 +296,8 @@ def test_no_raw_id_or_personal_value_appears_anywhere(app, client, engine, commu
     for comment in comments:
         assert "[email]" in comment and "[phone]" in comment and "[url]" in comment
         assert "[handle]" in comment and "[personal]" in comment
+        assert "[card]" in comment and "[iban]" in comment
+    assert "4111" not in everything and "WEST" not in everything
     assert "secret opinion" not in everything
 
 
