@@ -27,8 +27,8 @@ from feedback.export import (
 )
 
 KEY = b"pinned export key, for this test only"
-FULL_SHA256 = "5893d9e8f916ab5a78564ecd32f44153bc041a3bbcebd92070656b3b90ee6cf8"
-INCREMENTAL_SHA256 = "d7d5b1be9ad1583cb9c68d784c79fb6c3e54f897ef5383a77086ca3fdb3d3813"
+FULL_SHA256 = "49b1de0a263012f531a8e7d2b926709bf86db6be63867d3d6a52990c864970fb"
+INCREMENTAL_SHA256 = "2ab57552bc618df3db6f0ba5e3fabd2566837b926ca5659f2304899468907304"
 
 
 class CommentedTexts(SyntheticTexts):
