@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from importlib.metadata import version as package_version
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -136,15 +136,17 @@ def build_server(
         return principal_for_token(session, token) if token else ANONYMOUS
 
     suggestions = service or SuggestionService(engine)
-    return _server(engine, token_owner, suggestions, (suggestions.after_commit,))
+    return _server(engine, token_owner, suggestions, (suggestions.after_commit,), "INFO")
 
 
 def build_http_server(
     engine, service: SuggestionService, after_commit: tuple[AfterCommit, ...]
 ) -> MCPServer:
     """The MCP server behind ``/mcp``: each call acts as the principal the endpoint found for
-    its request (:data:`HTTP_CALLER`); a commit runs the web app's ``after_commit`` hooks."""
-    return _server(engine, lambda _session: HTTP_CALLER.get(), service, after_commit)
+    its request (:data:`HTTP_CALLER`); a commit runs the web app's ``after_commit`` hooks.
+    The SDK configures the root logger when no handler is set: in the web process only
+    warnings, not a line per MCP request."""
+    return _server(engine, lambda _session: HTTP_CALLER.get(), service, after_commit, "WARNING")
 
 
 def _bundle_rejected(error: BundleError) -> ToolError:
@@ -163,9 +165,13 @@ def _server(
     principal_of: Callable[[Session], Principal],
     suggestions: SuggestionService,
     after_commit: tuple[AfterCommit, ...],
+    log_level: Literal["INFO", "WARNING"],
 ) -> MCPServer:
     server = MCPServer(
-        name="sprig", version=package_version("sprig-market"), instructions=INSTRUCTIONS
+        name="sprig",
+        version=package_version("sprig-market"),
+        instructions=INSTRUCTIONS,
+        log_level=log_level,
     )
 
     @contextmanager
