@@ -75,7 +75,8 @@ class McpBridge:
                     name="sprig-mcp",
                     daemon=True,
                 ).start()
-                ready.wait()
+                if not ready.wait(ANSWER_SECONDS):
+                    raise ServiceUnavailable("The MCP server did not start; try again.")
                 self._loop = loop
             return self._loop
 
@@ -161,7 +162,9 @@ def asgi_scope(environ: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@bp.route(MCP_PATH, methods=["GET", "POST", "DELETE"])
+# POST only: a stateless server has no session to end (DELETE) and sends no message of its own,
+# so it offers no stream to listen on (GET); the transport's rules allow a 405 for both.
+@bp.route(MCP_PATH, methods=["POST"])
 def mcp_endpoint():
     try:
         principal = caller()

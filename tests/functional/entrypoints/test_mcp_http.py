@@ -13,15 +13,17 @@ import asyncio
 import concurrent.futures
 import os
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 
+import httpx2
 import pytest
 import requests
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from sqlmodel import Session
 
 from market.catalog.models import CATEGORIES
@@ -85,13 +87,18 @@ def run_async(function):
         return pool.submit(asyncio.run, function()).result()
 
 
-def over_http(live: Live, token: str | None, **client_options) -> Client:
+@asynccontextmanager
+async def over_http(live: Live, token: str | None, **client_options) -> AsyncIterator[Client]:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    http = create_mcp_http_client(headers=headers)
-    return Client(streamable_http_client(live.endpoint, http_client=http), **client_options)
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=30) as http,
+        Client(streamable_http_client(live.endpoint, http_client=http), **client_options) as client,
+    ):
+        yield client
 
 
-def over_stdio(live: Live, token: str | None) -> Client:
+@asynccontextmanager
+async def over_stdio(live: Live, token: str | None) -> AsyncIterator[Client]:
     environment = {
         **os.environ,
         "PYTHONPATH": str(ROOT),
@@ -104,12 +111,13 @@ def over_stdio(live: Live, token: str | None) -> Client:
         env=environment,
         cwd=str(ROOT),
     )
-    return Client(parameters)
+    async with Client(parameters) as client:
+        yield client
 
 
-async def everything_about(client: Client, subagent_id: int) -> dict:
-    """What each tool gives this caller about one sub-agent: a dict of tool → result."""
-    async with client:
+async def everything_about(connection, subagent_id: int) -> dict:
+    """What each tool gives the caller of ``connection`` about one sub-agent: tool → result."""
+    async with connection as client:
         return {
             "get_subagent": await client.call_tool("get_subagent", {"subagent_id": subagent_id}),
             "get_diff": await client.call_tool("get_diff", {"subagent_id": subagent_id}),
@@ -170,8 +178,8 @@ def test_each_request_acts_as_its_token_owner(live):
 
     async def publish_both():
         async def publish_one(person, unit):
-            client, arguments = fork_as(person, unit)
-            async with client:
+            connection, arguments = fork_as(person, unit)
+            async with connection as client:
                 return await client.call_tool("publish_fork", arguments)
 
         return await asyncio.gather(
@@ -226,8 +234,8 @@ def test_anonymous_callers_read_public_listings_only(live):
 def test_a_revoked_token_is_refused_on_both_transports(live):
     carol = make_user(live.engine, "carol")
 
-    async def read_water(client: Client):
-        async with client:
+    async def read_water(connection):
+        async with connection as client:
             return await client.call_tool("get_subagent", {"subagent_id": live.water["id"]})
 
     assert not run_async(lambda: read_water(over_http(live, carol.token))).is_error
@@ -262,6 +270,14 @@ def test_a_malformed_authorization_is_a_401_asking_for_a_bearer_token(live):
     )
     assert answer.status_code == 401
     assert answer.headers["WWW-Authenticate"] == 'Bearer realm="sprig"'
+
+
+def test_only_post_is_served(live):
+    """No session to end (DELETE), no message of the server's own to stream (GET)."""
+    for method in ("GET", "DELETE"):
+        answer = requests.request(method, live.endpoint, headers=RPC_HEADERS, timeout=30)
+        assert answer.status_code == 405
+        assert "POST" in answer.headers["Allow"]
 
 
 def test_the_endpoint_keeps_no_session(live):
