@@ -20,21 +20,24 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from flask import Blueprint, Flask, Response, current_app, request
 from mcp.server.mcpserver import MCPServer
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
 from market.entrypoints.mcp_server import HTTP_CALLER, build_http_server
 from market.identity.tokens import Principal, caller
+from market.platform.api_deps import unit_of_work
 from market.platform.errors import ServiceUnavailable, Unauthorized
 from market.platform.state import app_state
 
 MCP_PATH = "/mcp"
-# How long a request thread waits for the loop's answer: gunicorn's worker timeout
-# (market.entrypoints.gunicorn_conf), past which the request is lost anyway.
+# How long a request thread waits for the loop's answer before a 503: gunicorn's worker
+# timeout (market.entrypoints.gunicorn_conf). A tool call is a few reads or one publish.
 ANSWER_SECONDS = 30
 # RFC 6750: the scheme to use and, for a bearer token that was refused, why.
 CHALLENGE = 'Bearer realm="sprig"'
@@ -47,26 +50,33 @@ bp = Blueprint("mcp", __name__)
 
 class McpBridge:
     """The SDK's streamable HTTP session manager on a loop thread of this process, and a
-    blocking call that serves one WSGI request through it."""
+    blocking call that serves one WSGI request through it. Both are made on the first MCP
+    request: a process forked from one that built the app (as gunicorn's workers are) must
+    not inherit a loop whose thread it does not have, and an app that never serves MCP (most
+    test apps) does not pay for building the server."""
 
-    def __init__(self, server: MCPServer):
-        # The endpoint authenticates by a header a browser never adds on its own (no cookie
-        # counts), so the SDK's DNS-rebinding guard, which would refuse every Host but
-        # localhost, adds nothing here.
-        server.streamable_http_app(
-            json_response=True,
-            stateless_http=True,
-            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-        )
-        self._manager = server.session_manager
+    def __init__(self, build_server: Callable[[], MCPServer]):
+        self._build_server = build_server
+        self._manager: StreamableHTTPSessionManager | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._starting = threading.Lock()
 
     def _running_loop(self) -> asyncio.AbstractEventLoop:
-        """The loop, started on first use: a process forked from one that built the app (as
-        gunicorn's workers are) must not inherit a loop whose thread it does not have."""
         with self._starting:
             if self._loop is None:
+                server = self._build_server()
+                # The token is a header, never a cookie: a page on another site cannot make
+                # a browser send it, so a host name rebound to this server gets no more than
+                # an anonymous caller does. The SDK's DNS-rebinding guard, which would refuse
+                # every Host but localhost, adds nothing.
+                server.streamable_http_app(
+                    json_response=True,
+                    stateless_http=True,
+                    transport_security=TransportSecuritySettings(
+                        enable_dns_rebinding_protection=False
+                    ),
+                )
+                self._manager = server.session_manager
                 loop = asyncio.new_event_loop()
                 ready = threading.Event()
                 threading.Thread(
@@ -172,6 +182,9 @@ def mcp_endpoint():
         bearer = request.headers.get("Authorization", "").lower().startswith("bearer ")
         error.headers.setdefault("WWW-Authenticate", REFUSED_TOKEN if bearer else CHALLENGE)
         raise
+    # The token lookup's transaction ends here: its connection goes back to the pool rather
+    # than idling through the tool call, which works in a unit of its own.
+    unit_of_work().rollback()
     body = request.get_data()
     bridge = current_app.extensions[_KEY]
     return bridge.serve(asgi_scope(request.environ), body, principal)
@@ -181,6 +194,6 @@ def install_mcp(app: Flask) -> None:
     """Serve MCP at ``/mcp`` with the app's engine, suggestion index and after-commit hooks."""
     state = app_state(app)
     app.extensions[_KEY] = McpBridge(
-        build_http_server(state.engine, state.suggestions, state.after_commit)
+        lambda: build_http_server(state.engine, state.suggestions, state.after_commit)
     )
     app.register_blueprint(bp)
