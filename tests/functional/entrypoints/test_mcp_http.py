@@ -281,7 +281,25 @@ def test_only_post_is_served(live):
 
 
 def test_the_endpoint_keeps_no_session(live):
-    """Stateless: no session id to pin a client to one worker process."""
+    """Stateless: no session id to pin a client to one worker process, and a call needs no
+    handshake made before it (on whichever worker that was)."""
+    call = requests.post(
+        live.endpoint,
+        json={
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "tools/call",
+            "params": {"name": "get_files", "arguments": {"subagent_id": live.secret["id"]}},
+        },
+        headers={
+            **RPC_HEADERS,
+            "Authorization": f"Bearer {live.alice.token}",
+            "MCP-Protocol-Version": "2025-06-18",
+        },
+        timeout=30,
+    )
+    assert call.status_code == 200, call.text
+    assert call.json()["result"]["structuredContent"]["subagent_id"] == live.secret["id"]
     answer = requests.post(
         live.endpoint,
         json={
