@@ -18,11 +18,12 @@ the HTTP API would put in its problem document.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from importlib.metadata import version as package_version
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -136,17 +137,24 @@ def build_server(
         return principal_for_token(session, token) if token else ANONYMOUS
 
     suggestions = service or SuggestionService(engine)
-    return _server(engine, token_owner, suggestions, (suggestions.after_commit,), "INFO")
+    return _server(engine, token_owner, suggestions, (suggestions.after_commit,))
 
 
 def build_http_server(
     engine, service: SuggestionService, after_commit: tuple[AfterCommit, ...]
 ) -> MCPServer:
     """The MCP server behind ``/mcp``: each call acts as the principal the endpoint found for
-    its request (:data:`HTTP_CALLER`); a commit runs the web app's ``after_commit`` hooks.
-    The SDK configures the root logger when no handler is set: in the web process only
-    warnings, not a line per MCP request."""
-    return _server(engine, lambda _session: HTTP_CALLER.get(), service, after_commit, "WARNING")
+    its request (:data:`HTTP_CALLER`); a commit runs the web app's ``after_commit`` hooks."""
+    # Building a server, the SDK calls logging.basicConfig (a handler and a level on the root
+    # logger). In the web process logging is gunicorn's and the app's to set: put it back.
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        return _server(engine, lambda _session: HTTP_CALLER.get(), service, after_commit)
+    finally:
+        for handler in [h for h in root.handlers if h not in handlers]:
+            root.removeHandler(handler)
+        root.setLevel(level)
 
 
 def _bundle_rejected(error: BundleError) -> ToolError:
@@ -165,13 +173,9 @@ def _server(
     principal_of: Callable[[Session], Principal],
     suggestions: SuggestionService,
     after_commit: tuple[AfterCommit, ...],
-    log_level: Literal["INFO", "WARNING"],
 ) -> MCPServer:
     server = MCPServer(
-        name="sprig",
-        version=package_version("sprig-market"),
-        instructions=INSTRUCTIONS,
-        log_level=log_level,
+        name="sprig", version=package_version("sprig-market"), instructions=INSTRUCTIONS
     )
 
     @contextmanager
