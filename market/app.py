@@ -13,6 +13,7 @@ from apiflask import APIFlask
 from flask import g, request
 from sqlalchemy.engine import make_url
 
+from market.entrypoints.mcp_http import install_mcp
 from market.platform import problems
 from market.platform.api import complete_spec, optional_bodies
 from market.platform.api_deps import JsonBodyRequest
@@ -141,6 +142,7 @@ def create_app(config: dict | Settings | None = None) -> APIFlask:
     app.request_class = JsonBodyRequest
     problems.install(app)
     register_pages(app)
+    install_mcp(app)
 
     @app.teardown_appcontext
     def _close_unit_of_work(_exc):

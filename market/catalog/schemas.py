@@ -7,10 +7,17 @@ status, counts or ids: such a field is a 422 naming it, and nothing is stored.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, StrictBool, StringConstraints
 
+from market.catalog.bundles.limits import (
+    MAX_DESCRIPTION_CHARS,
+    MAX_HOSTS,
+    MAX_NAME_CHARS,
+    MAX_PATH_CHARS,
+)
+from market.catalog.bundles.manifest import SCOPES
 from market.catalog.models import Category
 from market.platform.schemas import Id, StrictInput, Tag, UtcDatetime
 
@@ -73,6 +80,29 @@ Reason = Annotated[
 
 
 Cursor = Annotated[str, StringConstraints(max_length=200)]
+
+
+# A manifest's shape, for clients that want it checked and documented field by field (the MCP
+# tools). ``market.catalog.bundles.manifest`` still checks what a shape cannot: that the entry
+# is one of the files, that each host is a public DNS name, the data schema's size.
+class ManifestIn(StrictInput):
+    """What a sub-agent is and may do: its name, the file it starts from, the person's data it
+    reads or writes, the hosts it may call."""
+
+    name: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
+    entry: str = Field(
+        min_length=1, max_length=MAX_PATH_CHARS, description="the file the app starts from"
+    )
+    scopes: list[Literal[tuple(sorted(SCOPES))]] = Field(
+        default_factory=list, description="the person's data the app reads or writes"
+    )
+    hosts: list[Annotated[str, StringConstraints(min_length=1, max_length=253)]] = Field(
+        default_factory=list,
+        max_length=MAX_HOSTS,
+        description="the public hostnames the app may call, like api.example.com",
+    )
+    data_schema: dict | None = Field(None, description="a JSON Schema of the data the app keeps")
+    description: str | None = Field(None, max_length=MAX_DESCRIPTION_CHARS)
 
 
 class BundleIn(StrictInput):

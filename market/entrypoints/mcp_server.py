@@ -1,37 +1,53 @@
-"""``sprig mcp``: Sprig as Model Context Protocol tools for any coding agent that speaks MCP.
+"""Sprig as Model Context Protocol tools for any coding agent that speaks MCP.
 
-Tools (each runs the same catalog and suggestion code as the HTTP API, on the database of
-``SPRIG_DATABASE_URL``):
+Tools (each runs the same catalog and suggestion code as the HTTP API, and checks its
+arguments with the API's own request models, so the tool listing shows their limits):
   * ``suggest_forks``  what ``POST /api/v1/suggestions`` answers;
   * ``get_subagent``   a sub-agent with its latest version (``GET /subagents/{id}``);
   * ``get_diff``       a version against the version it was forked from, or the previous one:
                        files and permissions added, removed, changed (``GET …/diff``);
+  * ``get_files``      a version's manifest and files, to build a fork from (``GET …/bundle``);
   * ``publish_fork``   fork a sub-agent with a new bundle (``POST …/forks``).
-Who calls is the owner of the token given by ``SPRIG_MCP_TOKEN`` (or ``--token``), looked up
-on every call so a revoked token stops working at once; without a token only public reads
-work. Failures come back as tool errors (``is_error``) carrying the same message the HTTP API
-would put in its problem document.
+Two transports: ``sprig mcp`` on stdio acts as the owner of the token given by
+``SPRIG_MCP_TOKEN`` (or ``--token``), looked up on every call so a revoked token stops working
+at once; streamable HTTP at ``/mcp`` in the web app (``market.entrypoints.mcp_http``) acts, for
+each request, as its bearer token's owner, read from :data:`HTTP_CALLER`. Without a token only
+public reads work. Failures come back as tool errors (``is_error``) carrying the same message
+the HTTP API would put in its problem document.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Literal
+from contextvars import ContextVar
+from importlib.metadata import version as package_version
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
+from sqlmodel import Session
 
 from market.catalog import bundles
 from market.catalog import services as catalog
 from market.catalog.bundles.diff import diff_bundles
-from market.catalog.bundles.limits import BundleError
-from market.catalog.schemas import DiffOut, ForkIn, SubAgentOut
+from market.catalog.bundles.limits import BundleError, utf8_len
+from market.catalog.schemas import (
+    BundleIn,
+    DiffAgainst,
+    DiffOut,
+    ForkIn,
+    ManifestIn,
+    SubAgentOut,
+    Visibility,
+)
 from market.catalog.serialize import fork_command, subagent_out, visible_detail
 from market.identity.tokens import ANONYMOUS, Principal, principal_for_token, reader_language
-from market.platform.db import UnitOfWork
+from market.platform.db import AfterCommit, UnitOfWork
 from market.platform.errors import SprigError
+from market.platform.schemas import Id
 from market.suggestions.schemas import SuggestionsIn, SuggestionsOut
 from market.suggestions.serialize import suggestion_request, suggestions_out
 from market.suggestions.services import SuggestionService
@@ -43,14 +59,62 @@ INSTRUCTIONS = (
     "(fits), only related ones exist (weak), or nothing fits and you should write the app "
     "from scratch (none); the bases come with what their users asked for and which changes "
     "improved forks before. "
-    "Read one with get_subagent and get_diff, then publish your adapted version with "
-    "publish_fork."
+    "Read one with get_subagent and get_diff, take its files with get_files, then publish "
+    "your adapted version with publish_fork."
 )
+
+# Who makes the HTTP request being served. The /mcp endpoint sets it in the task that serves
+# one request; the tool call runs in a copy of that task's context, so concurrent requests of
+# different callers never see each other's principal.
+HTTP_CALLER: ContextVar[Principal] = ContextVar("sprig_mcp_http_caller", default=ANONYMOUS)
+
+
+def _field(model: type[BaseModel], name: str) -> Any:
+    """The type of ``model``'s field ``name`` with its constraints and description, for a
+    tool parameter: the tool listing then shows, and the SDK checks, exactly what the API's
+    request model does (the default stays on the parameter)."""
+    info = model.model_fields[name]
+    described = Field(description=info.description, json_schema_extra=info.json_schema_extra)
+    return Annotated[(info.annotation, *info.metadata, described)]
+
+
+SuggestRequest = _field(SuggestionsIn, "request")
+SuggestCategory = _field(SuggestionsIn, "category")
+GrantedScopes = _field(SuggestionsIn, "granted_scopes")
+Locale = _field(SuggestionsIn, "locale")
+HowMany = _field(SuggestionsIn, "k")
+Gloss = _field(SuggestionsIn, "gloss")
+ForkTitle = _field(ForkIn, "title")
+ForkRequest = _field(ForkIn, "fork_request")
+ForkFiles = _field(BundleIn, "files")
+ForkSummary = _field(ForkIn, "summary")
+ForkStory = _field(ForkIn, "story")
+ForkTags = _field(ForkIn, "tags")
+ForkCategory = _field(ForkIn, "category")
+ParentVersionId = _field(ForkIn, "parent_version_id")
+ForkRequestId = _field(ForkIn, "fork_request_id")
+ForkVisibility = _field(ForkIn, "visibility")
+OnBehalfOf = _field(ForkIn, "on_behalf_of")
 
 
 class PublishedFork(BaseModel):
     created: bool  # False: the same bytes were already forked by the same author
     subagent: SubAgentOut
+
+
+class FileOut(BaseModel):
+    path: str
+    size: int = Field(description="bytes, UTF-8")
+    content: str
+
+
+class FilesOut(BaseModel):
+    subagent_id: int
+    version_id: int
+    version_number: int
+    sha256: str = Field(description="of the bundle's canonical bytes")
+    manifest: dict[str, Any]
+    files: list[FileOut]
 
 
 def _validated(model: type[BaseModel], data: dict) -> Any:
@@ -67,38 +131,73 @@ def _validated(model: type[BaseModel], data: dict) -> Any:
 def build_server(
     engine, *, token: str | None, service: SuggestionService | None = None
 ) -> MCPServer:
-    """The MCP server for ``engine``, acting as the owner of ``token``."""
+    """The MCP server for stdio on ``engine``, acting as the owner of ``token``."""
+
+    def token_owner(session: Session) -> Principal:
+        return principal_for_token(session, token) if token else ANONYMOUS
+
     suggestions = service or SuggestionService(engine)
-    server = MCPServer(name="sprig", instructions=INSTRUCTIONS)
+    return _server(engine, token_owner, suggestions, (suggestions.after_commit,))
+
+
+def build_http_server(
+    engine, service: SuggestionService, after_commit: tuple[AfterCommit, ...]
+) -> MCPServer:
+    """The MCP server behind ``/mcp``: each call acts as the principal the endpoint found for
+    its request (:data:`HTTP_CALLER`); a commit runs the web app's ``after_commit`` hooks."""
+    # Building a server, the SDK calls logging.basicConfig (a handler and a level on the root
+    # logger). In the web process logging is gunicorn's and the app's to set: put it back.
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        return _server(engine, lambda _session: HTTP_CALLER.get(), service, after_commit)
+    finally:
+        for handler in [h for h in root.handlers if h not in handlers]:
+            root.removeHandler(handler)
+        root.setLevel(level)
+
+
+def _bundle_rejected(error: BundleError) -> ToolError:
+    """The API's problem for a refused bundle as one message: each finding once (the error's
+    detail repeats the first finding, so it is not added)."""
+    title = "Bundle too large" if error.status == 413 else "Bundle rejected"
+    findings = "; ".join(
+        f"{e['location']}: {e['message']}" if e.get("location") else e["message"]
+        for e in error.errors
+    )
+    return ToolError(f"{title} ({error.status}): {findings}")
+
+
+def _server(
+    engine,
+    principal_of: Callable[[Session], Principal],
+    suggestions: SuggestionService,
+    after_commit: tuple[AfterCommit, ...],
+) -> MCPServer:
+    server = MCPServer(
+        name="sprig", version=package_version("sprig-market"), instructions=INSTRUCTIONS
+    )
 
     @contextmanager
     def call() -> Iterator[tuple[UnitOfWork, Callable[[], Principal]]]:
         """A unit of work per tool call; domain errors become tool errors, and nothing is kept
-        unless the tool commits. No read cache in this process: web workers hear the commit's
-        NOTIFY; this process's suggestion index catches up after the commit."""
-        with UnitOfWork(engine, (suggestions.after_commit,)) as unit:
-
-            def who() -> Principal:
-                return principal_for_token(unit.session, token) if token else ANONYMOUS
-
+        unless the tool commits."""
+        with UnitOfWork(engine, after_commit) as unit:
             try:
-                yield unit, who
+                yield unit, lambda: principal_of(unit.session)
             except SprigError as error:
                 raise ToolError(f"{error.title} ({error.status}): {error.detail}") from None
             except BundleError as error:
-                where = "; ".join(f"{e.get('location')}: {e.get('message')}" for e in error.errors)
-                raise ToolError(
-                    f"Bundle rejected ({error.status}): {error.detail}. {where}"
-                ) from None
+                raise _bundle_rejected(error) from None
 
     @server.tool()
     def suggest_forks(
-        request: str,
-        category: str | None = None,
-        granted_scopes: list[str] | None = None,
-        locale: str | None = None,
-        k: int = 5,
-        gloss: str | None = None,
+        request: SuggestRequest,
+        category: SuggestCategory = None,
+        granted_scopes: GrantedScopes = None,
+        locale: Locale = None,
+        k: HowMany = 5,
+        gloss: Gloss = None,
     ) -> SuggestionsOut:
         """Existing sub-agents best to fork for a request in the user's words (any language),
         and a verdict: `fits` (fork the first), `weak` (related bases only) or `none`
@@ -128,7 +227,7 @@ def build_server(
             return suggestions_out(suggestions.suggest(session, suggestion_request(body)))
 
     @server.tool()
-    def get_subagent(subagent_id: int) -> SubAgentOut:
+    def get_subagent(subagent_id: Id) -> SubAgentOut:
         """A sub-agent (title, story, tags, parent, counts) with its latest version and
         manifest."""
         with call() as (unit, who):
@@ -139,9 +238,9 @@ def build_server(
 
     @server.tool()
     def get_diff(
-        subagent_id: int,
-        version_id: int | None = None,
-        against: Literal["parent", "previous"] = "parent",
+        subagent_id: Id,
+        version_id: Id | None = None,
+        against: DiffAgainst = DiffAgainst.parent,
     ) -> DiffOut:
         """What a version (default: the latest) changed against the parent version it was
         forked from, or against its previous version: files added, removed or modified with
@@ -165,24 +264,49 @@ def build_server(
             )
 
     @server.tool()
+    def get_files(subagent_id: Id, version_id: Id | None = None) -> FilesOut:
+        """A version's manifest and files (default: the latest version), to adapt into a fork
+        for publish_fork. Each file comes with its path, its size in bytes and its full text:
+        a bundle holds UTF-8 text files only (publishing refuses anything else), so no file is
+        left out or encoded. Yanked versions only for those who may still read them."""
+        with call() as (unit, who):
+            session = unit.session
+            viewer = who()
+            subagent = catalog.get_visible(session, viewer, subagent_id)
+            version = catalog.get_readable_version(session, viewer, subagent, version_id)
+            bundle = catalog.load_bundle(session, version)
+            return FilesOut(
+                subagent_id=subagent.id,
+                version_id=version.id,
+                version_number=version.number,
+                sha256=bundle.sha256,
+                manifest=bundle.manifest,
+                files=[
+                    FileOut(path=path, size=utf8_len(text), content=text)
+                    for path, text in sorted(bundle.files.items())
+                ],
+            )
+
+    @server.tool()
     def publish_fork(
-        parent_id: int,
-        title: str,
-        fork_request: str,
-        manifest: dict[str, Any],
-        files: dict[str, str],
-        summary: str = "",
-        story: str = "",
-        tags: list[str] | None = None,
-        category: str | None = None,
-        parent_version_id: int | None = None,
-        fork_request_id: int | None = None,
-        visibility: Literal["public", "unlisted", "private"] = "public",
-        on_behalf_of: str | None = None,
+        parent_id: Id,
+        title: ForkTitle,
+        fork_request: ForkRequest,
+        manifest: ManifestIn,
+        files: ForkFiles,
+        summary: ForkSummary = "",
+        story: ForkStory = "",
+        tags: ForkTags | None = None,
+        category: ForkCategory = None,
+        parent_version_id: ParentVersionId = None,
+        fork_request_id: ForkRequestId = None,
+        visibility: ForkVisibility = Visibility.public,
+        on_behalf_of: OnBehalfOf = None,
     ) -> PublishedFork:
         """Fork `parent_id` with a new bundle (manifest: name, entry, scopes, hosts,
-        description; files: path -> text). `fork_request` is the user's words that asked for
-        the change. A service publishes for a person named in `on_behalf_of`."""
+        description, data_schema; files: path -> UTF-8 text). `fork_request` is the user's
+        words that asked for the change. A service publishes for a person named in
+        `on_behalf_of`."""
         with call() as (unit, who):
             session = unit.session
             principal = who()
@@ -191,7 +315,7 @@ def build_server(
                 {
                     "title": title,
                     "fork_request": fork_request,
-                    "bundle": {"manifest": manifest, "files": files},
+                    "bundle": {"manifest": manifest.model_dump(exclude_none=True), "files": files},
                     "summary": summary,
                     "story": story,
                     "tags": tags or [],

@@ -38,7 +38,13 @@ def test_tools_are_listed(engine):
         async with Client(build_server(engine, token=None)) as client:
             return sorted(tool.name for tool in (await client.list_tools()).tools)
 
-    assert run_async(names) == ["get_diff", "get_subagent", "publish_fork", "suggest_forks"]
+    assert run_async(names) == [
+        "get_diff",
+        "get_files",
+        "get_subagent",
+        "publish_fork",
+        "suggest_forks",
+    ]
 
 
 def test_suggest_read_diff_and_publish_a_fork(client, engine):
