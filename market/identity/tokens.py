@@ -23,6 +23,7 @@ from evolution.language import locale_language
 from market.identity.models import ApiToken, User
 from market.platform.api_deps import db
 from market.platform.config import Settings, load_settings
+from market.platform.db import begin_writing
 from market.platform.errors import BadRequest, Forbidden, NotFound, Unauthorized
 from market.platform.pagination import decode_cursor, encode_cursor
 from market.platform.state import app_state
@@ -217,6 +218,7 @@ def revoke_token_id(session: Session, token_id: int, owner_id: int | None = None
     mine = ApiToken.id == token_id
     if owner_id is not None:
         mine = and_(mine, ApiToken.user_id == owner_id)
+    begin_writing(session)
     changed = session.exec(
         update(ApiToken).where(mine, ApiToken.revoked_at.is_(None)).values(revoked_at=utcnow())
     ).rowcount
