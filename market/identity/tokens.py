@@ -10,12 +10,14 @@ Tokens are listed and revoked by their row id, never by anything derived from th
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from flask import g, has_app_context, has_request_context, request
 from sqlalchemy import and_, or_, update
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import Session, select
 
@@ -28,6 +30,8 @@ from market.platform.errors import BadRequest, Forbidden, NotFound, Unauthorized
 from market.platform.pagination import decode_cursor, encode_cursor
 from market.platform.state import app_state
 from market.platform.time import utcnow
+
+log = logging.getLogger(__name__)
 
 TOKEN_PREFIX = "sprig_"  # noqa: S105 - a public prefix, not a secret
 
@@ -255,17 +259,25 @@ def last_use_is_stale(last_used_at: datetime | None, now: datetime) -> bool:
 
 def _note_use(token_id: int, now: datetime) -> None:
     """Record the token's use, at most every LAST_USED_EVERY. On a connection of its own to
-    the writing engine: GET requests read on autocommit connections and never commit."""
-    with app_state().unit_of_work() as writer:
-        writer.session.exec(
-            update(ApiToken)
-            .where(
-                ApiToken.id == token_id,
-                or_(ApiToken.last_used_at.is_(None), ApiToken.last_used_at < now - LAST_USED_EVERY),
+    the writing engine: GET requests read on autocommit connections and never commit. Only
+    bookkeeping: if the database cannot take the write now (SQLite's writer lock held past
+    the busy timeout), the request goes on and a later call records the use."""
+    try:
+        with app_state().unit_of_work() as writer:
+            writer.session.exec(
+                update(ApiToken)
+                .where(
+                    ApiToken.id == token_id,
+                    or_(
+                        ApiToken.last_used_at.is_(None),
+                        ApiToken.last_used_at < now - LAST_USED_EVERY,
+                    ),
+                )
+                .values(last_used_at=now)
             )
-            .values(last_used_at=now)
-        )
-        writer.commit()
+            writer.commit()
+    except OperationalError as error:
+        log.warning("token %s: last use not recorded (%s)", token_id, error.orig)
 
 
 def caller() -> Principal:

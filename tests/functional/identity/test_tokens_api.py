@@ -10,13 +10,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import update
+from sqlalchemy.exc import OperationalError
 from sqlmodel import select
 
 from market.identity.models import ApiToken, User
 from market.identity.tokens import LAST_USED_EVERY, create_token, hash_token
 from market.platform.db import session_scope
 from market.platform.migrate import downgrade, upgrade
-from market.platform.state import app_state, install_state
+from market.platform.state import AppState, app_state, install_state
 from tests.factories import Actor, make_user
 
 API = "/api/v1"
@@ -252,3 +253,23 @@ def test_migration_0010_keeps_earlier_tokens_working_without_expiry(
         assert (row.expires_at, row.last_used_at, row.revoked_at) == (None, None, None)
     [item] = listed(client, alice)["items"]
     assert item["state"] == "active" and item["expires_at"] is None
+
+
+def test_a_last_use_the_database_cannot_take_does_not_fail_the_request(
+    client, engine, alice, monkeypatch, caplog
+):
+    """Recording the use is bookkeeping: a writer lock held too long (SQLite) loses the note,
+    not the read."""
+    real = AppState.unit_of_work
+
+    def writer_locked(state, *, read_only: bool = False):
+        if not read_only:
+            raise OperationalError("UPDATE api_token", {}, Exception("database is locked"))
+        return real(state, read_only=read_only)
+
+    monkeypatch.setattr(AppState, "unit_of_work", writer_locked)
+    assert client.get(f"{API}/me", headers=alice.headers).status_code == 200
+    assert "last use not recorded (database is locked)" in caplog.text
+    monkeypatch.undo()
+    with session_scope(engine) as session:
+        assert session.get(ApiToken, token_id(engine, alice)).last_used_at is None
