@@ -57,9 +57,9 @@ def db_upgrade(revision: str) -> None:
 
     try:
         upgrade(load_settings().database_url, revision)
-    except CommandError as error:
-        # An unknown or ambiguous revision: Alembic says which in one sentence; its
-        # traceback would only bury it.
+    except (CommandError, FileNotFoundError) as error:
+        # An unknown or ambiguous revision, or no migrations folder: one sentence says which;
+        # a traceback would only bury it.
         click.echo(f"sprig db upgrade: {error}", err=True)
         sys.exit(2)
     click.echo(f"database at {revision}")

@@ -140,3 +140,10 @@ def test_export_run_as_json_keeps_notes_off_stdout(runner, tmp_path, monkeypatch
     assert "no earlier run succeeded" in result.stderr
     assert summary["run_id"] == 1 and summary["rows"]["ratings"] == 0
     assert (out / summary["location"].rsplit("/", 1)[-1]).is_dir()
+
+
+def test_db_upgrade_works_from_any_directory(runner, tmp_path, monkeypatch):
+    """The migrations are found beside the package, not only under the current directory."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SPRIG_DATABASE_URL", f"sqlite:///{tmp_path / 'elsewhere.db'}")
+    assert run(runner, "db", "upgrade").output == "database at head\n"
