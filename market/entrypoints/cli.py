@@ -1,7 +1,12 @@
-"""The ``sprig`` command: database, demo community, users and tokens, serving."""
+"""The ``sprig`` command: database, demo community, users and tokens, serving.
+
+Every command takes ``-h`` as well as ``--help``. Commands whose output scripts read take
+``--json``: then stdout carries exactly one JSON document and anything else goes to stderr.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -17,7 +22,22 @@ def _engine():
     return make_engine(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
 
 
-@click.group()
+JSON_OPTION = click.option(
+    "--json", "as_json", is_flag=True, help="Print one JSON document on stdout, for scripts."
+)
+
+
+def _emit_json(document: object) -> None:
+    click.echo(json.dumps(document, ensure_ascii=False, indent=2, default=str))
+
+
+def _note(message: str, as_json: bool) -> None:
+    """A line for a person: on stderr when stdout carries JSON."""
+    click.echo(message, err=as_json)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="sprig-market", prog_name="sprig")
 def main() -> None:
     """Sprig: share, fork and evolve lifestyle sub-agents."""
 
@@ -31,9 +51,17 @@ def db() -> None:
 @click.option("--revision", default="head", show_default=True)
 def db_upgrade(revision: str) -> None:
     """Migrate the database (SPRIG_DATABASE_URL) to the newest schema."""
+    from alembic.util import CommandError
+
     from market.platform.migrate import upgrade
 
-    upgrade(load_settings().database_url, revision)
+    try:
+        upgrade(load_settings().database_url, revision)
+    except (CommandError, FileNotFoundError) as error:
+        # An unknown or ambiguous revision, or no migrations folder: one sentence says which;
+        # a traceback would only bury it.
+        click.echo(f"sprig db upgrade: {error}", err=True)
+        sys.exit(2)
     click.echo(f"database at {revision}")
 
 
@@ -41,22 +69,37 @@ def db_upgrade(revision: str) -> None:
 @click.option("--seed", default=7, show_default=True, type=int)
 @click.option("--if-empty", is_flag=True, help="Load only when the database has no users.")
 @click.option("--tokens/--no-tokens", default=True, help="Print fresh demo tokens.")
-def demo(seed: int, if_empty: bool, tokens: bool) -> None:
+@JSON_OPTION
+def demo(seed: int, if_empty: bool, tokens: bool, as_json: bool) -> None:
     """Load the deterministic demo community and print tokens to try the API with."""
     from market.demo.loader import demo_tokens, is_empty, load_demo
 
     engine = _engine()
+    stats = None
     if not if_empty or is_empty(engine):
         stats = load_demo(engine, seed=seed)
+    issued = demo_tokens(engine) if tokens else []
+    if as_json:
+        _emit_json(
+            {
+                "loaded": stats is not None,
+                "counts": stats or {},
+                "tokens": [
+                    {"label": label, "handle": handle, "token": token}
+                    for label, handle, token in issued
+                ],
+            }
+        )
+        return
+    if stats is not None:
         click.echo(
             "demo community loaded: "
             + ", ".join(f"{count} {name}" for name, count in stats.items())
         )
     else:
         click.echo("database already has data; demo not reloaded")
-    if tokens:
-        for label, handle, token in demo_tokens(engine):
-            click.echo(f"{label} token ({handle}): {token}")
+    for label, handle, token in issued:
+        click.echo(f"{label} token ({handle}): {token}")
 
 
 @main.command()
@@ -121,6 +164,7 @@ def rank(force: bool) -> None:
 @click.option("--openai", is_flag=True, help="Also write OpenAI preference JSONL.")
 @click.option("--no-conversational", is_flag=True, help="Skip the *_conversational configs.")
 @click.option("--progress/--no-progress", default=True, show_default=True)
+@JSON_OPTION
 def export_rewards(
     out_dir,
     since,
@@ -131,6 +175,7 @@ def export_rewards(
     openai,
     no_conversational,
     progress,
+    as_json,
 ) -> None:
     """Export reward datasets (Parquet shards, dataset card, manifest) as a new numbered run."""
     from tqdm import tqdm
@@ -153,7 +198,7 @@ def export_rewards(
         if since == "last":
             since_run = export_service.last_succeeded_run(session)
             if since_run is None:
-                click.echo("no earlier run succeeded: exporting everything")
+                _note("no earlier run succeeded: exporting everything", as_json)
         elif since is not None:
             if not since.isdigit():
                 raise click.BadParameter("a run number or 'last'", param_hint="--since")
@@ -186,6 +231,15 @@ def export_rewards(
     if run.status != "succeeded":
         raise click.ClickException(f"export run {run_id} failed: {run.error}")
     counts = run.manifest["counts"]
+    if as_json:
+        _emit_json(
+            {
+                "run_id": run_id,
+                "location": run.location,
+                "rows": {name: figures["total"] for name, figures in counts.items()},
+            }
+        )
+        return
     click.echo(f"export run {run_id}: {run.location}")
     for name, figures in counts.items():
         click.echo(f"  {name}: {figures['total']:,} rows")
@@ -202,23 +256,28 @@ def users() -> None:
 @click.option("--email", default=None)
 @click.option("--kind", type=click.Choice(["person", "service"]), default="person")
 @click.option("--role", type=click.Choice(["user", "moderator"]), default="user")
-def users_create(handle: str, display_name, email, kind: str, role: str) -> None:
+@JSON_OPTION
+def users_create(handle: str, display_name, email, kind: str, role: str, as_json: bool) -> None:
     """Create a user."""
     from market.identity.models import User
 
     with session_scope(_engine()) as session:
         if session.exec(select(User).where(User.handle == handle)).first():
             raise click.ClickException(f"user {handle!r} exists")
-        session.add(
-            User(
-                handle=handle,
-                display_name=display_name or handle,
-                email=email,
-                kind=kind,
-                role=role,
-            )
+        user = User(
+            handle=handle,
+            display_name=display_name or handle,
+            email=email,
+            kind=kind,
+            role=role,
         )
-    click.echo(f"created {kind} {handle}")
+        session.add(user)
+        session.flush()
+        user_id = user.id
+    if as_json:
+        _emit_json({"id": user_id, "handle": handle, "kind": kind, "role": role})
+    else:
+        click.echo(f"created {kind} {handle}")
 
 
 @main.group()
@@ -226,25 +285,119 @@ def tokens() -> None:
     """API tokens."""
 
 
+def _user_by_handle(session, handle: str):
+    from market.identity.models import User
+
+    user = session.exec(select(User).where(User.handle == handle)).first()
+    if user is None:
+        raise click.ClickException(f"no user {handle!r}")
+    return user
+
+
+def _token_json(row) -> dict:
+    """A token as the API lists it, less ``current`` (a command runs with no token)."""
+    from market.identity.serialize import token_out
+
+    return token_out(row).model_dump(mode="json", exclude={"current"})
+
+
 @tokens.command("create")
 @click.argument("handle")
 @click.option("--scope", "scopes", multiple=True, help="Repeat for several scopes.")
 @click.option("--name", default="cli")
-def tokens_create(handle: str, scopes: tuple[str, ...], name: str) -> None:
+@click.option(
+    "--expires-days",
+    type=click.IntRange(0, 3650),
+    default=None,
+    help="Days until it expires; 0 never expires. Default: SPRIG_PERSON_TOKEN_DAYS (90) for "
+    "people, SPRIG_SERVICE_TOKEN_DAYS (365) for services.",
+)
+@JSON_OPTION
+def tokens_create(
+    handle: str, scopes: tuple[str, ...], name: str, expires_days: int | None, as_json: bool
+) -> None:
     """Create a token for HANDLE and print it (it is shown only once)."""
-    from market.identity.models import User
-    from market.identity.tokens import issue_token
+    from market.identity.tokens import create_token
     from market.platform.errors import SprigError
 
     with session_scope(_engine()) as session:
-        user = session.exec(select(User).where(User.handle == handle)).first()
-        if user is None:
-            raise click.ClickException(f"no user {handle!r}")
+        user = _user_by_handle(session, handle)
         try:
-            token = issue_token(session, user, list(scopes), name=name)
+            made = create_token(session, user, list(scopes), name=name, lifetime_days=expires_days)
         except SprigError as error:
             raise click.ClickException(error.detail) from None
-    click.echo(token)
+        described = _token_json(made.row)
+    if as_json:
+        _emit_json({"token": made.secret, **described})
+    else:
+        click.echo(made.secret)
+
+
+TOKEN_TABLE = ("id", "prefix", "name", "state", "scopes", "created", "last used", "expires")
+
+
+def _day(moment: str | None, default: str) -> str:
+    return moment[:10] if moment else default
+
+
+@tokens.command("list")
+@click.option("--user", "handle", required=True, help="Whose tokens (a handle).")
+@JSON_OPTION
+def tokens_list(handle: str, as_json: bool) -> None:
+    """List a user's tokens, newest first (never their secrets): id, state, scopes, dates."""
+    from market.identity.tokens import list_tokens
+
+    with session_scope(_engine()) as session:
+        user = _user_by_handle(session, handle)
+        rows = []
+        cursor = None
+        while True:
+            page = list_tokens(session, user.id, limit=100, cursor=cursor)
+            rows += [_token_json(row) for row in page.items]
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+    if as_json:
+        _emit_json({"user": handle, "tokens": rows})
+        return
+    table = [TOKEN_TABLE] + [
+        (
+            str(row["id"]),
+            row["prefix"] + "…",
+            row["name"] or "-",
+            row["state"],
+            " ".join(row["scopes"]) or "-",
+            _day(row["created_at"], "-"),
+            _day(row["last_used_at"], "never"),
+            _day(row["expires_at"], "never"),
+        )
+        for row in rows
+    ]
+    widths = [max(len(line[column]) for line in table) for column in range(len(TOKEN_TABLE))]
+    for line in table:
+        cells = (cell.ljust(width) for cell, width in zip(line, widths, strict=True))
+        click.echo("  ".join(cells).rstrip())
+
+
+@tokens.command("revoke")
+@click.argument("token_id", type=click.IntRange(1, 2**31 - 1))
+@JSON_OPTION
+def tokens_revoke(token_id: int, as_json: bool) -> None:
+    """Revoke token TOKEN_ID (the id `sprig tokens list` shows): refused from now on."""
+    from market.identity.tokens import revoke_token_id
+    from market.platform.errors import NotFound
+
+    with session_scope(_engine()) as session:
+        try:
+            revoked = revoke_token_id(session, token_id)
+        except NotFound:
+            raise click.ClickException(f"no token {token_id}") from None
+    if as_json:
+        _emit_json({"id": token_id, "revoked": True, "already_revoked": not revoked})
+    elif revoked:
+        click.echo(f"revoked token {token_id}")
+    else:
+        click.echo(f"token {token_id} was already revoked")
 
 
 @main.command()

@@ -40,6 +40,15 @@ class ApiToken(SQLModel, table=True):
     name: str = Field(default="", max_length=80)
     scopes: str = Field(default="", max_length=500)  # space-separated
     created_at: datetime = timestamp_field()
+    # None: never expires. Past it the token is refused exactly like a revoked one.
+    expires_at: datetime | None = Field(
+        default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
+    )
+    # Written at most every few minutes (tokens.LAST_USED_EVERY), so a person can tell a
+    # token still in use from a forgotten one before revoking it.
+    last_used_at: datetime | None = Field(
+        default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
+    )
     revoked_at: datetime | None = Field(
         default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
     )

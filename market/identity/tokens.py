@@ -1,23 +1,37 @@
 """API tokens and the principal behind a request.
 
 Tokens are ``sprig_`` + 43 url-safe characters (256 random bits); only their SHA-256 is
-stored. Scopes limit what a token may do; service scopes are never granted to people.
+stored. Scopes limit what a token may do; service scopes are never granted to people. A token
+works until it is revoked or its ``expires_at`` passes (new tokens get the lifetime the
+settings give their owner's kind); :func:`live_clause` is the one definition of "still works".
+Tokens are listed and revoked by their row id, never by anything derived from the secret.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
-from flask import g, has_request_context, request
+from flask import g, has_app_context, has_request_context, request
+from sqlalchemy import and_, or_, update
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import Session, select
 
 from evolution.language import locale_language
 from market.identity.models import ApiToken, User
 from market.platform.api_deps import db
-from market.platform.errors import BadRequest, Forbidden, Unauthorized
+from market.platform.config import Settings, load_settings
+from market.platform.db import begin_writing
+from market.platform.errors import BadRequest, Forbidden, NotFound, Unauthorized
+from market.platform.pagination import decode_cursor, encode_cursor
+from market.platform.state import app_state
 from market.platform.time import utcnow
+
+log = logging.getLogger(__name__)
 
 TOKEN_PREFIX = "sprig_"  # noqa: S105 - a public prefix, not a secret
 
@@ -26,6 +40,8 @@ SERVICE_SCOPES = frozenset(
     {"events:write", "recommend", "suggest", "publish:on-behalf", "feedback:on-behalf", "exports"}
 )
 ALL_SCOPES = PERSON_SCOPES | SERVICE_SCOPES
+# A token's last use is written when the recorded one is older than this, not on every call.
+LAST_USED_EVERY = timedelta(minutes=5)
 
 
 @dataclass(frozen=True)
@@ -37,6 +53,8 @@ class Principal:
     kind: str = "anonymous"  # anonymous | person | service
     role: str = "user"
     scopes: frozenset[str] = frozenset()
+    # The API token the caller authenticated with (None for the demo picker and anonymous).
+    token_id: int | None = None
 
     @property
     def is_authenticated(self) -> bool:
@@ -64,10 +82,32 @@ def default_scopes(kind: str) -> frozenset[str]:
     return PERSON_SCOPES if kind == "person" else frozenset()
 
 
-def issue_token(
-    session: Session, user: User, scopes: list[str] | None = None, name: str = ""
-) -> str:
-    """Create a token for ``user`` and return it in clear text (the only time it exists)."""
+def default_lifetime_days(kind: str, settings: Settings | None = None) -> int:
+    """Days a new token of a ``kind`` owner works (0: never expires), from ``settings``, else
+    the running app's, else the environment's."""
+    if settings is None:
+        settings = app_state().settings if has_app_context() else load_settings()
+    return settings.person_token_days if kind == "person" else settings.service_token_days
+
+
+@dataclass(frozen=True)
+class NewToken:
+    """A token just made: its secret, shown once, and its row (listed by ``row.id``)."""
+
+    secret: str
+    row: ApiToken
+
+
+def create_token(
+    session: Session,
+    user: User,
+    scopes: list[str] | None = None,
+    name: str = "",
+    *,
+    lifetime_days: int | None = None,
+) -> NewToken:
+    """Create a token for ``user``. ``lifetime_days``: None for the default of the owner's
+    kind (:func:`default_lifetime_days`), 0 for a token that never expires."""
     wanted = frozenset(scopes) if scopes else default_scopes(user.kind)
     unknown = wanted - ALL_SCOPES
     if unknown:
@@ -77,46 +117,89 @@ def issue_token(
             "Service scopes are only for service accounts: "
             + ", ".join(sorted(wanted & SERVICE_SCOPES))
         )
+    if lifetime_days is None:
+        lifetime_days = default_lifetime_days(user.kind)
+    if lifetime_days < 0:
+        raise BadRequest("A token's lifetime is a number of days, 0 for no expiry.")
+    now = utcnow()
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    session.add(
-        ApiToken(
-            user_id=user.id,
-            token_hash=hash_token(token),
-            prefix=token[: len(TOKEN_PREFIX) + 4],
-            name=name,
-            scopes=" ".join(sorted(wanted)),
-        )
+    row = ApiToken(
+        user_id=user.id,
+        token_hash=hash_token(token),
+        prefix=token[: len(TOKEN_PREFIX) + 4],
+        name=name,
+        scopes=" ".join(sorted(wanted)),
+        created_at=now,
+        expires_at=now + timedelta(days=lifetime_days) if lifetime_days else None,
     )
+    session.add(row)
     session.flush()
-    return token
+    return NewToken(token, row)
+
+
+def issue_token(
+    session: Session, user: User, scopes: list[str] | None = None, name: str = ""
+) -> str:
+    """Create a token for ``user`` with the default lifetime and return it in clear text (the
+    only time it exists)."""
+    return create_token(session, user, scopes, name).secret
+
+
+def live_clause(now: datetime | ColumnElement) -> ColumnElement[bool]:
+    """SQL: the token row still works at ``now`` (neither revoked nor expired)."""
+    return and_(
+        ApiToken.revoked_at.is_(None),
+        or_(ApiToken.expires_at.is_(None), ApiToken.expires_at > now),
+    )
+
+
+def token_state(api_token: ApiToken, now: datetime) -> str:
+    """``active``, ``expired`` or ``revoked``, as :func:`live_clause` decides it in SQL."""
+    if api_token.revoked_at is not None:
+        return "revoked"
+    if api_token.expires_at is not None and _utc(api_token.expires_at) <= now:
+        return "expired"
+    return "active"
+
+
+def _utc(moment: datetime) -> datetime:
+    """A stored moment, zone-aware: SQLite hands datetimes back naive, and all are UTC."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def live_token(session: Session, token: str) -> tuple[ApiToken, User]:
-    """The unrevoked token row and its owner, or Unauthorized."""
+    """The token row, unrevoked and unexpired, and its owner, or Unauthorized."""
     if not token.startswith(TOKEN_PREFIX) or len(token) > 100:
         raise Unauthorized("The token is malformed.")
     row = session.exec(
         select(ApiToken, User)
         .join(User, User.id == ApiToken.user_id)
-        .where(ApiToken.token_hash == hash_token(token))
+        .where(ApiToken.token_hash == hash_token(token), live_clause(utcnow()))
     ).first()
-    if row is None or row[0].revoked_at is not None:
-        raise Unauthorized("The token is unknown or revoked.")
+    if row is None:
+        raise Unauthorized("The token is unknown or revoked, or has expired.")
     return row
 
 
 def principal_for_token(session: Session, token: str) -> Principal:
     api_token, user = live_token(session, token)
-    return principal_for_user(user, frozenset(api_token.scopes.split()))
+    return principal_for_api_token(user, api_token)
 
 
-def principal_for_user(user: User, scopes: frozenset[str] | None = None) -> Principal:
+def principal_for_api_token(user: User, api_token: ApiToken) -> Principal:
+    return principal_for_user(user, frozenset(api_token.scopes.split()), token_id=api_token.id)
+
+
+def principal_for_user(
+    user: User, scopes: frozenset[str] | None = None, token_id: int | None = None
+) -> Principal:
     return Principal(
         user_id=user.id,
         handle=user.handle,
         kind=user.kind,
         role=user.role,
         scopes=default_scopes(user.kind) if scopes is None else scopes,
+        token_id=token_id,
     )
 
 
@@ -131,6 +214,72 @@ def revoke_token(session: Session, token: str) -> bool:
     return True
 
 
+def revoke_token_id(session: Session, token_id: int, owner_id: int | None = None) -> bool:
+    """Revoke token ``token_id`` (only if ``owner_id`` owns it, when given): True if this
+    call revoked it, False if it already was. One conditional UPDATE, so of two revocations
+    at once exactly one changes the row and both answer alike. A token that is not the
+    owner's is NotFound, exactly like one that does not exist."""
+    mine = ApiToken.id == token_id
+    if owner_id is not None:
+        mine = and_(mine, ApiToken.user_id == owner_id)
+    begin_writing(session)
+    changed = session.exec(
+        update(ApiToken).where(mine, ApiToken.revoked_at.is_(None)).values(revoked_at=utcnow())
+    ).rowcount
+    if changed:
+        return True
+    if session.exec(select(ApiToken.id).where(mine)).first() is None:
+        raise NotFound(f"No token {token_id}.")
+    return False
+
+
+@dataclass(frozen=True)
+class TokenPage:
+    items: list[ApiToken]
+    next_cursor: str | None
+
+
+def list_tokens(
+    session: Session, owner_id: int, *, limit: int = 100, cursor: str | None = None
+) -> TokenPage:
+    """``owner_id``'s tokens, newest first, revoked and expired ones included (they say so)."""
+    statement = select(ApiToken).where(ApiToken.user_id == owner_id)
+    if cursor:
+        (last_id,) = decode_cursor(cursor, (int,))
+        statement = statement.where(ApiToken.id < last_id)
+    rows = list(session.exec(statement.order_by(ApiToken.id.desc()).limit(limit + 1)))
+    next_cursor = encode_cursor(rows[limit - 1].id) if len(rows) > limit else None
+    return TokenPage(rows[:limit], next_cursor)
+
+
+def last_use_is_stale(last_used_at: datetime | None, now: datetime) -> bool:
+    """Whether a token's recorded last use is old enough to write again."""
+    return last_used_at is None or _utc(last_used_at) < now - LAST_USED_EVERY
+
+
+def _note_use(token_id: int, now: datetime) -> None:
+    """Record the token's use, at most every LAST_USED_EVERY. On a connection of its own to
+    the writing engine: GET requests read on autocommit connections and never commit. Only
+    bookkeeping: if the database cannot take the write now (SQLite's writer lock held past
+    the busy timeout), the request goes on and a later call records the use."""
+    try:
+        with app_state().unit_of_work() as writer:
+            writer.session.exec(
+                update(ApiToken)
+                .where(
+                    ApiToken.id == token_id,
+                    or_(
+                        ApiToken.last_used_at.is_(None),
+                        ApiToken.last_used_at < now - LAST_USED_EVERY,
+                    ),
+                )
+                .values(last_used_at=now)
+            )
+            writer.commit()
+    except OperationalError as error:
+        log.warning("token %s: last use not recorded (%s)", token_id, error.orig)
+
+
 def caller() -> Principal:
     """Who makes the current request: its bearer token's owner, else the person signed in to
     the browser session (pages only), else anonymous. Looked up once per request."""
@@ -143,7 +292,11 @@ def caller() -> Principal:
             scheme, _, token = header.partition(" ")
             if scheme.lower() != "bearer" or not token.strip():
                 raise Unauthorized("Use `Authorization: Bearer <token>`.")
-            principal = principal_for_token(db(), token.strip())
+            api_token, user = live_token(db(), token.strip())
+            principal = principal_for_api_token(user, api_token)
+            now = utcnow()
+            if last_use_is_stale(api_token.last_used_at, now):
+                _note_use(api_token.id, now)
         g.principal = principal
     return principal
 

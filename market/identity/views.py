@@ -1,16 +1,22 @@
-"""The sign-in page (a token, or the embedded demo's picker) and signing out."""
+"""The sign-in page (a token, or the embedded demo's picker), signing out, and the signed-in
+person's API tokens (list and revoke)."""
 
 from __future__ import annotations
 
-from flask import redirect, render_template, request, url_for
+from flask import flash, redirect, render_template, request, url_for
+from flask_babel import gettext
 from sqlmodel import select
 
 from market.catalog.models import Install, SubAgent
 from market.identity.models import User
-from market.platform.api_deps import db
-from market.platform.errors import SprigError
+from market.identity.tokens import caller, list_tokens, revoke_token_id, token_state
+from market.platform.api_deps import commit, db
+from market.platform.errors import BadRequest, SprigError
+from market.platform.time import utcnow
 from market.web import signin
 from market.web.blueprint import bp
+
+TOKENS_PAGE_SIZE = 50
 
 
 def _demo_people(limit: int = 16) -> list[User]:
@@ -71,3 +77,38 @@ def signin_page():
 def signout():
     signin.sign_out()
     return redirect(url_for("web.browse_page"))
+
+
+@bp.get("/me/tokens")
+def my_tokens_page():
+    viewer = caller()
+    if not viewer.is_authenticated:
+        return redirect(url_for("web.signin_page", next=request.full_path))
+    cursor = request.args.get("cursor", "").strip() or None
+    if cursor and (len(cursor) > 200 or "\x00" in cursor):
+        raise BadRequest("The cursor is not one this site made.")
+    page = list_tokens(db(), viewer.user_id, limit=TOKENS_PAGE_SIZE, cursor=cursor)
+    now = utcnow()
+    items = [(row, token_state(row, now)) for row in page.items]
+    next_url = url_for("web.my_tokens_page", cursor=page.next_cursor) if page.next_cursor else None
+    return render_template(
+        "web/tokens.html", items=items, current_token_id=viewer.token_id, next_url=next_url
+    )
+
+
+@bp.post("/me/tokens/<int(max=2147483647):token_id>/revoke")
+def revoke_my_token(token_id: int):
+    """Revoke one of the signed-in person's tokens (theirs only: another's is a 404). Revoking
+    the token this browser signed in with signs it out from the next page on."""
+    viewer = caller()
+    if not viewer.is_authenticated:
+        return redirect(url_for("web.signin_page", next=url_for("web.my_tokens_page")))
+    revoked = revoke_token_id(db(), token_id, owner_id=viewer.user_id)
+    commit()
+    if token_id == viewer.token_id:
+        flash(gettext("Token revoked. You signed in with it, so you are signed out."), "ok")
+    elif revoked:
+        flash(gettext("Token revoked: it is refused from now on."), "ok")
+    else:
+        flash(gettext("That token was already revoked."), "ok")
+    return redirect(url_for("web.my_tokens_page"))

@@ -42,6 +42,13 @@ class Settings:
     # The main agent's context text logged with each exposure (the user's request in their
     # own words) is erased this many days after the decision (nightly job).
     context_retention_days: int = 30
+    # How long a new API token works unless its maker says otherwise (0: never expires). A
+    # person's: a quarter of daily use, so a token pasted somewhere and forgotten stops
+    # working on its own. A service's: a year, because it runs unattended and an unnoticed
+    # expiry would silently stop its events and suggestions; its operators rotate it, and
+    # revoke it at once if it leaks.
+    person_token_days: int = 90
+    service_token_days: int = 365
     log_level: str = "INFO"
     testing: bool = False
     # The web sign-in picker that lets anyone act as any demo person: only for the embedded

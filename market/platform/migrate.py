@@ -14,7 +14,7 @@ def migrations_dir() -> Path:
     ``SPRIG_MIGRATIONS_DIR`` points (an installed wheel has no checkout)."""
     configured = os.environ.get("SPRIG_MIGRATIONS_DIR")
     candidates = [Path(configured)] if configured else []
-    candidates += [Path(__file__).resolve().parent.parent / "migrations", Path.cwd() / "migrations"]
+    candidates += [Path(__file__).resolve().parents[2] / "migrations", Path.cwd() / "migrations"]
     for candidate in candidates:
         if (candidate / "env.py").exists():
             return candidate

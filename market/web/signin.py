@@ -4,8 +4,9 @@ cookie, and the CSRF token of every form.
 The cookie never holds an API token: it holds the key of a ``web_session`` row (the table
 stores only the key's SHA-256), and every web request looks that row up again. Signing out
 ends the row, so a copy of the cookie taken before signs no one in afterwards; a token
-sign-in also ends when its token is revoked, and the token's scopes still apply. The embedded
-demo's picker makes sessions without a token, honoured only while ``demo_signin`` is on.
+sign-in also ends when its token is revoked or expires, and the token's scopes still apply.
+The embedded demo's picker makes sessions without a token, honoured only while
+``demo_signin`` is on.
 """
 
 from __future__ import annotations
@@ -21,7 +22,14 @@ from sqlalchemy import bindparam, update
 from sqlmodel import select
 
 from market.identity.models import ApiToken, User, WebSession
-from market.identity.tokens import Principal, hash_token, live_token, principal_for_user
+from market.identity.tokens import (
+    Principal,
+    hash_token,
+    live_clause,
+    live_token,
+    principal_for_api_token,
+    principal_for_user,
+)
 from market.platform.api_deps import commit, db
 from market.platform.errors import BadRequest, Forbidden, Unauthorized
 from market.platform.state import app_state
@@ -41,6 +49,7 @@ _LIVE_SESSION = (
         User,
         ApiToken,
         (WebSession.last_seen_at < bindparam("seen_before")).label("stale"),
+        live_clause(bindparam("now")).label("token_live"),
     )
     .join(User, User.id == WebSession.user_id)
     .outerjoin(ApiToken, ApiToken.id == WebSession.api_token_id)
@@ -68,7 +77,7 @@ def _cookie_key() -> str | None:
 
 def session_principal() -> Principal | None:
     """Who the session cookie signs in, or None. A session that was ended (signed out),
-    expired, made from a since-revoked token, or by the demo picker while the demo is off
+    expired, made from a token since revoked or expired, or by the demo picker while the demo is off
     signs no one in, and the cookie's sign-in is dropped."""
     key = _cookie_key()
     if key is None:
@@ -89,10 +98,10 @@ def session_principal() -> Principal | None:
     )
     principal = None
     if row is not None:
-        web_session, user, api_token, stale = row
+        web_session, user, api_token, stale, token_live = row
         if web_session.api_token_id is not None:
-            if api_token is not None and api_token.revoked_at is None:
-                principal = principal_for_user(user, frozenset(api_token.scopes.split()))
+            if api_token is not None and token_live:
+                principal = principal_for_api_token(user, api_token)
         elif demo_signin_enabled() and user.kind == "person":
             principal = principal_for_user(user)
         if principal is not None and stale:
@@ -118,11 +127,11 @@ def sign_in_with_token(token: str) -> Principal:
     try:
         api_token, user = live_token(db(), token.strip())
     except Unauthorized:
-        raise Unauthorized("That token is unknown, revoked or mistyped.") from None
+        raise Unauthorized("That token is unknown, expired, revoked or mistyped.") from None
     if user.kind != "person":
         raise Forbidden("Service tokens are for the API; sign in with a person's token.")
     _start_session(user.id, api_token.id)
-    return principal_for_user(user, frozenset(api_token.scopes.split()))
+    return principal_for_api_token(user, api_token)
 
 
 def sign_in_demo_user(handle: str) -> Principal:
