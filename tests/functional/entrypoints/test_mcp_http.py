@@ -251,7 +251,7 @@ def test_a_revoked_token_is_refused_on_both_transports(live):
     )
     assert answer.status_code == 401
     assert answer.headers["WWW-Authenticate"] == 'Bearer realm="sprig", error="invalid_token"'
-    assert answer.json()["detail"] == "The token is unknown or revoked."
+    assert answer.json()["detail"] == "The token is unknown or revoked, or has expired."
     # The official client gives up on a 401 (it has no OAuth flow to try for this server).
     with pytest.raises(ExceptionGroup) as refused:
         run_async(lambda: read_water(over_http(live, carol.token)))
