@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from flask import Flask
 from pydantic import TypeAdapter
@@ -85,9 +85,9 @@ _RULE_VARIABLE = re.compile(r"<(?:[^:<>]+:)?([^:<>]+)>")
 class RouteFacts:
     """What the document cannot learn from APIFlask about one operation, read from its rule."""
 
-    view_name: str
+    view_name: str  # the operationId's source when the view names none
     body_optional: bool
-    path_parameters: dict[str, dict] = field(default_factory=dict)
+    path_parameters: dict[str, dict]
 
 
 def _converter_schema(converter) -> dict:
@@ -124,6 +124,7 @@ def route_facts(app: Flask) -> dict[tuple[str, str], RouteFacts]:
 
 
 def _camel_case(name: str) -> str:
+    """An operationId for a view that names none (``list_tokens`` → ``listTokens``)."""
     first, *rest = name.split("_")
     return first + "".join(word.capitalize() for word in rest)
 

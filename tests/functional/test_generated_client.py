@@ -313,3 +313,27 @@ def test_a_generated_client_gets_typed_problems(generated, app, engine):
             client=as_carol, body=m.EventBatchIn(events=[])
         )
         assert events.status_code == 403 and isinstance(events.parsed, m.Problem)
+
+
+def test_zip_uploads_have_their_own_operation_and_the_json_path_still_reads_them(client, engine):
+    """Clients written before the zip operations existed post the zip to the JSON path; that
+    keeps working. The zip path reads only a zip upload (415 otherwise)."""
+    alice = make_user(engine, "alice")
+    files = bundle("zipped")
+    upload = {
+        "metadata": json.dumps({"title": "Zipped", "category": "hydration"}),
+        "bundle": (io.BytesIO(_zip(files["files"], files["manifest"])), "b.zip"),
+    }
+    old_way = client.post(f"{API}/subagents", data=upload, headers=alice.headers)
+    assert old_way.status_code == 201, old_way.get_json()
+    upload["bundle"] = (io.BytesIO(_zip(files["files"], files["manifest"])), "b.zip")
+    again = client.post(f"{API}/subagents/zip", data=upload, headers=alice.headers)
+    assert again.status_code == 200  # the same bytes: the existing sub-agent
+    assert again.get_json()["id"] == old_way.get_json()["id"]
+    as_json = client.post(
+        f"{API}/subagents/zip",
+        json={"title": "Zipped", "category": "hydration", "bundle": files},
+        headers=alice.headers,
+    )
+    assert as_json.status_code == 415
+    assert as_json.headers["Content-Type"] == "application/problem+json"

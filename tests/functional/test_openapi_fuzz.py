@@ -55,6 +55,7 @@ from market.app import create_app
 from market.platform.pagination import encode_cursor
 from market.platform.ratelimit import RateLimiter
 from market.platform.state import app_state, install_state
+from market.ranking.services import EmbeddedSchedule
 from market.suggestions.services import SuggestionService
 from tests.conftest import _wipe as wipe
 from tests.factories import bundle, fork, listing, make_user, publish
@@ -461,9 +462,12 @@ def test_api_workflows(seeded):
             # failing one exactly (the data a step draws depends on what earlier ones made).
             wipe(engine)
             state = app_state(app)
+            # A fresh ranking schedule too: an inherited one is not due again for minutes, so a
+            # replayed scenario's score sorts would read no scores where the first read some.
             fresh = {
                 "suggestions": SuggestionService(engine),
                 "rate_limiter": RateLimiter(state.settings.redis_url),
+                "ranking_schedule": EmbeddedSchedule(),
             }
             install_state(app, replace(state, **fresh))
             self.headers, _handle = _seed(app, engine, kind)
