@@ -92,7 +92,7 @@ def profile_ingest(url: str, data: dict, batches: int, seed: int) -> dict:
         references = cum(f"{ingest_module}:_references")
     stages = {
         "HTTP body -> JSON (orjson.loads)": cum("~:<orjson.loads>"),
-        "pydantic EventBatchIn (parse_model)": cum("market/platform/api_deps.py:parse_model"),
+        "pydantic EventBatchRead (parse_model)": cum("market/platform/api_deps.py:parse_model"),
         "validation: feedback/ingest.parse_batch": parse,
         "store (SQL build + execute + marks)": store,
         "  of which orjson.dumps of the payload": under(

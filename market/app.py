@@ -15,8 +15,8 @@ from sqlalchemy.engine import make_url
 
 from market.entrypoints.mcp_http import install_mcp
 from market.platform import problems
-from market.platform.api import complete_spec, optional_bodies
-from market.platform.api_deps import JsonBodyRequest
+from market.platform.api import complete_spec, route_facts
+from market.platform.api_deps import BoundedIntegerConverter, JsonBodyRequest
 from market.platform.celery_app import celery_init_app
 from market.platform.config import Settings, load_settings
 from market.platform.db import is_sqlite, make_engine
@@ -81,6 +81,8 @@ def create_app(config: dict | Settings | None = None) -> APIFlask:
         static_folder="web/static",
         static_url_path="/static",
     )
+    # Before any rule is added: ids beyond a rule's `max` are 404s, never 405s.
+    app.url_map.converters["int"] = BoundedIntegerConverter
     app.config.update(
         SECRET_KEY=settings.secret_key,
         TESTING=settings.testing,
@@ -185,7 +187,14 @@ def register_api(app: APIFlask, prefix: str) -> None:
     app.register_blueprint(suggestions_api.bp, url_prefix=prefix)
     app.register_blueprint(exports_api.bp, url_prefix=prefix)
     app.spec_processor(
-        lambda spec: complete_spec(spec, prefix, catalog_api.BUNDLE_BODIES, optional_bodies(app))
+        lambda spec: complete_spec(
+            spec,
+            prefix,
+            route_facts(app),
+            json_bodies=usage_api.HAND_PARSED_BODIES,
+            bundle_bodies=catalog_api.BUNDLE_BODIES,
+            zip_uploads=catalog_api.ZIP_UPLOADS,
+        )
     )
 
 

@@ -82,13 +82,23 @@ def _bundle_error(error: BundleError):
     return problem(error.status, title, error.detail, errors)
 
 
-# Bodies that may be JSON or a zip upload are parsed by hand; their schema is added to the
-# OpenAPI document by ``market.platform.api.spec``.
+# Bodies carrying a bundle are parsed by hand; their schema is added to the OpenAPI document
+# by ``market.platform.api.complete_spec``: JSON at the first path, a multipart zip upload at
+# the second (one content type per operation, so that generated clients can call both).
 BUNDLE_BODIES = {
     ("/subagents", "post"): PublishIn,
     ("/subagents/{subagent_id}/forks", "post"): ForkIn,
     ("/subagents/{subagent_id}/versions", "post"): VersionIn,
 }
+ZIP_UPLOADS = {
+    ("/subagents/zip", "post"): PublishIn,
+    ("/subagents/{subagent_id}/forks/zip", "post"): ForkIn,
+    ("/subagents/{subagent_id}/versions/zip", "post"): VersionIn,
+}
+# The JSON paths read a zip upload too, as they did before the zip paths existed.
+ALSO_READS_ZIP = (
+    "Also reads the multipart zip upload of the operation ending in `Zip`, at this path."
+)
 
 
 def _detail(subagent) -> SubAgentOut:
@@ -118,9 +128,21 @@ def _fresh_ranking() -> None:
 
 @bp.post("/subagents")
 @bp.output(SubAgentOut, status_code=201, description="created (200 if these bytes exist)")
+@bp.doc(operation_id="publishSubagent", description=ALSO_READS_ZIP)
 def publish():
-    """Publish a new sub-agent (JSON with `bundle`, or multipart with a zip)."""
-    body, bundle = read_body_with_bundle(PublishIn)
+    """Publish a new sub-agent (JSON with `bundle`)."""
+    return _publish(*read_body_with_bundle(PublishIn))
+
+
+@bp.post("/subagents/zip")
+@bp.output(SubAgentOut, status_code=201, description="created (200 if these bytes exist)")
+@bp.doc(operation_id="publishSubagentZip")
+def publish_zip():
+    """Publish a new sub-agent from a zip (multipart: `metadata` JSON and the zip `bundle`)."""
+    return _publish(*read_zip_upload(PublishIn))
+
+
+def _publish(body: PublishIn, bundle: bundles.Bundle):
     session = db()
     publisher = catalog.resolve_publisher(session, caller(), body.on_behalf_of)
     subagent, _version, created = catalog.publish(
@@ -141,6 +163,7 @@ def publish():
 @bp.get("/subagents")
 @bp.input(BrowseQuery, location="query", arg_name="query")
 @bp.output(Page)
+@bp.doc(operation_id="browseSubagents")
 def list_subagents(query: BrowseQuery):
     """Browse and search public sub-agents (one search engine for every language). A search
     and the `top` and `trending` sorts show one card per tool: near-identical forks of it are
@@ -164,6 +187,7 @@ def list_subagents(query: BrowseQuery):
 
 @bp.get("/subagents/<int(max=2147483647):subagent_id>")
 @bp.output(SubAgentOut)
+@bp.doc(operation_id="getSubagent")
 def get_subagent(subagent_id: int):
     """One sub-agent with its latest version."""
     return _visible_links(subagent_out(*catalog.get_visible_detail(db(), caller(), subagent_id)))
@@ -172,6 +196,7 @@ def get_subagent(subagent_id: int):
 @bp.patch("/subagents/<int(max=2147483647):subagent_id>")
 @bp.input(UpdateIn, arg_name="body")
 @bp.output(SubAgentOut)
+@bp.doc(operation_id="updateSubagent")
 def update_subagent(subagent_id: int, body: UpdateIn):
     """Edit the listing (author only). Bundles change only through new versions."""
     session = db()
@@ -185,6 +210,7 @@ def update_subagent(subagent_id: int, body: UpdateIn):
 
 @bp.get("/subagents/<int(max=2147483647):subagent_id>/versions")
 @bp.output(VersionList)
+@bp.doc(operation_id="listVersions")
 def list_versions(subagent_id: int):
     """Every version, oldest first."""
     session = db()
@@ -194,9 +220,21 @@ def list_versions(subagent_id: int):
 
 @bp.post("/subagents/<int(max=2147483647):subagent_id>/versions")
 @bp.output(VersionOut, status_code=201, description="created (200 if these bytes exist)")
+@bp.doc(operation_id="publishVersion", description=ALSO_READS_ZIP)
 def publish_version(subagent_id: int):
     """Publish a new version (author, or a service on the author's behalf)."""
-    body, bundle = read_body_with_bundle(VersionIn)
+    return _publish_version(subagent_id, *read_body_with_bundle(VersionIn))
+
+
+@bp.post("/subagents/<int(max=2147483647):subagent_id>/versions/zip")
+@bp.output(VersionOut, status_code=201, description="created (200 if these bytes exist)")
+@bp.doc(operation_id="publishVersionZip")
+def publish_version_zip(subagent_id: int):
+    """Publish a new version from a zip (multipart: `metadata` JSON and the zip `bundle`)."""
+    return _publish_version(subagent_id, *read_zip_upload(VersionIn))
+
+
+def _publish_version(subagent_id: int, body: VersionIn, bundle: bundles.Bundle):
     session = db()
     who = caller()
     subagent = catalog.get_visible(session, who, subagent_id)
@@ -211,6 +249,7 @@ def publish_version(subagent_id: int):
 )
 @bp.input(BundleQuery, location="query", arg_name="query")
 @bp.output(BundleOut, description="the bundle as JSON, or a zip with `format=zip`")
+@bp.doc(operation_id="getBundle")
 def get_bundle(subagent_id: int, version_id: int, query: BundleQuery):
     """Download a version's bundle to import it. Yanked versions only for those who have it."""
     session = db()
@@ -230,9 +269,21 @@ def get_bundle(subagent_id: int, version_id: int, query: BundleQuery):
 
 @bp.post("/subagents/<int(max=2147483647):subagent_id>/forks")
 @bp.output(SubAgentOut, status_code=201, description="created (200 if this fork exists)")
+@bp.doc(operation_id="forkSubagent", description=ALSO_READS_ZIP)
 def fork_subagent(subagent_id: int):
     """Fork: the fork request text plus the new bundle; the server records the parent link."""
-    body, bundle = read_body_with_bundle(ForkIn)
+    return _fork(subagent_id, *read_body_with_bundle(ForkIn))
+
+
+@bp.post("/subagents/<int(max=2147483647):subagent_id>/forks/zip")
+@bp.output(SubAgentOut, status_code=201, description="created (200 if this fork exists)")
+@bp.doc(operation_id="forkSubagentZip")
+def fork_subagent_zip(subagent_id: int):
+    """Fork from a zip (multipart: `metadata` JSON and the zip `bundle`)."""
+    return _fork(subagent_id, *read_zip_upload(ForkIn))
+
+
+def _fork(subagent_id: int, body: ForkIn, bundle: bundles.Bundle):
     command = fork_command(subagent_id, body, bundle)
     child, _version, created = catalog.fork_as_requested(db(), caller(), command)
     commit()
@@ -242,6 +293,7 @@ def fork_subagent(subagent_id: int):
 @bp.get("/subagents/<int(max=2147483647):subagent_id>/forks")
 @bp.input(PageQuery, location="query", arg_name="query")
 @bp.output(Page)
+@bp.doc(operation_id="listForks")
 def list_forks(subagent_id: int, query: PageQuery):
     """Direct forks, most installed first."""
     session = db()
@@ -252,6 +304,7 @@ def list_forks(subagent_id: int, query: PageQuery):
 
 @bp.get("/subagents/<int(max=2147483647):subagent_id>/lineage")
 @bp.output(Lineage)
+@bp.doc(operation_id="getLineage")
 def get_lineage(subagent_id: int):
     """Ancestors from the root to the parent."""
     session = db()
@@ -262,6 +315,7 @@ def get_lineage(subagent_id: int):
 @bp.get("/subagents/<int(max=2147483647):subagent_id>/tree")
 @bp.input(TreeQuery, location="query", arg_name="query")
 @bp.output(Tree)
+@bp.doc(operation_id="getTree")
 def get_tree(subagent_id: int, query: TreeQuery):
     """The subtree below a sub-agent, breadth first, capped in depth, children and nodes."""
     session = db()
@@ -282,6 +336,7 @@ def get_tree(subagent_id: int, query: TreeQuery):
 @bp.get("/subagents/<int(max=2147483647):subagent_id>/diff")
 @bp.input(DiffQuery, location="query", arg_name="query")
 @bp.output(DiffOut)
+@bp.doc(operation_id="getDiff")
 def get_diff(subagent_id: int, query: DiffQuery):
     """Files and manifest of a version against its parent version (or the previous one)."""
     session = db()
@@ -306,6 +361,7 @@ def get_diff(subagent_id: int, query: DiffQuery):
 @bp.input(InstallIn, arg_name="body")
 @bp.output(InstallOut, status_code=201, description="installed (200 if it already was)")
 @body_optional
+@bp.doc(operation_id="installSubagent")
 def install(subagent_id: int, body: InstallIn):
     """Import a version into the caller's agent; says which scopes are newly asked for."""
     session = db()
@@ -326,6 +382,7 @@ def install(subagent_id: int, body: InstallIn):
 
 @bp.delete("/subagents/<int(max=2147483647):subagent_id>/install")
 @bp.output({}, status_code=204)
+@bp.doc(operation_id="uninstallSubagent")
 def uninstall(subagent_id: int):
     """Remove it from the caller's agent (idempotent)."""
     session = db()
@@ -340,6 +397,7 @@ def uninstall(subagent_id: int):
 @bp.post("/subagents/<int(max=2147483647):subagent_id>/fork-requests")
 @bp.input(ForkRequestIn, arg_name="body")
 @bp.output(ForkRequestOut, status_code=201, description="queued (200 if already queued)")
+@bp.doc(operation_id="requestFork")
 def request_fork(subagent_id: int, body: ForkRequestIn):
     """Ask for a customized fork; the coding agent picks it up from the queue."""
     session = db()
@@ -355,6 +413,7 @@ def request_fork(subagent_id: int, body: ForkRequestIn):
 @bp.post("/subagents/<int(max=2147483647):subagent_id>/yank")
 @bp.input(YankIn, arg_name="body")
 @bp.output(SubAgentOut)
+@bp.doc(operation_id="yankSubagent")
 def yank(subagent_id: int, body: YankIn):
     """Yank the sub-agent or one version (author or moderator), with a reason."""
     session = db()
@@ -369,6 +428,7 @@ def yank(subagent_id: int, body: YankIn):
 @bp.post("/subagents/<int(max=2147483647):subagent_id>/quarantine")
 @bp.input(QuarantineIn, arg_name="body")
 @bp.output(SubAgentOut)
+@bp.doc(operation_id="quarantineSubagent")
 def quarantine(subagent_id: int, body: QuarantineIn):
     """Quarantine (or lift it with `lift: true`); moderators only."""
     session = db()
@@ -383,6 +443,7 @@ def quarantine(subagent_id: int, body: QuarantineIn):
 @bp.post("/subagents/<int(max=2147483647):subagent_id>/report")
 @bp.input(ReportIn, arg_name="body")
 @bp.output(ReportOut, status_code=201, description="filed (200 if already reported)")
+@bp.doc(operation_id="reportSubagent")
 def report(subagent_id: int, body: ReportIn):
     """Report a problem to the moderators (one report per user and sub-agent)."""
     session = db()
@@ -402,7 +463,7 @@ ACCOUNT = {"tags": ["Account"]}
 @bp.get("/me/installs")
 @bp.input(PageQuery, location="query", arg_name="query")
 @bp.output(InstallList)
-@bp.doc(**ACCOUNT)
+@bp.doc(operation_id="listMyInstalls", **ACCOUNT)
 def my_installs(query: PageQuery):
     """The caller's imported sub-agents, newest first."""
     page = installs.my_installs(db(), caller(), limit=query.limit, cursor=query.cursor)
@@ -412,7 +473,7 @@ def my_installs(query: PageQuery):
 @bp.get("/fork-requests")
 @bp.input(ForkRequestQuery, location="query", arg_name="query")
 @bp.output(ForkRequestList)
-@bp.doc(**ACCOUNT)
+@bp.doc(operation_id="listForkRequests", **ACCOUNT)
 def fork_requests(query: ForkRequestQuery):
     """The coding agent's queue of customization requests (oldest first)."""
     page = installs.fork_request_queue(
@@ -424,7 +485,7 @@ def fork_requests(query: ForkRequestQuery):
 @bp.get("/reports")
 @bp.input(PageQuery, location="query", arg_name="query")
 @bp.output(ReportList)
-@bp.doc(**ACCOUNT)
+@bp.doc(operation_id="listReports", **ACCOUNT)
 def reports(query: PageQuery):
     """Open reports, for moderators."""
     who = caller()
@@ -441,26 +502,36 @@ def reports(query: PageQuery):
     return ReportList(items=items, next_cursor=next_cursor)
 
 
+def read_zip_upload(model: type[BaseModel]) -> tuple[BaseModel, bundles.Bundle]:
+    """A zip upload: multipart with ``metadata`` (JSON) and a zip file field ``bundle``."""
+    if request.mimetype != "multipart/form-data":
+        raise UnsupportedMediaType(
+            "Send `multipart/form-data` with a `metadata` field and the zip as `bundle`.",
+            errors=[{"location": "headers.Content-Type", "message": "unsupported"}],
+        )
+    raw = request.form.get("metadata")
+    if raw is None:
+        raise Unprocessable(
+            "Multipart uploads carry a `metadata` field with the JSON listing.",
+            errors=[{"location": "form.metadata", "message": "missing"}],
+        )
+    body = parse_model(model, parse_json(raw, "The `metadata` field"), "form.metadata")
+    upload = request.files.get("bundle")
+    if upload is None:
+        raise Unprocessable(
+            "Multipart uploads carry the zip in a file field named `bundle`.",
+            errors=[{"location": "files.bundle", "message": "missing"}],
+        )
+    if getattr(body, "bundle", None) is not None:
+        raise Unprocessable("Send the bundle either as JSON or as a zip, not both.")
+    return body, bundle_from_zip(upload.stream)
+
+
 def read_body_with_bundle(model: type[BaseModel]) -> tuple[BaseModel, bundles.Bundle]:
-    """A publish body: JSON with ``bundle``, or multipart with ``metadata`` (JSON) and a zip
-    file field ``bundle``. Both reach the same checks."""
+    """A publish body: JSON with ``bundle``, or a zip upload (``read_zip_upload``). Both
+    reach the same checks."""
     if request.mimetype == "multipart/form-data":
-        raw = request.form.get("metadata")
-        if raw is None:
-            raise Unprocessable(
-                "Multipart uploads carry a `metadata` field with the JSON listing.",
-                errors=[{"location": "form.metadata", "message": "missing"}],
-            )
-        body = parse_model(model, parse_json(raw, "The `metadata` field"), "form.metadata")
-        upload = request.files.get("bundle")
-        if upload is None:
-            raise Unprocessable(
-                "Multipart uploads carry the zip in a file field named `bundle`.",
-                errors=[{"location": "files.bundle", "message": "missing"}],
-            )
-        if getattr(body, "bundle", None) is not None:
-            raise Unprocessable("Send the bundle either as JSON or as a zip, not both.")
-        return body, bundle_from_zip(upload.stream)
+        return read_zip_upload(model)
     if request.get_data() and not request.is_json:
         raise UnsupportedMediaType(
             "Send `application/json` or `multipart/form-data`.",

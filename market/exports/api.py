@@ -70,6 +70,7 @@ def _start(run_id: int) -> None:
 @bp.post("/exports")
 @bp.input(ExportIn, arg_name="body")
 @bp.output(ExportRunOut, status_code=202, description="accepted (the run may already be done)")
+@bp.doc(operation_id="createExport")
 def create_export(body: ExportIn):
     """Start a reward-dataset export: Parquet shards of scalar rewards, TRL preference pairs,
     KTO labels and pseudonymized ratings, with a dataset card and a manifest. Poll the run."""
@@ -100,6 +101,7 @@ def create_export(body: ExportIn):
 @bp.get("/exports")
 @bp.input(ExportListQuery, location="query", arg_name="query")
 @bp.output(ExportRunList)
+@bp.doc(operation_id="listExports")
 def list_exports(query: ExportListQuery):
     """Every export run, newest first (paged: pass `next_cursor` back as `cursor`)."""
     who = caller()
@@ -110,6 +112,7 @@ def list_exports(query: ExportListQuery):
 
 @bp.get(f"/exports/{_ID}")
 @bp.output(ExportRunOut)
+@bp.doc(operation_id="getExport")
 def get_export(run_id: int):
     """A run: its status, parameters, watermark, manifest and files."""
     who = caller()
@@ -126,6 +129,7 @@ def get_export(run_id: int):
     content_type="application/octet-stream",
     description="the file (Parquet, JSONL, README.md or manifest.json)",
 )
+@bp.doc(operation_id="getExportFile")
 def get_export_file(run_id: int, path: str):
     """Download one file of a run that succeeded (the paths its manifest lists, and
     ``manifest.json``)."""

@@ -27,6 +27,7 @@ class Health(BaseModel):
 
 @bp.get("/health")
 @bp.output(Health)
+@bp.doc(operation_id="getHealth")
 def health():
     """Liveness: answers without touching the database."""
     return Health(status="ok")
@@ -34,6 +35,7 @@ def health():
 
 @bp.get("/me")
 @bp.output(Me)
+@bp.doc(operation_id="getMe")
 def me():
     """Who the token belongs to and what it may do."""
     who = caller()

@@ -10,6 +10,7 @@ import orjson
 from flask import Request, current_app, g, request
 from pydantic import BaseModel, ValidationError
 from sqlmodel import Session
+from werkzeug.routing import IntegerConverter
 
 from feedback.json_limits import MAX_JSON_DEPTH, nesting_exceeds
 from market.platform.db import UnitOfWork
@@ -109,3 +110,27 @@ def parse_model(model: type[BaseModel], data: object, prefix: str = "json") -> B
 def commit() -> None:
     """End the request's work: commit it, then let this process's caches catch up."""
     unit_of_work().commit()
+
+
+def _digits_up_to(top: int) -> str:
+    """A regular expression matching exactly the decimal numbers 0..``top`` (leading zeros
+    allowed): the shorter numbers, then each ``top``'s prefix followed by a smaller digit."""
+    digits = str(top)
+    parts = [rf"\d{{1,{len(digits) - 1}}}"] if len(digits) > 1 else []
+    for at, digit in enumerate(digits):
+        if digit != "0":
+            rest = len(digits) - at - 1
+            parts.append(f"{digits[:at]}[0-{int(digit) - 1}]" + (rf"\d{{{rest}}}" if rest else ""))
+    parts.append(digits)
+    return "|".join(f"(?:{part})" for part in parts)
+
+
+class BoundedIntegerConverter(IntegerConverter):
+    """``<int(max=N):…>`` whose pattern itself stops at ``max``. Werkzeug checks ``max`` after
+    matching, and a number beyond it then answers 405 where another method has a rule of the
+    same shape (``DELETE /subagents/2147483648/install``): it must be a 404 like any unknown id."""
+
+    def __init__(self, map, fixed_digits=0, min=None, max=None, signed=False):
+        super().__init__(map, fixed_digits=fixed_digits, min=min, max=max, signed=signed)
+        if max is not None and not signed and not fixed_digits:
+            self.regex = _digits_up_to(max)

@@ -15,6 +15,7 @@ bp = APIBlueprint("ranking", __name__, tag="Ranking")
 
 @bp.get("/ranking")
 @bp.output(RankingMethodOut)
+@bp.doc(operation_id="getRankingMethod")
 def ranking_method():
     """How Sprig ranks sub-agents: the formulas behind `sort=top|trending|rising`, each
     sub-agent's `ranking` figures and its `best_descendant`, with the parameters the last

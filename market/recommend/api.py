@@ -20,6 +20,7 @@ bp = APIBlueprint("recommendations", __name__, tag="Recommendations")
 @bp.input(RecommendationIn, arg_name="body")
 @bp.output(RecommendationOut, description="the slate; its exposures are logged")
 @bp.doc(
+    operation_id="recommendSubagents",
     description=(
         "A service with the `recommend` scope asks for any person (`user_id`); a signed-in "
         "person asks for themselves. Candidates: public, active sub-agents of the `category`, "
@@ -34,7 +35,7 @@ bp = APIBlueprint("recommendations", __name__, tag="Recommendations")
         "and feedback it leads to; feedback must cite an exposure of that sub-agent to that "
         "user (404 otherwise). The same `seed` over the same catalog and scores gives the "
         "same slate."
-    )
+    ),
 )
 def recommend(body: RecommendationIn):
     """Choose sub-agents to show a user (scope `recommend`, or a person for themselves)."""

@@ -23,6 +23,7 @@ bp = APIBlueprint("suggestions", __name__, tag="Suggestions")
 @bp.input(SuggestionsIn, arg_name="body")
 @bp.output(SuggestionsOut)
 @bp.doc(
+    operation_id="suggestForks",
     description=(
         "For a request in the user's words (any language), the public sub-agents best to "
         "fork: by relevance (character n-gram TF-IDF cosine), quality (the ranking's "
@@ -31,7 +32,7 @@ bp = APIBlueprint("suggestions", __name__, tag="Suggestions")
         "score = relevance · (1 + 0.5·tanh(L/2) + 0.35·sd·[young] + 0.1·[locale script]), "
         "L = mean − 1.64·sd; only candidates at least half as relevant as the best are "
         "ranked. People's tokens, or service tokens with the `suggest` scope."
-    )
+    ),
 )
 def suggest(body: SuggestionsIn):
     """Suggest sub-agents to fork for a request."""

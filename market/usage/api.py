@@ -21,6 +21,7 @@ from market.usage.schemas import (
     CreatorStats,
     EventBatchIn,
     EventBatchOut,
+    EventBatchRead,
     FeedbackIn,
     FeedbackOut,
     StatsQuery,
@@ -34,6 +35,10 @@ MAX_BATCH_BYTES = 1024 * 1024
 MAX_WINDOW_DAYS = 400
 
 
+# Read by hand (size caps before parsing; each event judged alone): the document is told.
+HAND_PARSED_BODIES = {("/events", "post"): EventBatchIn}
+
+
 class TooManyRequests(SprigError):
     status, title = 429, "Too many requests"
 
@@ -41,13 +46,14 @@ class TooManyRequests(SprigError):
 @bp.post("/events")
 @bp.output(EventBatchOut, status_code=202, description="durably stored (per-item results)")
 @bp.doc(
+    operation_id="logEvents",
     description=(
         "A batch of up to 1,000 usage events (1 MiB). Each event: `event_id` (UUID made by "
         "the client), `user_id`, `subagent_id`, `version_id`, `kind` (open, action, "
         "session_end, error, uninstall), `occurred_at` (ISO 8601 with zone, at most 7 days "
         "old), optional `duration_ms`, `properties` (≤ 1 KiB) and `exposure_id`. The 202 is "
         "sent after the batch is committed: retry freely, each event is stored once."
-    )
+    ),
 )
 def post_events():
     """Log usage events (scope `events:write`)."""
@@ -63,7 +69,7 @@ def post_events():
     events = raw.get("events") if isinstance(raw, dict) else None
     if isinstance(events, list) and len(events) > 1000:
         raise PayloadTooLarge("A batch is at most 1,000 events.")
-    body = parse_model(EventBatchIn, raw)
+    body = parse_model(EventBatchRead, raw)
     state = app_state()
     wait = state.rate_limiter.spend(
         f"events:{who.user_id}", len(body.events), state.settings.events_per_minute
@@ -90,6 +96,7 @@ def post_events():
 @bp.post("/feedback")
 @bp.input(FeedbackIn, arg_name="body")
 @bp.output(FeedbackOut, status_code=201, description="recorded (200 if it replaced a rating)")
+@bp.doc(operation_id="rateVersion")
 def post_feedback(body: FeedbackIn):
     """Rate a version (stars 1–5 or thumbs), with an optional comment and tags. One rating
     per user and version: rating again replaces it. Only people who installed or used the
@@ -125,6 +132,7 @@ def _window(query: StatsQuery) -> tuple[date, date]:
 @bp.get("/subagents/<int(max=2147483647):subagent_id>/stats")
 @bp.input(StatsQuery, location="query", arg_name="query")
 @bp.output(SubAgentStats)
+@bp.doc(operation_id="getSubagentStats")
 def subagent_stats(subagent_id: int, query: StatsQuery):
     """Usage of one sub-agent. Its author and moderators get the full figures; everyone else
     gets installs and the rating with its count."""
@@ -160,6 +168,7 @@ def subagent_stats(subagent_id: int, query: StatsQuery):
 @bp.get("/creators/<handle>/stats")
 @bp.input(StatsQuery, location="query", arg_name="query")
 @bp.output(CreatorStats)
+@bp.doc(operation_id="getCreatorStats")
 def creator_stats(handle: str, query: StatsQuery):
     """Everything a creator's sub-agents did in the window (the creator and moderators)."""
     session = db()

@@ -2,20 +2,48 @@
 
 from __future__ import annotations
 
-from datetime import date
-from typing import Any
+from datetime import date, datetime
+from typing import Any, Literal
+from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from market.platform.schemas import Id, StrictInput, Tag, UtcDatetime, whole_number
+from feedback.ingest import EVENT_KINDS, MAX_DURATION_MS
+from market.platform.schemas import INT32_MAX, Id, StrictInput, Tag, UtcDatetime, whole_number
+
+
+class UsageEventIn(BaseModel):
+    """One usage event. One that does not fit is rejected alone (its result says why) and the
+    rest of the batch is stored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    event_id: UUID = Field(description="made by the client; a retried event is stored once")
+    user_id: int = Field(ge=1, le=INT32_MAX)
+    subagent_id: int = Field(ge=1, le=INT32_MAX)
+    version_id: int = Field(ge=1, le=INT32_MAX)
+    kind: Literal[tuple(sorted(EVENT_KINDS))]
+    occurred_at: datetime = Field(
+        description="with a UTC offset; at most 7 days old, at most 5 minutes ahead"
+    )
+    duration_ms: int | None = Field(None, ge=0, le=MAX_DURATION_MS)
+    properties: dict[str, Any] | None = Field(None, description="at most 1 KiB as JSON")
+    exposure_id: UUID | None = Field(None, description="the recommendation it came from")
 
 
 class EventBatchIn(BaseModel):
-    """Items are checked one by one (a bad one is rejected, the rest stored), so the items
-    are free-form here and described in the endpoint's documentation."""
+    """Up to 1,000 events (1 MiB), each judged alone."""
 
     model_config = ConfigDict(extra="forbid")
-    # Free-form items: a malformed one is rejected alone, the rest of the batch is stored.
+    events: list[UsageEventIn] = Field(max_length=1000)
+
+
+class EventBatchRead(BaseModel):
+    """How the server reads an ``EventBatchIn`` (the document's word for it): items
+    free-form, each then read by ``feedback.ingest.parse_event``, so that a malformed one is
+    rejected alone and the rest of the batch is stored."""
+
+    model_config = ConfigDict(extra="forbid")
     events: list[Any] = Field(max_length=1000)
 
 
@@ -34,14 +62,15 @@ class EventBatchOut(BaseModel):
 
 
 class FeedbackIn(StrictInput):
-    # Exactly one of stars and thumbs, said in the document too (the validator below).
+    # Exactly one of stars and thumbs, said in the document too (the validator below). As
+    # if/then/else rather than a oneOf beside the properties: client generators read such a
+    # oneOf as a union of its two branches and drop every other field of the body.
     model_config = ConfigDict(
         extra="forbid",
         json_schema_extra={
-            "oneOf": [
-                {"required": ["stars"], "properties": {"stars": {"type": "integer"}}},
-                {"required": ["thumbs"], "properties": {"thumbs": {"type": "string"}}},
-            ]
+            "if": {"required": ["stars"], "properties": {"stars": {"type": "integer"}}},
+            "then": {"not": {"required": ["thumbs"], "properties": {"thumbs": {"type": "string"}}}},
+            "else": {"required": ["thumbs"], "properties": {"thumbs": {"type": "string"}}},
         },
     )
 

@@ -449,10 +449,9 @@ def test_openapi_document_is_3_1_and_documents_bundle_bodies(client):
     spec = client.get(f"{API}/openapi.json").get_json()
     assert spec["openapi"].startswith("3.1")
     publish_op = spec["paths"]["/api/v1/subagents"]["post"]
-    assert set(publish_op["requestBody"]["content"]) == {
-        "application/json",
-        "multipart/form-data",
-    }
+    assert set(publish_op["requestBody"]["content"]) == {"application/json"}
+    zip_op = spec["paths"]["/api/v1/subagents/zip"]["post"]
+    assert set(zip_op["requestBody"]["content"]) == {"multipart/form-data"}
     docs = client.get(f"{API}/docs")
     assert docs.status_code == 200
     assert b"cdn" not in docs.data.lower() and b"/static/swagger-ui/" in docs.data

@@ -120,7 +120,7 @@ def test_the_verdict_is_in_the_openapi_document(demo):
     assert verdict["enum"] == ["fits", "weak", "none"]
     assert "verdict" in schemas["SuggestionsOut"]["required"]
     assert "gloss" in schemas["SuggestionsIn"]["properties"]
-    assert "fit" in schemas["SuggestionsOut.SuggestionOut"]["properties"]
+    assert "fit" in schemas["SuggestionOut"]["properties"]
 
 
 def run_async(function):
