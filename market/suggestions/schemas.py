@@ -13,9 +13,14 @@ from market.platform.schemas import StrictInput, whole_number
 
 # A permission a manifest may ask for ("health.injuries.read"): the closed list bundles check.
 ScopeName = Literal[tuple(sorted(SCOPES))]
-# Some letter or digit, and no NUL (the OpenAPI document says so; the validator checks it).
-REQUEST_PATTERN = "^[^\\u0000]*[^\\W_][^\\u0000]*$"
-_LETTER_OR_DIGIT = re.compile(r"[^\W_]")
+# Some character that can carry meaning, and no NUL: an ASCII letter or digit, or anything past
+# Latin-1's symbols (accented letters, CJK, kana, Hangul, emoji). Spelled with explicit ranges
+# because the document's regex is read by JavaScript rules (where \w is ASCII only) and the
+# server's by Python's: `[^\W_]` meant "any letter" here and "an ASCII letter" to clients and
+# fuzzers, which then took 记账 for an invalid request. JavaScript sees an emoji as two UTF-16
+# halves, both in \u00c0-\uffff; Python sees one code point, hence its wider upper bound.
+REQUEST_PATTERN = "^[^\\u0000]*[0-9A-Za-z\\u00c0-\\uffff][^\\u0000]*$"
+_MEANINGFUL_CHARACTER = re.compile("[0-9A-Za-z\u00c0-\U0010ffff]")
 
 
 class SuggestionsIn(StrictInput):
@@ -53,7 +58,7 @@ class SuggestionsIn(StrictInput):
     @field_validator("request", "gloss")
     @classmethod
     def _has_words(cls, value: str | None) -> str | None:
-        if value is not None and not _LETTER_OR_DIGIT.search(value):
+        if value is not None and not _MEANINGFUL_CHARACTER.search(value):
             raise ValueError("must contain at least one letter or digit")
         return value
 

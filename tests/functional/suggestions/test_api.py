@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 
 import pytest
@@ -335,3 +336,34 @@ def test_a_worker_builds_its_index_as_it_starts(app, client, creator):
     warm_up.join(timeout=60)
     assert service._index is not None
     assert listed["id"] in {match.subagent_id for match in service.index.search("water log")}
+
+
+@pytest.mark.parametrize(
+    ("request_text", "meaningful"),
+    [
+        ("记账", True),
+        ("家計簿", True),
+        ("가계부", True),
+        ("Ìñ", True),
+        ("🏃", True),
+        ("water", True),
+        ("   ?!  ", False),
+        ("___", False),
+        ("¡¿«»", False),
+    ],
+)
+def test_the_documented_pattern_means_what_the_server_checks(
+    client, coding_agent, request_text, meaningful
+):
+    """Clients and fuzzers read the document's regex by JavaScript's rules, where \\w is ASCII
+    only (Python's re.ASCII here): a request the document calls valid is one the server takes,
+    in any script, and the reverse."""
+    document = client.get("/api/v1/openapi.json").get_json()
+    pattern = document["components"]["schemas"]["SuggestionsIn"]["properties"]["request"]["pattern"]
+    as_javascript = re.compile(pattern, re.ASCII)
+    # JavaScript matches an astral character as its two UTF-16 halves.
+    utf16_units = memoryview(request_text.encode("utf-16-le")).cast("H")
+    utf16_view = "".join(chr(unit) for unit in utf16_units)
+    assert bool(as_javascript.search(utf16_view)) is meaningful
+    response = client.post(URL, json={"request": request_text}, headers=coding_agent.headers)
+    assert response.status_code == (200 if meaningful else 422), response.get_json()
