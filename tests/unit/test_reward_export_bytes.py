@@ -27,8 +27,8 @@ from feedback.export import (
 )
 
 KEY = b"pinned export key, for this test only"
-FULL_SHA256 = "5893d9e8f916ab5a78564ecd32f44153bc041a3bbcebd92070656b3b90ee6cf8"
-INCREMENTAL_SHA256 = "d7d5b1be9ad1583cb9c68d784c79fb6c3e54f897ef5383a77086ca3fdb3d3813"
+FULL_SHA256 = "ecbc9da6e48757ab626f4966197decc0bd60a72d0c5a1902d46b00a78ba5870e"
+INCREMENTAL_SHA256 = "fd3421df64f292692d7579681ec0478046559e868202b3e2bd42e9a1261414a7"
 
 
 class CommentedTexts(SyntheticTexts):
