@@ -229,9 +229,10 @@ for a pair, each side shows only the lines where it differs from the other, with
 and files alike on both sides named but not shown; for a single version (`unpaired_compact`),
 the same view against its parent (the version it revises or was forked from), or for a root
 the head of each file. Each view starts with the app's manifest `name` and `description` and
-every other manifest key that differs from the other side; file lines are capped at {BUDGET:,}
-characters per completion, with a marker counting what was left out. Prompts, labels and
-margins are the full configs'.
+every other manifest key that differs from the other side; that line and the file lines share
+{BUDGET:,} characters per completion, with a marker counting what was left out, so that nearly
+every compact row fits TRL's default `max_length`. Prompts, labels and margins are the full
+configs'.
 
 ## Kinds
 

@@ -14,8 +14,11 @@ nearly all of it. The compact view keeps what a preference or a label is about:
 
 Each view names the app (``name`` and ``description`` of its manifest) and shows every other
 manifest key that differs from the other side (all of them for a root), so the completion says
-what it is. File lines shown are capped at ``BUDGET`` characters per completion: past it, a
-marker says how many more lines were left out. The view is plain text, one section per file.
+what it is. The manifest line and the file lines shown share ``BUDGET`` characters per
+completion: past it, a marker says how many more lines were left out. The budget is sized so
+that a prompt and a compact completion fit TRL's default ``max_length`` of 1,024 tokens (by
+``feedback.export.lengths``' estimate, which errs long). The view is plain text, one section per
+file.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import difflib
 import orjson
 
 CONTEXT_LINES = 3
-BUDGET = 3_000  # characters of file lines per completion
+BUDGET = 1_800  # characters of the manifest line and file lines per completion
 ALWAYS_SHOWN = ("name", "description")
 
 
@@ -108,8 +111,8 @@ def _head_view(path: str, lines: list[str], budget: _Budget, files_left: int) ->
 
 
 def _view(manifest: dict, files: dict[str, str], other: tuple[dict, dict[str, str]] | None) -> str:
-    budget = _Budget(BUDGET)
     out = [_manifest_line(manifest, other[0] if other else None)]
+    budget = _Budget(max(BUDGET - len(out[0]), 0))
     paths = sorted(files)
     for index, path in enumerate(paths):
         lines = files[path].splitlines()

@@ -27,8 +27,8 @@ from feedback.export import (
 )
 
 KEY = b"pinned export key, for this test only"
-FULL_SHA256 = "ecbc9da6e48757ab626f4966197decc0bd60a72d0c5a1902d46b00a78ba5870e"
-INCREMENTAL_SHA256 = "fd3421df64f292692d7579681ec0478046559e868202b3e2bd42e9a1261414a7"
+FULL_SHA256 = "7036f8efd79feda60366ac0bc13399b512e3950e8d0203ecb438922e202b5baf"
+INCREMENTAL_SHA256 = "db78d071f22f8080d24bbaa2f6d57a97bc61ac611e8094a3bb6de7b11815df6b"
 
 
 class CommentedTexts(SyntheticTexts):

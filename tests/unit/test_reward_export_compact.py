@@ -35,6 +35,11 @@ def file_lines(view: str) -> list[str]:
     ]
 
 
+def budget_used(view: str) -> int:
+    """What the budget counts: the manifest line and the file lines shown."""
+    return len(view.splitlines()[0]) + sum(len(line) + 1 for line in file_lines(view))
+
+
 def test_each_side_of_a_pair_shows_its_own_change_with_context_and_counts_the_rest():
     chosen = completion(
         MANIFEST, {"app.js": with_line(200, "const goal = 2000;"), "style.css": "body{}"}
@@ -85,7 +90,7 @@ def test_a_root_shows_the_head_of_every_file_within_the_budget():
     assert APP[0] in view and APP[399] not in view
     assert "<h1>Water</h1>" in view and "body{}" in view  # every file gets its share
     assert "--- app.js (400 lines) ---" in view
-    assert sum(len(line) + 1 for line in file_lines(view)) <= BUDGET
+    assert budget_used(view) <= BUDGET
 
 
 def test_two_unrelated_apps_are_cut_to_the_budget_with_a_count_of_what_was_left_out():
@@ -96,5 +101,5 @@ def test_two_unrelated_apps_are_cut_to_the_budget_with_a_count_of_what_was_left_
     )
     for view in (chosen_view, rejected_view):
         shown = file_lines(view)
-        assert 0 < sum(len(line) + 1 for line in shown) <= BUDGET
+        assert shown and budget_used(view) <= BUDGET
         assert view.splitlines()[-1] == f"⋯ {400 - len(shown)} more lines not shown ⋯"
