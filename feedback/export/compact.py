@@ -5,9 +5,9 @@ A full completion is the whole bundle (canonical JSON of manifest and files, 13�
 in the demo community): a trainer at TRL's default ``max_length`` of 1,024 tokens drops or cuts
 nearly all of it. The compact view keeps what a preference or a label is about:
 
-* a pair: each side shows only the lines where it differs from the other side, with
-  ``CONTEXT_LINES`` lines around each change; the lines both sides share are replaced by a
-  marker saying how many. Files both sides have alike are named, not shown.
+* a pair: each side shows only its lines that the other side does not have, with
+  ``CONTEXT_LINES`` lines around each; the runs of lines the other side has too are replaced by
+  a marker saying how many. Files both sides have alike are named, not shown.
 * a single version: the same view against its parent (the version it revises or was forked
   from), so a fork's compact completion is its change; a root (no parent) shows the head of
   each file.
@@ -23,7 +23,7 @@ file.
 
 from __future__ import annotations
 
-import difflib
+import bisect
 
 import orjson
 
@@ -38,8 +38,9 @@ def _bundle(completion: str) -> tuple[dict, dict[str, str]]:
     return bundle["manifest"], bundle["files"]
 
 
-def _lines(count: int, more: bool = False) -> str:
-    return f"{count} {'more ' if more else ''}line{'' if count == 1 else 's'}"
+def _lines(count: int, adjective: str = "") -> str:
+    """ "1 line", "3 more lines" (``adjective`` "more")."""
+    return f"{count} {adjective + ' ' if adjective else ''}line{'' if count == 1 else 's'}"
 
 
 def _manifest_line(manifest: dict, other: dict | None) -> str:
@@ -69,33 +70,42 @@ class _Budget:
         return kept, len(lines) - len(kept)
 
 
-def _changed_view(path: str, mine: list[str], other: list[str], budget: _Budget) -> list[str]:
-    """A file's lines that differ from ``other`` with their context, the shared stretches as
-    markers."""
-    keep = [False] * len(mine)
-    matcher = difflib.SequenceMatcher(None, other, mine, autojunk=False)
-    for tag, _i1, _i2, j1, j2 in matcher.get_opcodes():
-        if tag != "equal":
-            for j in range(max(0, j1 - CONTEXT_LINES), min(len(mine), j2 + CONTEXT_LINES)):
-                keep[j] = True
-    if not any(keep):  # only deletions at the end: show the last lines as the context
-        for j in range(max(0, len(mine) - CONTEXT_LINES), len(mine)):
-            keep[j] = True
-    out = [f"--- {path} ({_lines(len(mine))}; changed) ---"]
-    j = 0
-    while j < len(mine):
-        end = j
-        while end < len(mine) and keep[end] == keep[j]:
-            end += 1
-        if keep[j]:
-            shown, left_out = budget.take(mine[j:end])
-            out += shown
-            if left_out:
-                out.append(f"⋯ {_lines(left_out + sum(keep[end:]), more=True)} not shown ⋯")
-                return out
-        else:
-            out.append(f"⋯ {_lines(end - j)} as in the other version ⋯")
-        j = end
+def _unshared(mine: list[str], other: list[str]) -> list[int]:
+    """Indices of ``mine``'s lines that ``other`` does not have anywhere. (Not a line diff: a
+    line moved within the file counts as shared. A diff's longest-common-subsequence search
+    cost about a millisecond per pair of bundles; this is one set.)"""
+    theirs = set(other)
+    return [j for j, line in enumerate(mine) if line not in theirs]
+
+
+def _changed_view(path: str, mine: list[str], unshared: list[int], budget: _Budget) -> list[str]:
+    """A file's ``unshared`` lines, each with ``CONTEXT_LINES`` lines around it (overlapping
+    stretches merged); the runs of shared lines between them as markers. Stops at the budget,
+    counting the unshared lines it did not reach."""
+    n = len(mine)
+    out = [f"--- {path} ({_lines(n)}; changed) ---"]
+    # With no unshared line (only lines taken out), the file's last lines are the context.
+    anchors = unshared or [n - 1]
+    position = 0
+    index = 0
+    while index < len(anchors):
+        start = max(position, anchors[index] - CONTEXT_LINES)
+        end = min(n, anchors[index] + CONTEXT_LINES + 1)
+        index += 1
+        while index < len(anchors) and anchors[index] - CONTEXT_LINES <= end:
+            end = min(n, anchors[index] + CONTEXT_LINES + 1)
+            index += 1
+        if start > position:
+            out.append(f"⋯ {_lines(start - position)} as in the other version ⋯")
+        shown, left_out = budget.take(mine[start:end])
+        out += shown
+        if left_out:
+            missed = len(unshared) - bisect.bisect_left(unshared, start + len(shown))
+            out.append(f"⋯ {_lines(missed, 'more changed')} not shown ⋯")
+            return out
+        position = end
+    if position < n:
+        out.append(f"⋯ {_lines(n - position)} as in the other version ⋯")
     return out
 
 
@@ -106,37 +116,61 @@ def _head_view(path: str, lines: list[str], budget: _Budget, files_left: int) ->
     budget.left -= sum(len(line) + 1 for line in shown)
     out = [f"--- {path} ({_lines(len(lines))}) ---", *shown]
     if left_out:
-        out.append(f"⋯ {_lines(left_out, more=True)} ⋯")
+        out.append(f"⋯ {_lines(left_out, 'more')} ⋯")
     return out
 
 
-def _view(manifest: dict, files: dict[str, str], other: tuple[dict, dict[str, str]] | None) -> str:
+Files = dict[str, list[str]]  # path → lines
+Changes = dict[str, list[int]]  # path → this side's lines the other side does not have
+
+
+def _view(manifest: dict, files: Files, other: tuple[dict, Files, Changes] | None) -> str:
+    """One side's view: against the other side (its manifest, files and this side's unshared
+    lines per file that differs), or alone (a root)."""
     out = [_manifest_line(manifest, other[0] if other else None)]
     budget = _Budget(max(BUDGET - len(out[0]), 0))
     paths = sorted(files)
     for index, path in enumerate(paths):
-        lines = files[path].splitlines()
+        lines = files[path]
         if other is None:
             out += _head_view(path, lines, budget, len(paths) - index)
-        elif path not in other[1]:
-            out += _changed_view(path, lines, [], budget)
-        elif files[path] == other[1][path]:
-            out.append(f"--- {path} ({_lines(len(lines))}; as in the other version) ---")
+        elif path in other[2]:
+            out += _changed_view(path, lines, other[2][path], budget)
         else:
-            out += _changed_view(path, lines, other[1][path].splitlines(), budget)
+            out.append(f"--- {path} ({_lines(len(lines))}; as in the other version) ---")
     if other is not None:
         gone = sorted(set(other[1]) - set(files))
         out += [f"--- {path}: not in this version ---" for path in gone]
     return "\n".join(out)
 
 
-def compact_pair(chosen: str, rejected: str) -> tuple[str, str]:
-    """Both sides of a pair, each showing where it differs from the other."""
-    a, b = _bundle(chosen), _bundle(rejected)
-    return _view(*a, b), _view(*b, a)
+def _lines_of(completion: str) -> tuple[dict, Files]:
+    manifest, files = _bundle(completion)
+    return manifest, {path: text.splitlines() for path, text in files.items()}
+
+
+def compact_pair(a: str, b: str) -> tuple[str, str]:
+    """Both sides of a pair (chosen, rejected), each showing where it differs from the other."""
+    (a_manifest, a_files), (b_manifest, b_files) = _lines_of(a), _lines_of(b)
+    a_changes: Changes = {}
+    b_changes: Changes = {}
+    for path in a_files.keys() | b_files.keys():
+        a_lines, b_lines = a_files.get(path), b_files.get(path)
+        if a_lines == b_lines:
+            continue
+        if a_lines is not None:
+            a_changes[path] = _unshared(a_lines, b_lines or [])
+        if b_lines is not None:
+            b_changes[path] = _unshared(b_lines, a_lines or [])
+    return (
+        _view(a_manifest, a_files, (b_manifest, b_files, a_changes)),
+        _view(b_manifest, b_files, (a_manifest, a_files, b_changes)),
+    )
 
 
 def compact_version(completion: str, parent: str | None) -> str:
     """One version: its change against its parent's completion, or (``parent`` None) the head
     of each of its files."""
-    return _view(*_bundle(completion), _bundle(parent) if parent is not None else None)
+    if parent is None:
+        return _view(*_lines_of(completion), None)
+    return compact_pair(completion, parent)[0]

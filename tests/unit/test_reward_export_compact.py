@@ -102,4 +102,4 @@ def test_two_unrelated_apps_are_cut_to_the_budget_with_a_count_of_what_was_left_
     for view in (chosen_view, rejected_view):
         shown = file_lines(view)
         assert shown and budget_used(view) <= BUDGET
-        assert view.splitlines()[-1] == f"⋯ {400 - len(shown)} more lines not shown ⋯"
+        assert view.splitlines()[-1] == f"⋯ {400 - len(shown)} more changed lines not shown ⋯"
