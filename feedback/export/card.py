@@ -224,9 +224,9 @@ KTO trainers cut the sequence. `*_conversational` configs hold the same text as 
 the chat template's few tokens per turn.
 
 The `*_compact` configs carry the same rows with **compact completions** for short contexts:
-for a pair, each side shows only the lines where it differs from the other, with
-{CONTEXT_LINES} lines of context, the lines both share replaced by a marker with their count,
-and files alike on both sides named but not shown; for a single version (`unpaired_compact`),
+for a pair, each side shows only its lines that the other side does not have, with
+{CONTEXT_LINES} lines of context, the runs of lines both have replaced by a marker with their
+count, and files alike on both sides named but not shown; for a single version (`unpaired_compact`),
 the same view against its parent (the version it revises or was forked from), or for a root
 the head of each file. Each view starts with the app's manifest `name` and `description` and
 every other manifest key that differs from the other side; that line and the file lines share

@@ -27,8 +27,8 @@ from feedback.export import (
 )
 
 KEY = b"pinned export key, for this test only"
-FULL_SHA256 = "7036f8efd79feda60366ac0bc13399b512e3950e8d0203ecb438922e202b5baf"
-INCREMENTAL_SHA256 = "db78d071f22f8080d24bbaa2f6d57a97bc61ac611e8094a3bb6de7b11815df6b"
+FULL_SHA256 = "5e50e75be07de1e51fe5bda8e63216a1dd2fcdefc065367e06c3f7416159760f"
+INCREMENTAL_SHA256 = "dab25383107685766cf96bfd414f5205544a5866130ce1954e40dd1b877b4521"
 
 
 class CommentedTexts(SyntheticTexts):
