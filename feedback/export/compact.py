@@ -90,11 +90,13 @@ def _changed_view(path: str, mine: list[str], unshared: list[int], budget: _Budg
     index = 0
     while index < len(anchors):
         start = max(position, anchors[index] - CONTEXT_LINES)
-        end = min(n, anchors[index] + CONTEXT_LINES + 1)
+        last = anchors[index]
         index += 1
-        while index < len(anchors) and anchors[index] - CONTEXT_LINES <= end:
-            end = min(n, anchors[index] + CONTEXT_LINES + 1)
+        # Anchors whose context touches the previous one's join its stretch.
+        while index < len(anchors) and anchors[index] - last <= 2 * CONTEXT_LINES + 1:
+            last = anchors[index]
             index += 1
+        end = min(n, last + CONTEXT_LINES + 1)
         if start > position:
             out.append(f"⋯ {_lines(start - position)} as in the other version ⋯")
         shown, left_out = budget.take(mine[start:end])
@@ -149,28 +151,29 @@ def _lines_of(completion: str) -> tuple[dict, Files]:
     return manifest, {path: text.splitlines() for path, text in files.items()}
 
 
-def compact_pair(a: str, b: str) -> tuple[str, str]:
-    """Both sides of a pair (chosen, rejected), each showing where it differs from the other."""
-    (a_manifest, a_files), (b_manifest, b_files) = _lines_of(a), _lines_of(b)
-    a_changes: Changes = {}
-    b_changes: Changes = {}
-    for path in a_files.keys() | b_files.keys():
-        a_lines, b_lines = a_files.get(path), b_files.get(path)
-        if a_lines == b_lines:
-            continue
-        if a_lines is not None:
-            a_changes[path] = _unshared(a_lines, b_lines or [])
-        if b_lines is not None:
-            b_changes[path] = _unshared(b_lines, a_lines or [])
+def _changes(mine: Files, theirs: Files) -> Changes:
+    """Per file of ``mine`` that ``theirs`` does not have alike, its unshared lines."""
+    return {
+        path: _unshared(lines, theirs.get(path, []))
+        for path, lines in mine.items()
+        if lines != theirs.get(path)
+    }
+
+
+def compact_pair(chosen: str, rejected: str) -> tuple[str, str]:
+    """Both sides of a pair, each showing where it differs from the other."""
+    (a_manifest, a_files), (b_manifest, b_files) = _lines_of(chosen), _lines_of(rejected)
     return (
-        _view(a_manifest, a_files, (b_manifest, b_files, a_changes)),
-        _view(b_manifest, b_files, (a_manifest, a_files, b_changes)),
+        _view(a_manifest, a_files, (b_manifest, b_files, _changes(a_files, b_files))),
+        _view(b_manifest, b_files, (a_manifest, a_files, _changes(b_files, a_files))),
     )
 
 
 def compact_version(completion: str, parent: str | None) -> str:
     """One version: its change against its parent's completion, or (``parent`` None) the head
     of each of its files."""
+    manifest, files = _lines_of(completion)
     if parent is None:
-        return _view(*_lines_of(completion), None)
-    return compact_pair(completion, parent)[0]
+        return _view(manifest, files, None)
+    parent_manifest, parent_files = _lines_of(parent)
+    return _view(manifest, files, (parent_manifest, parent_files, _changes(files, parent_files)))
