@@ -6,7 +6,7 @@ PORT ?= 8000
 STAMP := $(VENV)/.installed-stamp
 EMBEDDED_DB := sqlite:///var/sprig.db
 
-.PHONY: install run test test-inside lint migrations-check bench-quick messages clean
+.PHONY: install run test test-inside lint migrations-check bench-quick bench-trainers messages clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -51,6 +51,17 @@ migrations-check:
 
 bench-quick: install
 	scripts/test-services.sh sh -c '$(BIN)/python bench/catalog.py --quick'
+
+# TRL's RewardTrainer, DPOTrainer and KTOTrainer, unchanged, on a fresh demo export made by
+# .venv's sprig (bench/trainers.py; BENCH_ARGS=--quick for one step each). torch, transformers
+# and trl (the `train` extra of pyproject.toml, several GB) go in their own venv, TRAIN_VENV,
+# never in .venv. Not part of `make test`.
+TRAIN_VENV ?= .venv-train
+bench-trainers: install
+	test -x $(TRAIN_VENV)/bin/python || $(PYTHON) -m venv $(TRAIN_VENV)
+	$(TRAIN_VENV)/bin/pip install -q $$($(BIN)/python -c "import tomllib; \
+		print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['train']))")
+	$(TRAIN_VENV)/bin/python bench/trainers.py --sprig $(BIN)/sprig $(BENCH_ARGS)
 
 # After changing a page's text: the templates' strings into the three catalogs of
 # market/web/translations (the app compiles them when it starts); then translate the new ones.

@@ -2,7 +2,7 @@
 
 Layout (a Hugging Face dataset repository that ``load_dataset(run_dir, name=config)`` reads):
 
-    run-00007/
+    run-00007-3f9a2c1e/
       README.md                         card; YAML ``configs``, one per kind and shape
       manifest.json                     counts, SHA-256 of every file, parameters, watermark
       pairwise/diet/train-00000-of-00002.parquet
@@ -13,9 +13,14 @@ Layout (a Hugging Face dataset repository that ``load_dataset(run_dir, name=conf
 Shards are written with ``pyarrow.parquet.ParquetWriter`` as the batches come, so memory holds
 one batch, never a whole table; a shard is closed when it reaches ``max_rows`` rows or
 ``max_bytes`` of (uncompressed) data, and named ``-of-N`` once its group is complete. A run is
-built in a hidden ``.run-NNNNN.partial`` directory and renamed into place only when every file
+built in a hidden ``.<name>.partial`` directory and renamed into place only when every file
 and the manifest are written, so a reader never sees half a run; its files are then made
 read-only, and a run directory that exists is never written again.
+
+A run's name is its number and a fingerprint, ``run-00007-3f9a2c1e`` (``run_name``): ``datasets``
+caches a local dataset under its folder's name, so two runs numbered 7 (two databases, or a
+database started again over an export folder) must not share a name, or the second one loads
+the first one's cached rows.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 SPLITS = ("train", "test")
+# The one shard of a config with no rows, at the top of its folder.
+EMPTY_SHARD = "train-00000-of-00001.parquet"
 _HASH_CHUNK = 1 << 20
 
 
@@ -152,9 +159,11 @@ class ShardedConfig:
             # A config with no rows still gets one empty shard with its schema, so every
             # config of the card loads (as zero rows) and the columns are documented. (Not
             # when several writers share a config: the caller adds it once, if none wrote.)
-            path = self.root / self.config / "train-00000-of-00001.parquet"
+            path = self.root / self.config / EMPTY_SHARD
             path.parent.mkdir(parents=True, exist_ok=True)
-            pq.write_table(self.schema.empty_table(), path, store_schema=self.store_schema)
+            # No row group at all: ``datasets`` reads a row group of zero rows with a batch
+            # size of zero and fails, while a file without row groups is read as no rows.
+            pq.ParquetWriter(path, self.schema, **self.writer_options).close()
             relative = path.relative_to(self.root).as_posix()
             self.shards.append(ShardInfo(relative, self.config, "", "train", 0))
         return self.shards
@@ -239,65 +248,90 @@ def _yaml_string(value: str) -> str:
     return orjson.dumps(value).decode()  # a JSON string is a valid YAML flow scalar
 
 
-def card_front_matter(shards: list[ShardInfo], configs: list[str], default: str) -> str:
-    """YAML ``configs``: for each config with rows, one ``data_files`` entry per split that has
-    rows. A config without rows is left out of the card (``datasets`` cannot read a Parquet file
-    of zero rows); its empty shard still documents its columns."""
-    entries = []
+def config_splits(shards: list[ShardInfo], config: str) -> dict[str, int]:
+    """The splits a config really has, with their rows: those with rows, or (a config with no
+    rows at all) ``train`` holding its one empty shard."""
+    mine = [s for s in shards if s.config == config]
+    splits = {
+        split: sum(s.rows for s in mine if s.split == split)
+        for split in SPLITS
+        if any(s.split == split and s.rows > 0 for s in mine)
+    }
+    return splits or {"train": 0}
+
+
+def split_pattern(config: str, split: str, rows: int) -> str:
+    """The ``data_files`` glob of a split: the category folders' shards, or the empty shard."""
+    return f"{config}/*/{split}-*.parquet" if rows else f"{config}/{EMPTY_SHARD}"
+
+
+def card_front_matter(
+    shards: list[ShardInfo], configs: list[str], default: str, metadata: dict
+) -> str:
+    """The card's YAML: ``metadata`` (license, language, task categories, ...) as given, then
+    ``configs`` with one ``data_files`` entry per split the config has (``config_splits``).
+    Every config is listed, one without rows by its empty shard, so every name loads."""
+    lines = ["---"]
+    for key, value in metadata.items():
+        if isinstance(value, list):
+            lines.append(f"{key}:")
+            lines += [f"- {_yaml_string(item)}" for item in value]
+        else:
+            lines.append(f"{key}: {_yaml_string(value)}")
+    lines.append("configs:")
     for config in configs:
-        mine = [s for s in shards if s.config == config and s.rows > 0]
-        if not mine:
-            continue
-        entries.append(f"- config_name: {config}")
+        lines.append(f"- config_name: {config}")
         if config == default:
-            entries.append("  default: true")
-        entries.append("  data_files:")
-        for split in SPLITS:
-            files = [s for s in mine if s.split == split]
-            if files:
-                entries.append(f"  - split: {split}")
-                entries.append(f"    path: {_yaml_string(f'{config}/*/{split}-*.parquet')}")
-    lines = ["---", "configs:" if entries else "configs: []", *entries]
-    lines += ["tags:", "- trl", "- reward-modeling", "- sprig", "---", ""]
+            lines.append("  default: true")
+        lines.append("  data_files:")
+        for split, rows in config_splits(shards, config).items():
+            lines.append(f"  - split: {split}")
+            lines.append(f"    path: {_yaml_string(split_pattern(config, split, rows))}")
+    lines += ["---", ""]
     return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- the run directory
-def partial_directory(export_root: Path, run: int) -> Path:
-    return export_root / f".run-{run:05d}.partial"
+def run_name(run: int, fingerprint: str) -> str:
+    """``run-00007-3f9a2c1e``: the run's number, then a fingerprint that tells apart runs of
+    the same number (the caller derives it from what identifies the run)."""
+    if not fingerprint or not fingerprint.isalnum():
+        raise ValueError(f"a run fingerprint is letters and digits, not {fingerprint!r}")
+    return f"run-{run:05d}-{fingerprint}"
 
 
-def run_directory(export_root: Path, run: int) -> Path:
-    return export_root / f"run-{run:05d}"
+def partial_directory(export_root: Path, name: str) -> Path:
+    return export_root / f".{name}.partial"
 
 
-def start_run(export_root: Path, run: int) -> Path:
-    """A fresh hidden directory for run ``run``; refuses a run that already exists."""
-    final = run_directory(export_root, run)
+def start_run(export_root: Path, name: str) -> Path:
+    """A fresh hidden directory for the run called ``name``; refuses a run that already
+    exists."""
+    final = export_root / name
     if final.exists():
-        raise FileExistsError(f"export run {run} already exists at {final}")
-    partial = partial_directory(export_root, run)
+        raise FileExistsError(f"export run {name} already exists at {final}")
+    partial = partial_directory(export_root, name)
     if partial.exists():
         shutil.rmtree(partial)  # a crashed attempt of this same run
     partial.mkdir(parents=True)
     return partial
 
 
-def publish_run(export_root: Path, run: int, manifest: dict) -> Path:
+def publish_run(export_root: Path, name: str, manifest: dict) -> Path:
     """Write the manifest, make every file read-only, and move the run into place."""
-    partial = partial_directory(export_root, run)
+    partial = partial_directory(export_root, name)
     (partial / "manifest.json").write_bytes(
         orjson.dumps(manifest, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
     )
     for directory, _dirs, files in os.walk(partial):
-        for name in files:
-            os.chmod(Path(directory) / name, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
-    final = run_directory(export_root, run)
+        for file in files:
+            os.chmod(Path(directory) / file, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+    final = export_root / name
     os.rename(partial, final)
     return final
 
 
-def abandon_run(export_root: Path, run: int) -> None:
-    partial = partial_directory(export_root, run)
+def abandon_run(export_root: Path, name: str) -> None:
+    partial = partial_directory(export_root, name)
     if partial.exists():
         shutil.rmtree(partial, ignore_errors=True)

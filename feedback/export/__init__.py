@@ -14,12 +14,14 @@ Kinds (each a config of the dataset card; ``*_conversational`` has the same rows
   rating figures, exposure propensities.
 * ``pairwise``: TRL preference rows, ``prompt``/``chosen``/``rejected``/``margin``.
 * ``unpaired``: TRL KTO rows, ``prompt``/``completion``/``label``.
+* ``pairwise_compact``, ``unpaired_compact``: the same rows with compact completions
+  (``feedback.export.compact``: what differs, for trainers with a short context).
 * ``ratings``: the correlated feedback itself, one row per consenting rating of an exported
   version, the rater as a pseudonym: HMAC-SHA256 of the user id under a key drawn for this run
   and never stored, so pseudonyms link a person's ratings within one export and not across two.
 """
 
-from feedback.export.card import card_configs, dataset_card
+from feedback.export.card import card_configs, dataset_card, write_card
 from feedback.export.inputs import (
     CatalogArrays,
     Comment,
@@ -47,4 +49,5 @@ __all__ = [
     "card_configs",
     "dataset_card",
     "pseudonyms",
+    "write_card",
 ]

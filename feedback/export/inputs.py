@@ -87,3 +87,6 @@ class ExportResult:
     counts: dict
     model: dict
     seconds: dict = field(default_factory=dict)
+    # Per standard-shape text config, its rows' lengths (``feedback.export.lengths``).
+    lengths: dict = field(default_factory=dict)
+    languages: list[str] = field(default_factory=list)  # of the listings, as language_of names

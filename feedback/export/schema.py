@@ -12,6 +12,9 @@ import pyarrow as pa
 MESSAGES = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
 KINDS = ("scalar", "pairwise", "unpaired", "ratings")
 TEXT_KINDS = ("scalar", "pairwise", "unpaired")
+# Kinds also written with compact completions (``feedback.export.compact``), as the configs
+# ``<kind>_compact``: the ones trainers with a short context read.
+COMPACT_KINDS = ("pairwise", "unpaired")
 
 COMMON_FIELDS = [
     ("version_id", pa.int64()),
@@ -99,3 +102,15 @@ def text_schema(kind: str, conversational: bool) -> pa.Schema:
 
 
 SCHEMAS = {kind: text_schema(kind, False) for kind in TEXT_KINDS}
+
+
+def text_configs(conversational: bool) -> list[tuple[str, str, bool]]:
+    """(config, kind, conversational shape) of every text config, in the card's order: each
+    kind, its compact completions if it has them, and each of those as messages if asked."""
+    out = []
+    for kind in TEXT_KINDS:
+        for base in [kind, f"{kind}_compact"] if kind in COMPACT_KINDS else [kind]:
+            out.append((base, kind, False))
+            if conversational:
+                out.append((f"{base}_conversational", kind, True))
+    return out

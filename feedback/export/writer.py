@@ -20,11 +20,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
+from evolution.language import LATIN, language_of
 from feedback import rewards
 from feedback.dataset_files import JsonLines, ShardedConfig, ShardInfo, finish_files
+from feedback.export.compact import compact_pair, compact_version
 from feedback.export.indexing import group_runs
 from feedback.export.inputs import ExportResult, Progress, TextSource
-from feedback.export.schema import RATINGS_WRITE_SCHEMA, TEXT_KINDS, text_schema
+from feedback.export.lengths import length_summary, row_lengths
+from feedback.export.schema import RATINGS_WRITE_SCHEMA, text_configs, text_schema
 from feedback.export.tables import Tables, conversational
 from feedback.export.texts import LockedTexts, TextCache
 
@@ -56,18 +59,16 @@ class ExportWriter:
     def __init__(self, export: RewardExport, directory: Path, texts: TextSource) -> None:
         self.export, self.directory = export, directory
         p = export.parameters
-        shapes = [False, True] if p.conversational else [False]
-        self.configs: dict[str, ShardedConfig] = {}
-        for kind in TEXT_KINDS:
-            for shape in shapes:
-                name = kind + ("_conversational" if shape else "")
-                self.configs[name] = ShardedConfig(
-                    directory,
-                    name,
-                    text_schema(kind, shape),
-                    max_rows=p.max_rows_per_shard,
-                    max_bytes=p.max_bytes_per_shard,
-                )
+        self.configs: dict[str, ShardedConfig] = {
+            name: ShardedConfig(
+                directory,
+                name,
+                text_schema(kind, shape),
+                max_rows=p.max_rows_per_shard,
+                max_bytes=p.max_bytes_per_shard,
+            )
+            for name, kind, shape in text_configs(p.conversational)
+        }
         # One ratings writer per thread that writes ratings: a group (category, split) is
         # written by one thread only, so their files never collide.
         self.ratings_configs = [
@@ -87,6 +88,12 @@ class ExportWriter:
         }
         self.source = LockedTexts(texts)
         self.tables = Tables(export)
+        # Per standard-shape text config, (completion characters, sequence bytes) of each
+        # batch's rows; the card reports their spread (``feedback.export.lengths``).
+        self.lengths: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {
+            name: [] for name, _kind, shape in text_configs(False) if not shape
+        }
+        self.languages: set[str] = set()
 
     def write(self) -> ExportResult:
         export = self.export
@@ -125,8 +132,20 @@ class ExportWriter:
             for name, by_group in self.counts.items()
             if name != "openai" or self.openai is not None
         }
+        lengths = {
+            name: length_summary(
+                np.concatenate([chars for chars, _ in parts] or [np.zeros(0, np.int64)]),
+                np.concatenate([size for _, size in parts] or [np.zeros(0, np.int64)]),
+            )
+            for name, parts in self.lengths.items()
+        }
         return ExportResult(
-            shards=shards, counts=summary, model=export.model_summary(), seconds=export.seconds
+            shards=shards,
+            counts=summary,
+            model=export.model_summary(),
+            seconds=export.seconds,
+            lengths=lengths,
+            languages=sorted(self.languages),
         )
 
     def _close(self) -> list[ShardInfo]:
@@ -191,11 +210,16 @@ class ExportWriter:
                 config.close_group(category, split)
 
     def _write_scalar_batch(self, batch, label_of, cache: TextCache, category, split) -> None:
-        """One batch of versions' scalar rows, and the unpaired rows of those with a label."""
+        """One batch of versions' scalar rows, and the unpaired rows of those with a label
+        (with their compact completions, against their parents)."""
         vid = self.export.catalog.version_id
         loaded = cache.get(batch)
         batch = batch[np.isin(vid[batch], np.fromiter(loaded, np.int64, len(loaded)))]
         ids = vid[batch].tolist()
+        # The listing's language (title and summary); Latin script of no telling language
+        # names none.
+        self.languages |= {language_of(f"{loaded[v].title} {loaded[v].summary}") for v in ids}
+        self.languages.discard(LATIN)
         prompts = pa.array([cache.prompt(v) for v in ids], pa.string())
         completions = pa.array([loaded[v].completion for v in ids], pa.string())
         numbers = np.fromiter((loaded[v].number for v in ids), np.int32, len(ids))
@@ -212,20 +236,55 @@ class ExportWriter:
                 category,
             )
             self._write_shapes("unpaired", category, split, table)
+            compact = self._compact_unpaired(table, batch[labelled], cache)
+            self._write_shapes("unpaired_compact", category, split, compact)
+
+    def _compact_unpaired(self, table: pa.Table, nodes: np.ndarray, cache: TextCache) -> pa.Table:
+        """The unpaired rows of ``nodes`` with each completion against its parent's (a root's
+        trimmed)."""
+        export = self.export
+        parents = export.forest.parent[nodes]
+        parent_text = cache.get(parents[parents >= 0])
+        parent_ids = np.where(parents >= 0, export.catalog.version_id[np.maximum(parents, 0)], -1)
+        compact = [
+            compact_version(completion, parent_text[p].completion if p in parent_text else None)
+            for completion, p in zip(
+                table.column("completion").to_pylist(), parent_ids.tolist(), strict=True
+            )
+        ]
+        index = table.schema.get_field_index("completion")
+        return table.set_column(index, "completion", pa.array(compact, pa.string()))
 
     def _write_pair_batch(self, part: rewards.Pairs, cache: TextCache, category, split) -> None:
         table, lines = self.tables.pairwise(part, cache, category)
         self._write_shapes("pairwise", category, split, table)
+        chosen_text = table.column("chosen").to_pylist()
+        rejected_text = table.column("rejected").to_pylist()
+        sides = [
+            compact_pair(chosen, rejected)
+            for chosen, rejected in zip(chosen_text, rejected_text, strict=True)
+        ]
+        compact = table.set_column(
+            table.schema.get_field_index("chosen"),
+            "chosen",
+            pa.array([chosen for chosen, _ in sides], pa.string()),
+        ).set_column(
+            table.schema.get_field_index("rejected"),
+            "rejected",
+            pa.array([rejected for _, rejected in sides], pa.string()),
+        )
+        self._write_shapes("pairwise_compact", category, split, compact)
         if self.openai is not None:
             self.openai.write(category, split, lines)
             key = f"{category}/{split}"
             self.counts["openai"][key] = self.counts["openai"].get(key, 0) + len(lines)
 
-    def _write_shapes(self, kind: str, category: str, split: str, table: pa.Table) -> None:
+    def _write_shapes(self, config: str, category: str, split: str, table: pa.Table) -> None:
         """The standard table, and (if asked) the same rows with messages for text."""
-        shapes = {kind: table}
+        self.lengths[config].append(row_lengths(table))
+        shapes = {config: table}
         if self.export.parameters.conversational:
-            shapes[f"{kind}_conversational"] = conversational(table)
+            shapes[f"{config}_conversational"] = conversational(table)
         key = f"{category}/{split}"
         for config, rows in shapes.items():
             self.configs[config].write(category, split, rows)

@@ -150,7 +150,8 @@ def rank(force: bool) -> None:
     "out_dir",
     type=click.Path(file_okay=False),
     default=None,
-    help="Export directory (runs go in run-NNNNN/ inside). Default: SPRIG_EXPORT_DIR.",
+    help="Export directory (runs go in run-NNNNN-<fingerprint>/ inside). "
+    "Default: SPRIG_EXPORT_DIR.",
 )
 @click.option(
     "--since",

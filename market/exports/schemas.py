@@ -61,6 +61,10 @@ class ExportFileOut(BaseModel):
 
 class ExportRunOut(BaseModel):
     id: int
+    folder: str | None = Field(
+        description="the run's folder once it succeeded: `run-NNNNN-<fingerprint>` (runs "
+        "written before fingerprints: `run-NNNNN`), the name `load_dataset` caches it under"
+    )
     status: str = Field(description="queued, running, succeeded or failed")
     since_run: int | None
     parameters: dict[str, Any]

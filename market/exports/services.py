@@ -14,6 +14,7 @@ rating); text (prompts, bundles, comments) is loaded per batch while the rows ar
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import logging
 import secrets
@@ -28,7 +29,7 @@ import orjson
 from sqlalchemy import Engine, case, select, update
 from sqlmodel import Session
 
-from feedback.dataset_files import abandon_run, publish_run, sha256_of, start_run
+from feedback.dataset_files import abandon_run, publish_run, run_name, sha256_of, start_run
 from feedback.export import (
     CatalogArrays,
     Comment,
@@ -36,7 +37,7 @@ from feedback.export import (
     FeedbackColumns,
     Progress,
     RewardExport,
-    dataset_card,
+    write_card,
 )
 from feedback.rewards import VersionText
 from feedback.scrub import Scrubber
@@ -128,6 +129,23 @@ def code_version() -> str:
         return "unknown"
 
 
+def run_folder(engine: Engine, run: ExportRun) -> str:
+    """The run's folder name: its number and the first 32 bits of SHA-256 over the database's
+    address (password left out), the run's number and the moment it was created. The same run
+    always gets the same name, so a redo after a crash clears its own unfinished folder; a run
+    of the same number from another database, or from this one created afresh, gets another,
+    so ``datasets`` (which caches a local dataset by its folder's name) never serves one run's
+    rows for another's."""
+    identity = "\n".join(
+        [
+            engine.url.render_as_string(hide_password=True),
+            str(run.id),
+            _aware(run.created_at).isoformat(),
+        ]
+    )
+    return run_name(run.id, hashlib.sha256(identity.encode()).hexdigest()[:8])
+
+
 def execute_run(
     engine: Engine,
     run_id: int,
@@ -154,6 +172,7 @@ def execute_run(
             .values(status="running", started_at=started, error=None)
         )
         unit.commit()
+        name = run_folder(engine, run)
         since_watermark = None
         if run.since_run_id is not None:
             since_watermark = session.get(ExportRun, run.since_run_id).watermark
@@ -176,30 +195,30 @@ def execute_run(
             )
             del feedback  # the export keeps what it needs
             texts = DatabaseTexts(session, catalog)
-            directory = start_run(export_root, run_id)
+            directory = start_run(export_root, name)
             result = export.write(directory, texts)
         run_info = {
             "run": run_id,
+            "name": name,
             "since_run": run.since_run_id,
             "watermark": watermark.isoformat(),
             "code_version": code_version(),
         }
-        (directory / "README.md").write_text(
-            dataset_card(result, parameters, run_info), encoding="utf-8"
-        )
+        card_files = write_card(directory, result, parameters, run_info)
         finished = utcnow()
         files = [vars(shard) for shard in result.shards]
-        files.append(
+        files += [
             {
-                "path": "README.md",
+                "path": path,
                 "config": "card",
                 "category": "",
                 "split": "",
                 "rows": 0,
-                "bytes": (directory / "README.md").stat().st_size,
-                "sha256": sha256_of(directory / "README.md"),
+                "bytes": (directory / path).stat().st_size,
+                "sha256": sha256_of(directory / path),
             }
-        )
+            for path in card_files
+        ]
         manifest = {
             **run_info,
             "kind": "incremental" if run.since_run_id else "full",
@@ -209,6 +228,8 @@ def execute_run(
             "finished_at": finished.isoformat(),
             "parameters": parameters.as_dict(),
             "counts": result.counts,
+            "lengths": result.lengths,
+            "languages": result.languages,
             "model": result.model,
             "privacy": {
                 "consent": "only users with share_feedback_for_training",
@@ -220,10 +241,10 @@ def execute_run(
             "seconds": {k: round(v, 3) for k, v in result.seconds.items()},
             "files": files,
         }
-        location = publish_run(export_root, run_id, manifest)
+        location = publish_run(export_root, name, manifest)
     except Exception as error:
         log.exception("export run %s failed", run_id)
-        abandon_run(export_root, run_id)
+        abandon_run(export_root, name)
         with UnitOfWork(engine) as unit:
             unit.session.execute(
                 update(ExportRun)
@@ -458,6 +479,7 @@ def run_summary(run: ExportRun) -> dict:
     """What the API and the CLI say about a run."""
     return {
         "id": run.id,
+        "folder": Path(run.location).name if run.location else None,
         "status": run.status,
         "since_run": run.since_run_id,
         "parameters": run.parameters,

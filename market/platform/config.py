@@ -34,9 +34,10 @@ class Settings:
     page_limit_max: int = 100
     tree_depth_max: int = 6
     tree_nodes_max: int = 2000
-    # Reward-dataset exports: one immutable run-NNNNN directory each, under this directory
-    # (shared by web and worker in production). A run reads feedback written up to its start
-    # minus the settle time, so a rating still being committed is left whole for the next run.
+    # Reward-dataset exports: one immutable run-NNNNN-<fingerprint> directory each, under this
+    # directory (shared by web and worker in production). A run reads feedback written up to its
+    # start minus the settle time, so a rating still being committed is left whole for the next
+    # run.
     export_dir: str = str(Path("var") / "exports")
     export_settle_seconds: int = 5
     # The main agent's context text logged with each exposure (the user's request in their

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from bench.export import SyntheticTexts, inputs_from_world, simulated_world
-from feedback.dataset_files import publish_run, start_run
+from feedback.dataset_files import publish_run, run_name, start_run
 from feedback.export import (
     ExportParameters,
     FeedbackColumns,
@@ -45,9 +45,10 @@ def export_run(root, world_inputs, run=1, feedback=None, **parameters):
     export = RewardExport(
         catalog, feedback or all_feedback, parameters, pseudonym_key=secrets.token_bytes(32)
     )
-    directory = start_run(root, run)
+    name = run_name(run, "0123abcd")
+    directory = start_run(root, name)
     result = export.write(directory, SyntheticTexts(catalog))
-    info = {"run": run, "since_run": None, "watermark": "2026-01-01T00:00:00+00:00"}
+    info = {"run": run, "name": name, "since_run": None, "watermark": "2026-01-01T00:00:00+00:00"}
     (directory / "README.md").write_text(dataset_card(result, parameters, info), encoding="utf-8")
     manifest = {
         "run": run,
@@ -55,7 +56,7 @@ def export_run(root, world_inputs, run=1, feedback=None, **parameters):
         "files": [vars(s) for s in result.shards],
         "parameters": parameters.as_dict(),
     }
-    return publish_run(root, run, manifest), result, export
+    return publish_run(root, name, manifest), result, export
 
 
 @pytest.fixture(scope="module")
@@ -213,7 +214,7 @@ def test_openai_jsonl_lines_follow_the_preference_format(exported):
 def test_a_run_directory_is_never_written_twice(exported):
     run_dir, _result, _export = exported
     with pytest.raises(FileExistsError):
-        start_run(run_dir.parent, 1)
+        start_run(run_dir.parent, run_dir.name)
 
 
 def test_k_anonymity_leaves_out_versions_with_few_raters(tmp_path, world_inputs):
@@ -278,7 +279,8 @@ def test_an_export_with_nothing_to_export_documents_every_config(tmp_path):
     run_dir, result, _export = export_run(tmp_path, (catalog, feedback, None))
     assert all(counts["total"] == 0 for counts in result.counts.values())
     front = yaml.safe_load((run_dir / "README.md").read_text(encoding="utf-8").split("---")[1])
-    assert front["configs"] == []  # datasets cannot read zero-row Parquet files
+    # Every config is listed by its one empty shard (its loading: test_reward_export_card.py).
+    assert [c["config_name"] for c in front["configs"]] == card_configs(ExportParameters())
     for name in card_configs(ExportParameters()):
         empty = pq.read_table(run_dir / name / "train-00000-of-00001.parquet")
         assert empty.num_rows == 0 and "category" in empty.column_names

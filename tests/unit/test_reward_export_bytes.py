@@ -27,8 +27,8 @@ from feedback.export import (
 )
 
 KEY = b"pinned export key, for this test only"
-FULL_SHA256 = "49b1de0a263012f531a8e7d2b926709bf86db6be63867d3d6a52990c864970fb"
-INCREMENTAL_SHA256 = "2ab57552bc618df3db6f0ba5e3fabd2566837b926ca5659f2304899468907304"
+FULL_SHA256 = "c70230f60ab760cde0389e4a8f84972ffe3dd9d8c7088ae9166b25222606c581"
+INCREMENTAL_SHA256 = "6b117c85a2cf4f1ebba3b648ce96ab8b656ccd07d07b1070ad28f5d0a412d5c2"
 
 
 class CommentedTexts(SyntheticTexts):

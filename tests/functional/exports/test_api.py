@@ -179,7 +179,9 @@ def _export(client, community, **body):
 
 
 def _run_dir(app, run_id: int) -> Path:
-    return Path(app_state(app).settings.export_dir) / f"run-{run_id:05d}"
+    """The run's folder, where its row says it is (``run-NNNNN-<fingerprint>``)."""
+    with Session(app_state(app).engine) as session:
+        return Path(session.get(ExportRun, run_id).location)
 
 
 def _table(run_dir: Path, config: str):

@@ -1,0 +1,113 @@
+"""Run folders are named by the run's number and a fingerprint, everywhere a run is made,
+listed and served: two runs numbered alike (another database, or this one started afresh)
+never share a folder, so ``datasets``, which caches a local dataset by its folder's name,
+returns each run's own rows; a run redone after a crash keeps its name and clears its own
+unfinished folder; and runs written before fingerprints are still listed and served."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # local files only; read when datasets loads
+
+import hashlib
+import re
+from pathlib import Path
+
+import datasets
+from sqlalchemy import delete, update
+from sqlmodel import Session
+
+from feedback.export import ExportParameters
+from market.exports.models import ExportRun
+from market.exports.services import create_run, execute_run, run_folder
+from market.platform.state import app_state
+from tests.functional.exports import test_api
+from tests.functional.exports.test_api import API, _export, _rate
+
+community = test_api.community  # the small community of the export tests, as a fixture here
+
+FOLDER = re.compile(r"run-\d{5}-[0-9a-f]{8}")
+
+
+def test_a_run_folder_is_its_number_and_a_fingerprint_in_the_api_and_the_card(
+    app, client, community
+):
+    run = _export(client, community)
+    assert FOLDER.fullmatch(run["folder"]) and run["folder"].startswith(f"run-{run['id']:05d}-")
+    export_dir = Path(app_state(app).settings.export_dir)
+    assert sorted(p.name for p in export_dir.iterdir()) == [run["folder"]]
+    assert run["manifest"]["name"] == run["folder"]
+    listed = client.get(f"{API}/exports", headers=community.service.headers).get_json()
+    assert [item["folder"] for item in listed["items"]] == [run["folder"]]
+    paths = {entry["path"]: entry for entry in run["files"]}
+    assert {"README.md", "LICENSE.md"} <= set(paths)
+    card = client.get(paths["README.md"]["url"], headers=community.service.headers)
+    assert card.status_code == 200 and f"(`{run['folder']}`)" in card.data.decode()
+
+
+def test_a_run_redone_after_a_crash_keeps_its_folder_and_clears_the_unfinished_one(app, engine):
+    export_dir = Path(app_state(app).settings.export_dir)
+    with Session(engine) as session:
+        run = create_run(session, ExportParameters())
+        session.commit()
+        run_id, name = run.id, run_folder(engine, run)
+        assert run_folder(engine, session.get(ExportRun, run_id)) == name
+        session.execute(update(ExportRun).where(ExportRun.id == run_id).values(status="running"))
+        session.commit()
+    unfinished = export_dir / f".{name}.partial"
+    unfinished.mkdir(parents=True)
+    (unfinished / "left-over.parquet").write_bytes(b"half a shard")
+    done = execute_run(engine, run_id, export_dir, settle_seconds=0)
+    assert done.status == "succeeded" and Path(done.location).name == name
+    assert sorted(p.name for p in export_dir.iterdir()) == [name]
+    assert not (export_dir / name / "left-over.parquet").exists()
+
+
+def test_the_same_run_number_again_gets_its_own_folder_and_loads_its_own_rows(
+    app, client, engine, community, tmp_path
+):
+    """Run N, then the database loses its runs (restored from a backup, or started afresh) and
+    numbers the next run N again, after more feedback: one ``datasets`` cache reads both."""
+    first = _export(client, community)
+    with Session(engine) as session:
+        session.execute(delete(ExportRun))
+        session.commit()
+    _rate(client, community.consenting[5], community.versions["few"], 4)  # a new rating
+    with Session(engine) as session:
+        again = ExportRun(id=first["id"], parameters=ExportParameters().as_dict())
+        session.add(again)
+        session.commit()
+    second = execute_run(engine, first["id"], app_state(app).settings.export_dir, settle_seconds=0)
+    assert second.status == "succeeded"
+    assert Path(second.location).name != first["folder"]
+    cache = tmp_path / "hf"
+    first_dir = Path(app_state(app).settings.export_dir) / first["folder"]
+    counts = []
+    for run_dir in (first_dir, Path(second.location)):
+        ratings = datasets.load_dataset(str(run_dir), name="ratings", cache_dir=str(cache))
+        counts.append(sum(len(ratings[split]) for split in ratings))
+    assert counts == [
+        first["manifest"]["counts"]["ratings"]["total"],
+        second.manifest["counts"]["ratings"]["total"],
+    ]
+    assert counts[0] != counts[1]
+
+
+def test_a_run_written_before_fingerprints_is_still_listed_and_served(app, client, community):
+    run = _export(client, community)
+    export_dir = Path(app_state(app).settings.export_dir)
+    old = export_dir / f"run-{run['id']:05d}"
+    (export_dir / run["folder"]).rename(old)
+    with Session(app_state(app).engine) as session:
+        session.execute(
+            update(ExportRun).where(ExportRun.id == run["id"]).values(location=str(old))
+        )
+        session.commit()
+    headers = community.service.headers
+    listed = client.get(f"{API}/exports/{run['id']}", headers=headers).get_json()
+    assert listed["folder"] == old.name
+    for entry in listed["files"]:
+        response = client.get(entry["url"], headers=headers)
+        assert response.status_code == 200
+        assert hashlib.sha256(response.data).hexdigest() == entry["sha256"]
