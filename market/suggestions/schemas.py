@@ -13,14 +13,15 @@ from market.platform.schemas import StrictInput, whole_number
 
 # A permission a manifest may ask for ("health.injuries.read"): the closed list bundles check.
 ScopeName = Literal[tuple(sorted(SCOPES))]
-# Some character that can carry meaning, and no NUL: an ASCII letter or digit, or anything past
-# Latin-1's symbols (accented letters, CJK, kana, Hangul, emoji). Spelled with explicit ranges
-# because the document's regex is read by JavaScript rules (where \w is ASCII only) and the
-# server's by Python's: `[^\W_]` meant "any letter" here and "an ASCII letter" to clients and
-# fuzzers, which then took 记账 for an invalid request. JavaScript sees an emoji as two UTF-16
-# halves, both in \u00c0-\uffff; Python sees one code point, hence its wider upper bound.
-REQUEST_PATTERN = "^[^\\u0000]*[0-9A-Za-z\\u00c0-\\uffff][^\\u0000]*$"
-_MEANINGFUL_CHARACTER = re.compile("[0-9A-Za-z\u00c0-\U0010ffff]")
+# Some character that can carry meaning, and no NUL: an ASCII letter or digit, or a character of
+# the Basic Multilingual Plane past Latin-1's symbols (accented letters, CJK, kana, Hangul).
+# Spelled with explicit ranges so that the document's regex means the same to every reader:
+# JavaScript (where \w is ASCII only and an emoji is two UTF-16 halves, both kept out of these
+# ranges) and Python (where `[^\W_]` would be any letter, and an emoji is one code point past
+# them). The server checks with this very class.
+_MEANINGFUL = "[0-9A-Za-z\\u00c0-\\ud7ff\\ue000-\\uffff]"
+REQUEST_PATTERN = f"^[^\\u0000]*{_MEANINGFUL}[^\\u0000]*$"
+_MEANINGFUL_CHARACTER = re.compile(_MEANINGFUL)
 
 
 class SuggestionsIn(StrictInput):

@@ -345,7 +345,8 @@ def test_a_worker_builds_its_index_as_it_starts(app, client, creator):
         ("家計簿", True),
         ("가계부", True),
         ("Ìñ", True),
-        ("🏃", True),
+        ("🏃", False),  # an emoji alone: no word to search for
+        ("🏃 run", True),
         ("water", True),
         ("   ?!  ", False),
         ("___", False),
@@ -355,9 +356,9 @@ def test_a_worker_builds_its_index_as_it_starts(app, client, creator):
 def test_the_documented_pattern_means_what_the_server_checks(
     client, coding_agent, request_text, meaningful
 ):
-    """Clients and fuzzers read the document's regex by JavaScript's rules, where \\w is ASCII
-    only (Python's re.ASCII here): a request the document calls valid is one the server takes,
-    in any script, and the reverse."""
+    """Clients read the document's regex by JavaScript's rules (\\w is ASCII only, as Python's
+    re.ASCII; an emoji is two UTF-16 halves) or by Python's (fuzzers, jsonschema): by both, a
+    request the document calls valid is one the server takes, in any script, and the reverse."""
     document = client.get("/api/v1/openapi.json").get_json()
     pattern = document["components"]["schemas"]["SuggestionsIn"]["properties"]["request"]["pattern"]
     as_javascript = re.compile(pattern, re.ASCII)
@@ -365,5 +366,6 @@ def test_the_documented_pattern_means_what_the_server_checks(
     utf16_units = memoryview(request_text.encode("utf-16-le")).cast("H")
     utf16_view = "".join(chr(unit) for unit in utf16_units)
     assert bool(as_javascript.search(utf16_view)) is meaningful
+    assert bool(re.search(pattern, request_text)) is meaningful  # as Python validators read it
     response = client.post(URL, json={"request": request_text}, headers=coding_agent.headers)
     assert response.status_code == (200 if meaningful else 422), response.get_json()
