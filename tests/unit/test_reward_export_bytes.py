@@ -27,8 +27,8 @@ from feedback.export import (
 )
 
 KEY = b"pinned export key, for this test only"
-FULL_SHA256 = "5893d9e8f916ab5a78564ecd32f44153bc041a3bbcebd92070656b3b90ee6cf8"
-INCREMENTAL_SHA256 = "d7d5b1be9ad1583cb9c68d784c79fb6c3e54f897ef5383a77086ca3fdb3d3813"
+FULL_SHA256 = "8105afbd373b2986d8b678c4551e7f17832c308fef15fd3186e0a1894534c986"
+INCREMENTAL_SHA256 = "9d81bc5306d28cc040f2ec677bb88b07aaffb4f551fb9c7c54fa969a70376993"
 
 
 class CommentedTexts(SyntheticTexts):
