@@ -537,23 +537,25 @@ def version_prompt(text: VersionText) -> str:
 def prompt_versions(forest: Forest, chosen: np.ndarray, rejected: np.ndarray) -> np.ndarray:
     """For each pair, the node whose own prompt the pair carries (module docstring, 5): the
     descendant when one side descends from the other, else the nearest common ancestor, else
-    (two lineages) the chosen side. One vectorized climb per tree level."""
+    (two lineages) the chosen side. Ancestry is read from the preorder ranges; only cousins
+    climb, one vectorized step per level between them and their common ancestor."""
     chosen = np.asarray(chosen, dtype=np.int64)
     rejected = np.asarray(rejected, dtype=np.int64)
+    first, end = forest.preorder, forest.subtree_end
+    parent = forest.parent.astype(np.int64)
+
+    def contains(top: np.ndarray, node: np.ndarray) -> np.ndarray:
+        return (first[top] <= first[node]) & (first[node] < end[top])
+
     out = chosen.copy()
-    related = forest.root[chosen] == forest.root[rejected]
+    related = np.flatnonzero(forest.root[chosen] == forest.root[rejected])
     a, b = chosen[related], rejected[related]
-    x, y = a.copy(), b.copy()
-    parent, depth = forest.parent.astype(np.int64), forest.depth
-    # Climb the deeper side (x on ties) until both sides meet: their nearest common ancestor.
-    while True:
-        apart = np.flatnonzero(x != y)
-        if apart.size == 0:
-            break
-        x_up = depth[x[apart]] >= depth[y[apart]]
-        x[apart[x_up]] = parent[x[apart[x_up]]]
-        y[apart[~x_up]] = parent[y[apart[~x_up]]]
-    out[related] = np.where(x == a, b, np.where(x == b, a, x))
+    ancestor = np.where(contains(b, a), b, a)
+    climbing = np.flatnonzero(~contains(ancestor, b))
+    while climbing.size:
+        ancestor[climbing] = parent[ancestor[climbing]]
+        climbing = climbing[~contains(ancestor[climbing], b[climbing])]
+    out[related] = np.where(ancestor == a, b, np.where(ancestor == b, a, ancestor))
     return out
 
 
