@@ -16,11 +16,14 @@ and the first version of a fork under the exact version it was forked from.
      a revision against the previous version);
    * ``sibling``: two children of the same parent, each paired with the next
      ``sibling_window`` siblings (by id);
-   * ``co_rated``: versions of one category rated by the same users; per user, the rated
-     versions are put in a pseudo-random order and consecutive ones paired, so a user with n
-     ratings proposes n − 1 pairs, and the rater model (which compares exactly such ratings)
-     speaks to each. Past 12 ratings per exported version, a fixed pseudo-random sample of the
-     ratings proposes them (``co_raters`` counts the users of that sample who rated both).
+   * ``co_rated``: versions of one category rated by the same users; per user and category
+     (and split), the rated versions are put in a pseudo-random order and consecutive ones
+     paired, so a user with n ratings in c such groups proposes n − c pairs, every one usable
+     (ordering a user's ratings across categories and then dropping the pairs that straddle
+     two would waste most of them: people rate a few apps of each kind), and the rater model
+     (which compares exactly such ratings) speaks to each. Past 12 ratings per exported
+     version, a fixed pseudo-random sample of the ratings proposes them (``co_raters``
+     counts the users of that sample who rated both).
    A pair is kept only when its debiased margin is confident:
        P(θ_chosen > θ_rejected) = Φ(E[θ_a − θ_b] / sd(θ_a − θ_b)) ≥ confidence,
        Var(θ_a − θ_b) = Var θ_a + Var θ_b − 2 Cov(θ_a, θ_b),
@@ -39,6 +42,21 @@ and the first version of a fork under the exact version it was forked from.
 4. Train/test split by lineage root: a root is in ``test`` when splitmix64(root id) / 2⁶⁴ <
    ``test_share``, so a whole tree (every prompt derived from one original request) sits in one
    split, in every export.
+
+5. Prompts. A version's own prompt (``version_prompt``) is the request that produced it: a
+   root's description, a fork's request with what it was forked from, a revision's change note.
+   A pair carries one prompt that *both* sides answer, so that the preference says which answer
+   people liked and not which one matches the question (``prompt_versions``):
+   * when one side descends from the other (every ``parent_child`` pair, and co-rated
+     versions of one line), the descendant's own prompt: it asked for the change, and the
+     ancestor is the answer that did not make it;
+   * when both descend from one version (``sibling`` pairs, co-rated cousins), the prompt of
+     their nearest common ancestor: each side is that request carried further, and neither
+     side's own request, which only it answers, is favoured;
+   * versions of different lineages (co-rated only) share no request: the chosen side's own
+     prompt, the need its raters had, which the rejected side is the other app they tried for.
+   The category alone ("Write a diet mini-app.") is never a prompt: every version has a
+   request of its own.
 
 Only versions with at least k distinct raters are exported (rows and pairs); the model itself is
 fitted on all the consenting ratings, so small versions still inform their relatives.
@@ -279,7 +297,7 @@ def co_rated_candidates(
     sample_per_item: int = DEFAULT_CO_RATED_SAMPLE_PER_ITEM,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The co-rated candidate pairs of ``select_pairs``: consecutive items of each user's
-    ratings in a pseudo-random order, same category and split only; returns the unique pairs
+    ratings of one category and split, in a pseudo-random order; returns the unique pairs
     and how many users proposed each. At most ``sample_per_item`` ratings per eligible version
     (a fixed pseudo-random sample) propose pairs: each version can only use a few pairs, and
     proposing one per rating would cost a sort of every rating. They depend on who rated what,
@@ -303,13 +321,15 @@ def co_rated_candidates(
     if kept > max_ratings:
         keep &= shuffle < np.uint64(int(max_ratings / kept * 2.0**64))
     user, item, shuffle = user[keep], item[keep], shuffle[keep]
-    # One sort key: the user in the high bits, the shuffle in the low ones.
-    order = np.argsort((user << np.int64(32)) | (shuffle >> np.uint64(33)).astype(np.int64))
-    user, item = user[order], item[order]
-    same_user = user[:-1] == user[1:]
-    a, b = item[:-1][same_user], item[1:][same_user]
-    same = (category[a] == category[b]) & (test[a] == test[b]) & (a != b)
-    a, b = np.minimum(a[same], b[same]), np.maximum(a[same], b[same])
+    # The group (user, category, split) as one key, the shuffle as the order within it.
+    n_groups = np.int64(2 * (int(category.max(initial=0)) + 1))
+    group = user * n_groups
+    group += category[item].astype(np.int64) * 2 + test[item]
+    order = np.lexsort(((shuffle >> np.uint64(1)).astype(np.int64), group))
+    group, item = group[order], item[order]
+    same = (group[:-1] == group[1:]) & (item[:-1] != item[1:])
+    a, b = item[:-1][same], item[1:][same]
+    a, b = np.minimum(a, b), np.maximum(a, b)
     n = np.int64(eligible.size)
     keys, counts = np.unique(a * n + b, return_counts=True)
     return np.stack([keys // n, keys % n], axis=1), counts
@@ -514,18 +534,29 @@ def version_prompt(text: VersionText) -> str:
     return f"Write a {text.category} mini-app, “{text.title}”: {what}"
 
 
-def pair_prompt(relation: int, chosen: VersionText, rejected: VersionText, child: int) -> str:
-    """The context both sides of a pair answer: the child's own request (parent against child;
-    ``child`` is 0 when the chosen side is the child, 1 when the rejected one is), the shared
-    parent (siblings), or the scenario (versions co-rated by the same people)."""
-    if relation == PARENT_CHILD:
-        return version_prompt(chosen if child == 0 else rejected)
-    if relation == SIBLING and chosen.parent_title is not None:
-        return (
-            f"Fork this {chosen.category} mini-app, “{chosen.parent_title}”: "
-            f"{chosen.parent_summary or ''}"
-        )
-    return f"Write a {chosen.category} mini-app."
+def prompt_versions(forest: Forest, chosen: np.ndarray, rejected: np.ndarray) -> np.ndarray:
+    """For each pair, the node whose own prompt the pair carries (module docstring, 5): the
+    descendant when one side descends from the other, else the nearest common ancestor, else
+    (two lineages) the chosen side. Ancestry is read from the preorder ranges; only cousins
+    climb, one vectorized step per level between them and their common ancestor."""
+    chosen = np.asarray(chosen, dtype=np.int64)
+    rejected = np.asarray(rejected, dtype=np.int64)
+    first, end = forest.preorder, forest.subtree_end
+    parent = forest.parent.astype(np.int64)
+
+    def contains(top: np.ndarray, node: np.ndarray) -> np.ndarray:
+        return (first[top] <= first[node]) & (first[node] < end[top])
+
+    out = chosen.copy()
+    related = np.flatnonzero(forest.root[chosen] == forest.root[rejected])
+    a, b = chosen[related], rejected[related]
+    ancestor = np.where(contains(b, a), b, a)
+    climbing = np.flatnonzero(~contains(ancestor, b))
+    while climbing.size:
+        ancestor[climbing] = parent[ancestor[climbing]]
+        climbing = climbing[~contains(ancestor[climbing], b[climbing])]
+    out[related] = np.where(ancestor == a, b, np.where(ancestor == b, a, ancestor))
+    return out
 
 
 def user_turn(text: str) -> list[dict[str, str]]:

@@ -150,7 +150,7 @@ class Tables:
         completions = pa.array([loaded[int(v)].completion for v in vid[nodes]], pa.string())
         chosen = completions.take(pa.array(np.searchsorted(nodes, part.chosen)))
         rejected = completions.take(pa.array(np.searchsorted(nodes, part.rejected)))
-        prompt_column = self._pair_prompts(part, cache, loaded)
+        prompt_column = self._pair_prompts(part, cache)
         lines = []
         if x.parameters.openai_jsonl:
             lines = [
@@ -179,29 +179,18 @@ class Tables:
         ]
         return pa.Table.from_arrays(columns, schema=SCHEMAS["pairwise"]), lines
 
-    def _pair_prompts(self, part: rewards.Pairs, cache: TextCache, loaded: dict) -> pa.Array:
-        """One prompt per distinct context, then taken per pair: a parent and child pair asks
-        what the child's own prompt asked; siblings share their parent; co-rated versions
-        share their category."""
+    def _pair_prompts(self, part: rewards.Pairs, cache: TextCache) -> pa.Array:
+        """Each pair's prompt: the own prompt of the version ``rewards.prompt_versions`` names
+        (the descendant, the nearest common ancestor or the chosen side), or the chosen side's
+        if that version's text cannot be loaded; one per distinct version, taken per pair."""
         vid = self.export.catalog.version_id
-        parent = self.export.forest.parent
-        child = np.where(parent[part.chosen] == part.rejected, part.chosen, part.rejected)
-        context = np.where(
-            part.relation == rewards.PARENT_CHILD,
-            child,
-            np.where(part.relation == rewards.SIBLING, parent[part.chosen], -1),
-        )
-        key = context * 4 + part.relation  # co-rated: (-1, category of the group)
-        _unique_keys, first, index = np.unique(key, return_index=True, return_inverse=True)
-        texts = []
-        for i in first.tolist():
-            relation = int(part.relation[i])
-            chosen_text = loaded[int(vid[part.chosen[i]])]
-            if relation == rewards.PARENT_CHILD:
-                texts.append(cache.prompt(int(vid[child[i]])))
-            else:
-                rejected_text = loaded[int(vid[part.rejected[i]])]
-                texts.append(cache.pair_prompt(relation, chosen_text, rejected_text))
+        context = rewards.prompt_versions(self.export.forest, part.chosen, part.rejected)
+        loaded = cache.get(np.unique(context))
+        have = np.fromiter(loaded, np.int64, len(loaded))
+        context = np.where(np.isin(vid[context], have), context, part.chosen)
+        nodes, index = np.unique(context, return_inverse=True)
+        cache.get(nodes)
+        texts = [cache.prompt(int(v)) for v in vid[nodes]]
         return pa.array(texts, pa.string()).take(pa.array(index.astype(np.int64)))
 
     def ratings_batches(

@@ -45,7 +45,6 @@ class TextCache:
         self.size = 0
         self.scrubber = Scrubber()
         self.prompts: dict[int, str] = {}
-        self.sibling_prompts: dict[tuple[str, str | None, str | None], str] = {}
 
     def prompt(self, version_id: int) -> str:
         """The version's own prompt, scrubbed (prompts quote people's fork requests)."""
@@ -53,19 +52,6 @@ class TextCache:
         if prompt is None:
             prompt = self.scrubber.scrub(rewards.version_prompt(self.entries[version_id]))
             self.prompts[version_id] = prompt
-        return prompt
-
-    def pair_prompt(self, relation: int, chosen: VersionText, rejected: VersionText) -> str:
-        """A sibling or co-rated pair's shared prompt (a parent-child pair uses ``prompt``)."""
-        key = (chosen.category, chosen.parent_title, chosen.parent_summary)
-        if relation != rewards.SIBLING:
-            key = (chosen.category, None, None)
-        prompt = self.sibling_prompts.get(key)
-        if prompt is None:
-            prompt = self.scrubber.scrub(rewards.pair_prompt(relation, chosen, rejected, 0))
-            if len(self.sibling_prompts) > 100_000:
-                self.sibling_prompts.clear()
-            self.sibling_prompts[key] = prompt
         return prompt
 
     def get(self, nodes: np.ndarray) -> dict[int, VersionText]:

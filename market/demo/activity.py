@@ -4,7 +4,8 @@
 versions, installs) and replays a few months of its life: people open the sub-agents they
 installed, use them, hit errors, drift away or uninstall, and rate what they used. Every
 event goes through :func:`market.usage.ingest.ingest_events` in day-sized batches, as the main
-agent would send them at the end of each day; ratings go through ``record_feedback``, and
+agent would send them at the end of each day; ratings go through ``record_feedback`` (those
+of the months before the window first, at their moments), and
 uninstalls send an ``uninstall`` event and make the writes of ``DELETE
 /subagents/<id>/install`` (the row goes inactive, the install log records it). The creator
 stats API then shows what the product really computes, rollups included.
@@ -32,6 +33,7 @@ from market.demo.activity_plan import (
     CUser,
     CVersion,
     PlannedEvent,
+    PlannedRating,
     PlannedUninstall,
     as_utc,
     day_start,
@@ -40,7 +42,7 @@ from market.demo.activity_plan import (
 from market.identity.models import User
 from market.platform.db import UnitOfWork
 from market.platform.time import utcnow
-from market.usage.ingest import ingest_events, log_install
+from market.usage.ingest import ingest_events, log_installs
 from market.usage.ratings import record_feedback
 from market.usage.rollups import run_rollup
 
@@ -120,8 +122,7 @@ def _uninstall(session: Session, planned: list[PlannedUninstall]) -> None:
     session.execute(_UNINSTALL, [{"install_id": p.install_id, "at": p.at} for p in planned])
     per_subagent = Counter(p.subagent_id for p in planned)
     session.execute(_UNCOUNT, [{"subagent_id": s, "n": n} for s, n in sorted(per_subagent.items())])
-    for p in planned:
-        log_install(session, p.user_id, p.subagent_id, "uninstall", p.at)
+    log_installs(session, [(p.user_id, p.subagent_id, "uninstall", p.at) for p in planned])
 
 
 def simulate_activity(
@@ -138,7 +139,30 @@ def simulate_activity(
         _uninstall(session, plan.early_uninstalls)
         unit.commit()
 
-        stored = ratings = changes = 0
+        def rate(planned: list[PlannedRating]) -> int:
+            """Write ratings in time order; how many were new (the rest changed a rating)."""
+            created_count = 0
+            for rating in sorted(planned, key=lambda r: (r.at, r.user_id)):
+                _, created = record_feedback(
+                    session,
+                    user_id=rating.user_id,
+                    subagent=subagents[rating.subagent_id],
+                    version=versions[rating.version_id],
+                    scale=rating.scale,
+                    rating=rating.rating,
+                    comment=rating.comment,
+                    tags=list(rating.tags),
+                    exposure_id=None,
+                    client_id=community.client_id,
+                    now=rating.at,
+                )
+                created_count += created
+            return created_count
+
+        ratings = rate(plan.early_ratings)
+        changes = len(plan.early_ratings) - ratings
+        unit.commit()
+        stored = 0
         for offset in range(days):
             day = plan.first_day + timedelta(days=offset)
             # The main agent reports at the end of each day (today: right now).
@@ -153,22 +177,10 @@ def simulate_activity(
                 if problems:  # the plan follows every ingestion rule: this is a bug
                     raise RuntimeError(f"demo activity on {day}: not stored {dict(problems)}")
                 stored += len(results)
-            for rating in sorted(plan.ratings.get(day, ()), key=lambda r: (r.at, r.user_id)):
-                _, created = record_feedback(
-                    session,
-                    user_id=rating.user_id,
-                    subagent=subagents[rating.subagent_id],
-                    version=versions[rating.version_id],
-                    scale=rating.scale,
-                    rating=rating.rating,
-                    comment=rating.comment,
-                    tags=list(rating.tags),
-                    exposure_id=None,
-                    client_id=community.client_id,
-                    now=rating.at,
-                )
-                ratings += created
-                changes += not created
+            todays_ratings = plan.ratings.get(day, [])
+            created = rate(todays_ratings)
+            ratings += created
+            changes += len(todays_ratings) - created
             _uninstall(session, plan.uninstalls.get(day, []))
             unit.commit()  # one day's batches, as the agent's 202s would have it
 

@@ -13,7 +13,11 @@ The world has a known truth, so that what the ranking recovers can be checked ag
 * an install is *habitual* (long-lived) or a *trial* (gone within days) with odds that
   rise with quality; broken versions throw errors, and errors drive people away and
   towards uninstalling; stars follow quality plus the rater's leniency plus noise, and
-  only some people rate (more after errors), never before using the version they rate.
+  only some people rate (more after errors), never before using the version they rate;
+* the agent asks for a rating after some sessions, so people who use an app for weeks
+  nearly all rate it, and rate it again after an update about half the time; installs
+  older than the window were used and rated before it (their ratings are kept, their
+  events are not replayed), and three people in four share their feedback for training.
 
 Planning is pure (:func:`plan_activity` over a :class:`Community` snapshot and a fixed
 "now"), so the same seed and snapshot always give the same events, ids included. Only
@@ -170,13 +174,16 @@ class Plan:
     # Trials that ended (and were uninstalled) before the window: no events can be sent
     # for them any more (ingestion takes a week back), only the install log remembers.
     early_uninstalls: list[PlannedUninstall] = field(default_factory=list)
+    # Ratings written before the window by people who used an app then: the events of those
+    # sessions are older than the window, the ratings stay (written first, in time order).
+    early_ratings: list[PlannedRating] = field(default_factory=list)
     skipped_installs: int = 0  # installs nobody may use (someone else's private sub-agent)
 
     def event_count(self) -> int:
         return sum(len(v) for v in self.events.values())
 
     def rating_count(self) -> int:
-        return sum(len(v) for v in self.ratings.values())
+        return len(self.early_ratings) + sum(len(v) for v in self.ratings.values())
 
     def uninstall_count(self) -> int:
         return len(self.early_uninstalls) + sum(len(v) for v in self.uninstalls.values())
@@ -300,7 +307,12 @@ def plan_activity(community: Community, seed: int, *, now: datetime, days: int =
         if sub.visibility == "private" and sub.author_id != user.id:
             plan.skipped_installs += 1  # only its author may use a private sub-agent
             continue
-        _plan_install(ctx, inst, Random(f"sprig-demo-activity/{seed}/{inst.id}"))
+        _plan_install(
+            ctx,
+            inst,
+            Random(f"sprig-demo-activity/{seed}/{inst.id}"),
+            Random(f"sprig-demo-activity/{seed}/{inst.id}/ratings"),
+        )
     return plan
 
 
@@ -321,7 +333,9 @@ def _version_at(versions: list[CVersion], stamps: list[datetime], moment: dateti
     return versions[max(0, bisect.bisect_right(stamps, moment) - 1)]
 
 
-def _plan_install(ctx: _Context, inst: CInstall, rng: Random) -> None:
+def _plan_install(ctx: _Context, inst: CInstall, rng: Random, rates: Random) -> None:
+    """One install's life: its sessions and uninstall drawn from ``rng``, its ratings from
+    ``rates`` (a stream of their own, so that how people rate never moves what they did)."""
     plan = ctx.plan
     person = ctx.people[inst.user_id]
     user = ctx.users[inst.user_id]
@@ -340,6 +354,14 @@ def _plan_install(ctx: _Context, inst: CInstall, rng: Random) -> None:
     life = int(rng.expovariate(1 / mean_life))
     end_day = install_day + timedelta(days=life)
     uninstaller = rng.random() < (0.15 + 0.6 * _sigmoid(-1.5 * q - 1.0)) * (0.3 if own else 1)
+    base_use = person.use_p * (0.6 + 0.4 * _sigmoid(q)) if habitual else 0.35
+    if own:
+        base_use = max(base_use, 0.35)  # creators dogfood their own apps
+    state = _UseState(rerates_new_versions=rates.random() < 0.5, changes_mind=rates.random() < 0.12)
+    if install_day < plan.first_day and not own:
+        # Creators don't rate their own work.
+        left_at = inst.created_at + timedelta(days=life)
+        _rate_before_window(ctx, inst, rates, state, base_use, min(left_at, plan.now))
 
     if end_day < plan.first_day:
         if uninstaller:
@@ -348,23 +370,12 @@ def _plan_install(ctx: _Context, inst: CInstall, rng: Random) -> None:
                 plan.early_uninstalls.append(PlannedUninstall(at, inst.id, inst.user_id, sub.id))
         return
 
-    base_use = person.use_p * (0.6 + 0.4 * _sigmoid(q)) if habitual else 0.35
-    if own:
-        base_use = max(base_use, 0.35)  # creators dogfood their own apps
-    state = _UseState(rerates_new_versions=rng.random() < 0.35, changes_mind=rng.random() < 0.12)
     day = max(install_day, plan.first_day)
     last_day = min(end_day, today)
     churned_early = False
     last_moment: datetime | None = None
     while day <= last_day:
-        k = (day - install_day).days
-        weekend = day.weekday() >= 5
-        if k == 0:
-            use = 0.92
-        else:
-            use = min(0.95, base_use * (1 + 0.8 * math.exp(-k / 5)))
-            if weekend:
-                use *= 1.15 if sub.category in ("hobby", "family", "travel") else 0.9
+        use = _use_chance((day - install_day).days, base_use, day, sub.category)
         if rng.random() >= use:
             day += DAY
             continue
@@ -387,7 +398,7 @@ def _plan_install(ctx: _Context, inst: CInstall, rng: Random) -> None:
             lo = end + timedelta(seconds=rng.randint(600, 4 * 3600))
             last_moment = end
             # Creators don't rate their own work.
-            rating = None if own else _maybe_rate(rng, person, user, sub, state, version, qv, end)
+            rating = None if own else _maybe_rate(rates, person, user, sub, state, version, qv, end)
             if rating is not None:
                 plan.ratings[day].append(rating)
                 state.rated[version.id] = day
@@ -418,6 +429,62 @@ def _plan_install(ctx: _Context, inst: CInstall, rng: Random) -> None:
             event = (at, _uuid(rng), inst.user_id, sub.id, version.id, "uninstall", None, {})
             plan.events[day].append(event)
             plan.uninstalls[day].append(PlannedUninstall(at, inst.id, inst.user_id, sub.id))
+
+
+def _use_chance(k: int, base_use: float, day: date, category: str) -> float:
+    """The chance of opening an app on ``day``, the ``k``-th day after installing it: nearly
+    sure on the first day, more often while it is new, a little differently at weekends."""
+    if k == 0:
+        return 0.92
+    use = min(0.95, base_use * (1 + 0.8 * math.exp(-k / 5)))
+    if day.weekday() >= 5:
+        use *= 1.15 if category in ("hobby", "family", "travel") else 0.9
+    return use
+
+
+def _rate_before_window(
+    ctx: _Context,
+    inst: CInstall,
+    rng: Random,
+    state: _UseState,
+    base_use: float,
+    left_at: datetime,
+) -> None:
+    """The ratings of an install's days before the window (up to ``left_at``, when its user
+    stopped using it). Those sessions' events are older than the window and not replayed, but
+    the agent asked for ratings after them as it does now, and ratings are kept: without them
+    the months before the window would have left no feedback at all. Same rule as inside the
+    window (``_maybe_rate``), each session's errors drawn as ``_session`` draws them."""
+    plan = ctx.plan
+    person, user = ctx.people[inst.user_id], ctx.users[inst.user_id]
+    sub = ctx.subagents[inst.subagent_id]
+    versions, stamps = ctx.versions[sub.id], ctx.stamps[sub.id]
+    window_start = day_start(plan.first_day)
+    install_day = inst.created_at.date()
+    day = install_day
+    while day < plan.first_day and day <= left_at.date():
+        use = _use_chance((day - install_day).days, base_use, day, sub.category)
+        if rng.random() >= use:
+            day += DAY
+            continue
+        lo = max(day_start(day), inst.created_at + timedelta(seconds=30))
+        hi = min(day_start(day) + DAY, window_start, left_at) - timedelta(seconds=1)
+        start = _session_start(rng, person, day, lo, hi)
+        if start is None:
+            day += DAY
+            continue
+        version = _version_at(versions, stamps, start)
+        quality = ctx.version_quality[version.id]
+        errors = int(rng.random() < _sigmoid(-2.2 * quality - 3.0))
+        end = min(start + timedelta(seconds=rng.randint(20, 300)), hi)
+        state.day, state.hi = day, hi
+        state.sessions += 1
+        state.errors, state.errors_seen = errors, state.errors_seen + errors
+        rating = _maybe_rate(rng, person, user, sub, state, version, quality, end)
+        if rating is not None:
+            plan.early_ratings.append(rating)
+            state.rated[version.id] = day
+        day += DAY
 
 
 def _uuid(rng: Random) -> uuid.UUID:
@@ -513,7 +580,7 @@ def _maybe_rate(
     else:
         # The main agent asks now and then after a session, so ratings are commoner than in
         # app stores, where one user in a hundred rates.
-        chance = 0.08 if state.sessions < 2 else 0.2
+        chance = 0.2 if state.sessions < 2 else 0.3
         if state.errors:
             chance += 0.25  # angry ratings come quickly
         if rng.random() > min(0.9, chance * person.rates):

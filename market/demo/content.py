@@ -90,7 +90,8 @@ def _installs(rng: Random, users: list[Member], nodes: list[Node]) -> list[DemoI
     for u in users:
         if u.kind != "person":
             continue
-        want = min(40, 1 + int(rng.expovariate(1 / 5.5)))
+        # Nine apps on average: people try a few of each kind they need before one sticks.
+        want = min(40, 1 + int(rng.expovariate(1 / 8)))
         got = 0
         for _ in range(want * 6):
             if got >= want:

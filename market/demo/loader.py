@@ -23,7 +23,7 @@ from market.identity.tokens import issue_token
 from market.platform.db import session_scope
 from market.platform.time import utcnow
 from market.ranking.services import run_ranking
-from market.usage.ingest import log_install
+from market.usage.ingest import log_installs
 
 DEMO_SERVICE_SCOPES = [
     "events:write",
@@ -138,6 +138,7 @@ def _load_installs(session, community, users, keys, now) -> int:
         )
     }
     seen = set()
+    logged = []
     for demo in community.installs:
         subagent = keys[demo.subagent]
         user = users[demo.user]
@@ -157,7 +158,8 @@ def _load_installs(session, community, users, keys, now) -> int:
                 updated_at=when,
             )
         )
-        log_install(session, user.id, subagent.id, "install", when)
+        logged.append((user.id, subagent.id, "install", when))
+    log_installs(session, logged)
     return len(seen)
 
 

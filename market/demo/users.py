@@ -226,7 +226,7 @@ def make_users(rng: Random, n_users: int) -> list[Member]:
                 address,
                 "person",
                 "user",
-                rng.random() < 0.35,
+                rng.random() < 0.75,  # most people keep training sharing on when asked at setup
                 bio,
                 locale,
                 gender,

@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 from sqlmodel import Session
 
 from market.catalog.maintenance import recount_counters
-from market.catalog.models import CATEGORIES, Install, SubAgent
+from market.catalog.models import CATEGORIES, Install, SubAgent, Version
 from market.demo.activity import plan_activity, read_community
 from market.demo.activity_plan import FEEDBACK_TAGS
 from market.demo.loader import demo_tokens
@@ -141,6 +141,7 @@ def test_events_never_precede_installs_or_follow_uninstalls(demo):
         ratings = session.execute(
             select(Feedback.user_id, Feedback.version_id, Feedback.created_at)
         ).all()
+        subagent_of = dict(session.execute(select(Version.id, Version.subagent_id)).all())
         # The agent sent each day's events at the end of that day, within the week allowed.
         for sent, happened in session.execute(
             select(UsageEvent.received_at, UsageEvent.occurred_at).limit(5000)
@@ -153,9 +154,19 @@ def test_events_never_precede_installs_or_follow_uninstalls(demo):
         assert _utc(last) <= now
         if not active:
             assert _utc(last) <= updated  # nothing after the uninstall
-    # Nobody rates a version before using it.
+    # Nobody rates a version before using it; ratings from before the replayed window (whose
+    # sessions' events are not replayed) come after the install, and there are such ratings.
+    first_day = _utc(demo.now).date() - timedelta(days=89)
+    window_start = datetime(first_day.year, first_day.month, first_day.day, tzinfo=UTC)
+    earlier = 0
     for user, version, created_at in ratings:
-        assert first_use[(user, version)] <= _utc(created_at)
+        if _utc(created_at) < window_start:
+            subagent = subagent_of[version]
+            assert installs[(user, subagent)][0] <= _utc(created_at), (user, version)
+            earlier += 1
+        else:
+            assert first_use[(user, version)] <= _utc(created_at), (user, version)
+    assert 0 < earlier < len(ratings)
 
 
 def test_private_subagents_are_used_by_their_authors_only(demo):
@@ -194,7 +205,7 @@ def test_the_plan_is_deterministic_and_is_what_was_stored(demo):
 
     def digest(plan):
         events = [event for day in sorted(plan.events) for event in plan.events[day]]
-        ratings = [r for d in sorted(plan.ratings) for r in plan.ratings[d]]
+        ratings = [*plan.early_ratings, *(r for d in sorted(plan.ratings) for r in plan.ratings[d])]
         uninstalls = [
             *plan.early_uninstalls,
             *(u for d in sorted(plan.uninstalls) for u in plan.uninstalls[d]),
@@ -207,9 +218,8 @@ def test_the_plan_is_deterministic_and_is_what_was_stored(demo):
     assert {e[1] for day in first.events.values() for e in day} == stored
     assert first.event_count() == demo.stats["usage events"]
     pairs = defaultdict(int)
-    for day in first.ratings.values():
-        for rating in day:
-            pairs[(rating.user_id, rating.version_id)] += 1
+    for rating in [*first.early_ratings, *(r for day in first.ratings.values() for r in day)]:
+        pairs[(rating.user_id, rating.version_id)] += 1
     assert len(pairs) == feedback_rows == demo.stats["ratings"]
     assert first.uninstall_count() == demo.stats["uninstalls"]
 

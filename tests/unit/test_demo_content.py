@@ -156,7 +156,8 @@ def test_user_identities_are_unique_and_fictional(community: DemoCommunity) -> N
     assert len(set(phones)) == len(phones)
     assert len(phones) > 300
     assert sum(u.address is not None for u in community.users) > 200
-    assert 0.2 < sum(u.share_feedback_for_training for u in community.users) / len(handles) < 0.5
+    # Most people keep sharing for training on; some turn it off (the services never share).
+    assert 0.6 < sum(u.share_feedback_for_training for u in community.users) / len(handles) < 0.85
 
 
 def test_users_span_the_locales_the_agent_serves(community: DemoCommunity) -> None:

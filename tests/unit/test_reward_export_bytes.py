@@ -27,8 +27,8 @@ from feedback.export import (
 )
 
 KEY = b"pinned export key, for this test only"
-FULL_SHA256 = "c70230f60ab760cde0389e4a8f84972ffe3dd9d8c7088ae9166b25222606c581"
-INCREMENTAL_SHA256 = "6b117c85a2cf4f1ebba3b648ce96ab8b656ccd07d07b1070ad28f5d0a412d5c2"
+FULL_SHA256 = "16183a19fff8502762ce765ce9885a0e808a110a77ba6b3e63f2ec242ebb77a5"
+INCREMENTAL_SHA256 = "a63fe7a4a9e53b1d464449a3d949ce6f0fc8738d7260d5c62cc12a1303c2e9e5"
 
 
 class CommentedTexts(SyntheticTexts):

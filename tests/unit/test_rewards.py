@@ -258,9 +258,6 @@ def test_prompts_say_what_produced_each_version():
     assert rewards.version_prompt(hidden_parent) == "Fork a diet mini-app.\nRequest: vegan"
     revision = _text(number=3, changelog="bigger buttons")
     assert rewards.version_prompt(revision).endswith("Change requested: bigger buttons")
-    assert rewards.pair_prompt(rewards.PARENT_CHILD, fork, root, 0) == rewards.version_prompt(fork)
-    assert rewards.pair_prompt(rewards.SIBLING, fork, fork, 0).startswith("Fork this diet")
-    assert rewards.pair_prompt(rewards.CO_RATED, root, fork, 0) == "Write a diet mini-app."
 
 
 def test_openai_preference_line_has_the_documented_shape():
