@@ -13,7 +13,6 @@ from __future__ import annotations
 import threading
 from collections import Counter
 
-import pytest
 from sqlalchemy import func, select
 
 from market.catalog.models import ForkRequest, Install, Report, SubAgent, Version
@@ -23,16 +22,6 @@ from tests.factories import bundle, fork, make_user, publish
 
 API = "/api/v1"
 N = 8
-
-
-@pytest.fixture
-def alice(engine):
-    return make_user(engine, "alice")
-
-
-@pytest.fixture
-def bob(engine):
-    return make_user(engine, "bob")
 
 
 def _race(app, requests: list) -> list[int]:

@@ -13,16 +13,6 @@ from tests.factories import bundle, fork, listing, make_user, publish
 API = "/api/v1"
 
 
-@pytest.fixture
-def alice(engine):
-    return make_user(engine, "alice")
-
-
-@pytest.fixture
-def bob(engine):
-    return make_user(engine, "bob")
-
-
 def test_publish_returns_server_owned_fields(client, alice):
     body = publish(client, alice)
     assert body["author"]["handle"] == "alice"

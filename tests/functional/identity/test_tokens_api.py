@@ -8,7 +8,6 @@ import threading
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-import pytest
 from sqlalchemy import update
 from sqlalchemy.exc import OperationalError
 from sqlmodel import select
@@ -33,16 +32,6 @@ TOKEN_FIELDS = {
     "expires_at",
     "revoked_at",
 }
-
-
-@pytest.fixture
-def alice(engine):
-    return make_user(engine, "alice")
-
-
-@pytest.fixture
-def bob(engine):
-    return make_user(engine, "bob")
 
 
 def another_token(engine, actor: Actor, name: str = "laptop", days: int | None = None) -> Actor:

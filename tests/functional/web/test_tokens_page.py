@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
 from sqlalchemy import update
 from sqlmodel import select
 
@@ -13,20 +12,10 @@ from market.identity.models import ApiToken, User
 from market.identity.tokens import create_token, hash_token
 from market.platform.db import session_scope
 from market.platform.time import utcnow
-from tests.factories import Actor, make_user
+from tests.factories import Actor
 
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 API = "/api/v1"
-
-
-@pytest.fixture
-def alice(engine):
-    return make_user(engine, "alice")
-
-
-@pytest.fixture
-def bob(engine):
-    return make_user(engine, "bob")
 
 
 def second_token(engine, actor: Actor, name: str) -> tuple[int, str]:
