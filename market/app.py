@@ -13,7 +13,7 @@ from apiflask import APIFlask
 from flask import g, request
 from sqlalchemy.engine import make_url
 
-from market.entrypoints.mcp_http import install_mcp
+from market.entrypoints.mcp_http import install_mcp, mcp_bridge
 from market.platform import problems
 from market.platform.api import complete_spec, route_facts
 from market.platform.api_deps import BoundedIntegerConverter, JsonBodyRequest
@@ -125,6 +125,7 @@ def create_app(config: dict | Settings | None = None) -> APIFlask:
             suggestions=suggestion_service(engine, read_cache),
             ranking_schedule=EmbeddedSchedule(),
             celery=celery_init_app(app, settings),
+            mcp=mcp_bridge(app),
             read_cache=read_cache,
             cache_listener=listener,
         ),

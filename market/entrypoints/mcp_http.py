@@ -24,7 +24,7 @@ from collections.abc import Callable
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
-from flask import Blueprint, Flask, Response, current_app, request
+from flask import Blueprint, Flask, Response, request
 from mcp.server.mcpserver import MCPServer
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
@@ -42,8 +42,6 @@ ANSWER_SECONDS = 30
 # RFC 6750: the scheme to use and, for a bearer token that was refused, why.
 CHALLENGE = 'Bearer realm="sprig"'
 REFUSED_TOKEN = f'{CHALLENGE}, error="invalid_token"'
-
-_KEY = "sprig_mcp"
 
 bp = Blueprint("mcp", __name__)
 
@@ -186,14 +184,20 @@ def mcp_endpoint():
     # than idling through the tool call, which works in a unit of its own.
     unit_of_work().rollback()
     body = request.get_data()
-    bridge = current_app.extensions[_KEY]
-    return bridge.serve(asgi_scope(request.environ), body, principal)
+    return app_state().mcp.serve(asgi_scope(request.environ), body, principal)
+
+
+def mcp_bridge(app: Flask) -> McpBridge:
+    """The bridge the app's state keeps: its server, built on first use, runs on the app's
+    engine, suggestion index and after-commit hooks."""
+
+    def build() -> MCPServer:
+        state = app_state(app)
+        return build_http_server(state.engine, state.suggestions, state.after_commit)
+
+    return McpBridge(build)
 
 
 def install_mcp(app: Flask) -> None:
-    """Serve MCP at ``/mcp`` with the app's engine, suggestion index and after-commit hooks."""
-    state = app_state(app)
-    app.extensions[_KEY] = McpBridge(
-        lambda: build_http_server(state.engine, state.suggestions, state.after_commit)
-    )
+    """Serve MCP at ``/mcp`` (the bridge is the app state's ``mcp``)."""
     app.register_blueprint(bp)

@@ -30,6 +30,8 @@ class AppState:
     # A market.ranking.services.EmbeddedSchedule: beat's ranking job when there is no beat.
     ranking_schedule: Any
     celery: Celery
+    # A market.entrypoints.mcp_http.McpBridge: MCP over HTTP, its server built on first use.
+    mcp: Any
     # The anonymous read cache and what keeps it fresh (PostgreSQL with a cache time only).
     read_cache: ReadCache | None = None
     cache_listener: NotificationListener | None = None

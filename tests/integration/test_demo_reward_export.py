@@ -18,14 +18,14 @@ MIN_PAIRS = 180
 GENERIC = re.compile(r"^Write an? \w+ mini-app\.$")
 
 
-def _rows(run_dir, column: str) -> list[dict]:
-    """Every row of the plain (not conversational) shards that have ``column``."""
-    rows = []
-    for path in sorted(run_dir.rglob("*.parquet")):
-        schema = pq.read_schema(path)
-        if column in schema.names and schema.field("prompt").type == "string":
-            rows += pq.read_table(path).to_pylist()
-    return rows
+def _rows(exports, config: str) -> list[dict]:
+    """Every row of one config of the run in ``exports`` (shards sit under
+    ``<run>/<config>/<category>/``)."""
+    return [
+        row
+        for path in sorted(exports.glob(f"*/{config}/*/*.parquet"))
+        for row in pq.read_table(path).to_pylist()
+    ]
 
 
 def test_the_default_export_of_the_demo_has_hundreds_of_pairs_with_real_prompts(demo_app, tmp_path):
@@ -38,14 +38,14 @@ def test_the_default_export_of_the_demo_has_hundreds_of_pairs_with_real_prompts(
     counts = run.manifest["model"]["pairs"]
     print(f"\ndemo export: {counts}, {run.manifest['model']['exported_versions']} versions")
 
-    pairs = _rows(tmp_path, "chosen_version_id")
+    pairs = _rows(tmp_path, "pairwise")
     assert len(pairs) == sum(counts.values()) >= MIN_PAIRS
     assert counts["co_rated"] > 0 and counts["parent_child"] + counts["sibling"] > 0
     assert not [p["prompt"] for p in pairs if GENERIC.match(p["prompt"])]
 
     # A child against its parent asks the child's request; apps of two lineages, the chosen
     # one's: both are that version's own prompt, as its scalar row has it.
-    own_prompt = {row["version_id"]: row["prompt"] for row in _rows(tmp_path, "reward")}
+    own_prompt = {row["version_id"]: row["prompt"] for row in _rows(tmp_path, "scalar")}
     checked = 0
     for pair in pairs:
         if pair["relation"] == "co_rated" and pair["chosen_root_id"] != pair["rejected_root_id"]:
