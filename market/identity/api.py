@@ -46,6 +46,7 @@ def me():
 @bp.get("/tokens")
 @bp.input(TokenQuery, location="query", arg_name="query")
 @bp.output(TokenList)
+@bp.doc(operation_id="listTokens")
 def tokens(query: TokenQuery):
     """The caller's own API tokens, newest first, revoked and expired ones included."""
     who = caller()
@@ -58,6 +59,7 @@ def tokens(query: TokenQuery):
 
 @bp.delete("/tokens/<int(max=2147483647):token_id>")
 @bp.output({}, status_code=204)
+@bp.doc(operation_id="revokeToken")
 def revoke(token_id: int):
     """Revoke one of the caller's own tokens (it is refused from the next request on; revoking
     one already revoked changes nothing). Another person's token is a 404, as a missing one."""
