@@ -94,6 +94,12 @@ def test_a_task_within_its_limit_finishes(worker):
     assert result.get(timeout=30) == "rested"
 
 
+def test_each_worker_process_builds_its_own_connection_pools(worker):
+    """A forked child must not share its parent's pooled connections."""
+    client, queue, _log = worker
+    assert client.send_task("tests.own_pools", queue=queue).get(timeout=30) is True
+
+
 def test_the_soft_limit_stops_a_task_and_the_failure_is_logged(worker):
     client, queue, log_path = worker
     result = client.send_task("tests.nap", args=[30], queue=queue)
