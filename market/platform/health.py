@@ -18,16 +18,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from alembic.script import ScriptDirectory
-from flask import Blueprint, Flask, current_app, jsonify
+from flask import Blueprint, Flask, jsonify
 from sqlalchemy import Engine, text
 
 from market.platform.celery_app import REDIS_TIMEOUT_S
+from market.platform.config import Settings
 from market.platform.migrate import alembic_config
 from market.platform.state import app_state
 
 log = logging.getLogger(__name__)
-
-_KEY = "sprig_readiness"
 
 bp = Blueprint("health", __name__)
 
@@ -114,17 +113,20 @@ def livez():
 
 @bp.get("/readyz")
 def readyz():
-    report = current_app.extensions[_KEY].report()
+    report = app_state().readiness.report()
     response = jsonify(report.body())
     response.status_code = 200 if report.ready else 503
     response.headers["Cache-Control"] = "no-store"
     return response
 
 
+def readiness_checks(settings: Settings, engine: Engine) -> Readiness:
+    """What /readyz checks for an app with these settings and this engine."""
+    checks: dict[str, Callable[[], str | None]] = {"database": lambda: check_database(engine)}
+    if settings.redis_url:
+        checks["redis"] = redis_check(settings.redis_url)
+    return Readiness(checks, settings.ready_cache_seconds)
+
+
 def install_health(app: Flask) -> None:
-    state = app_state(app)
-    checks: dict[str, Callable[[], str | None]] = {"database": lambda: check_database(state.engine)}
-    if state.settings.redis_url:
-        checks["redis"] = redis_check(state.settings.redis_url)
-    app.extensions[_KEY] = Readiness(checks, state.settings.ready_cache_seconds)
     app.register_blueprint(bp)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlalchemy
+
 from market.platform import db
 from market.platform.state import app_state
 
@@ -11,7 +13,9 @@ def test_task_calls_reuse_the_apps_engine(app, monkeypatch):
         raise AssertionError("a task built a database engine")
 
     monkeypatch.setattr(db, "create_engine", no_new_engines)
+    monkeypatch.setattr(sqlalchemy, "create_engine", no_new_engines)
     celery = app_state(app).celery
+    celery.loader.import_default_modules()
     for _ in range(3):
         assert celery.tasks["sprig.delete_dead_web_sessions"].delay().get() is not None
         assert "mode" in celery.tasks["sprig.rank"].delay().get()
