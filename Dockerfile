@@ -23,6 +23,11 @@ USER sprig
 
 EXPOSE 8000
 
+# The default command is the web server: healthy while /readyz says it can serve (the database
+# at the migrations' head). Compose gives the worker and beat checks of their own.
+HEALTHCHECK --interval=15s --timeout=10s --start-period=30s --retries=3 \
+    CMD ["python", "-m", "market.entrypoints.healthcheck", "url", "http://127.0.0.1:8000/readyz"]
+
 # --bind on the command line wins over the config file, so the container
 # always listens on all interfaces (the port is published by compose).
 CMD ["gunicorn", "-c", "market/entrypoints/gunicorn_conf.py", "--bind", "0.0.0.0:8000", "market.app:create_app()"]

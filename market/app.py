@@ -21,6 +21,7 @@ from market.platform.celery_app import celery_init_app
 from market.platform.config import Settings, load_settings
 from market.platform.db import is_sqlite, make_engine
 from market.platform.errors import UriTooLong
+from market.platform.health import install_health, readiness_checks
 from market.platform.ratelimit import RateLimiter
 from market.platform.read_cache import NotificationListener, ReadCache
 from market.platform.state import AppState, install_state
@@ -128,6 +129,7 @@ def create_app(config: dict | Settings | None = None) -> APIFlask:
             mcp=mcp_bridge(app),
             read_cache=read_cache,
             cache_listener=listener,
+            readiness=readiness_checks(settings, engine),
         ),
     )
     logging.getLogger("market").setLevel(settings.log_level)
@@ -146,6 +148,7 @@ def create_app(config: dict | Settings | None = None) -> APIFlask:
     problems.install(app)
     register_pages(app)
     install_mcp(app)
+    install_health(app)
 
     @app.teardown_appcontext
     def _close_unit_of_work(_exc):

@@ -10,11 +10,12 @@ from market.catalog.maintenance import (
     forget_old_contexts,
     recount_counters,
 )
+from market.platform.celery_app import RETRY_TRANSIENT
 from market.platform.state import app_state
 from market.platform.time import utcnow
 
 
-@shared_task(name="sprig.recount_counters")
+@shared_task(name="sprig.recount_counters", **RETRY_TRANSIENT)
 def recount_counters_task() -> dict:
     with app_state().unit_of_work() as unit:
         done = recount_counters(unit.session)
@@ -22,7 +23,7 @@ def recount_counters_task() -> dict:
     return done
 
 
-@shared_task(name="sprig.forget_old_contexts")
+@shared_task(name="sprig.forget_old_contexts", **RETRY_TRANSIENT)
 def forget_old_contexts_task() -> dict:
     """Erase exposure context text older than SPRIG_CONTEXT_RETENTION_DAYS (beat: nightly)."""
     state = app_state()
@@ -32,7 +33,7 @@ def forget_old_contexts_task() -> dict:
     return done
 
 
-@shared_task(name="sprig.delete_dead_web_sessions")
+@shared_task(name="sprig.delete_dead_web_sessions", **RETRY_TRANSIENT)
 def delete_dead_web_sessions_task() -> dict:
     with app_state().unit_of_work() as unit:
         done = delete_dead_web_sessions(unit.session, utcnow())

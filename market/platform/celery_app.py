@@ -9,9 +9,12 @@ and no task needs a broker to be exercised. Each is found by its explicit name (
 
 from __future__ import annotations
 
-from celery import Celery, Task
+import logging
+
+from celery import Celery, Task, signals
 from celery.schedules import crontab
 from flask import Flask
+from sqlalchemy.exc import OperationalError
 
 from market.platform.config import Settings
 
@@ -26,12 +29,42 @@ TASK_MODULES = [
 # Redis calls must never hang a request when Redis is away: short timeouts, then the
 # caller falls back (the rate limiter to a local count) or answers 503.
 REDIS_TIMEOUT_S = 1.0
-# Longer than any task runs, or Redis re-delivers a running task to a second worker.
-VISIBILITY_TIMEOUT_S = 3600
+# Redis re-delivers a task not acknowledged within the visibility timeout to a second worker;
+# with acks_late a task is acknowledged when it ends, so the timeout must outlast the longest
+# hard time limit (which ends any task), with this margin for the queue wait before it starts.
+VISIBILITY_MARGIN_S = 600
+VISIBILITY_TIMEOUT_FLOOR_S = 3600
+# A worker process is replaced after this many tasks, so memory a long-lived process gathers
+# (fragmentation, caches a task filled) is given back; each replacement builds its engine anew.
+MAX_TASKS_PER_CHILD = 200
+# The soft limit raises SoftTimeLimitExceeded inside the task this long before the hard limit
+# kills it, so the task's transaction rolls back and the failure is logged cleanly.
+SOFT_LIMIT_FRACTION = 0.9
+
+log = logging.getLogger(__name__)
+
+
+def task_time_limits(settings: Settings) -> dict[str, tuple[int, int]]:
+    """Each task's (soft, hard) time limit in seconds, from the settings."""
+    hard = {
+        "sprig.rollup": settings.rollup_time_limit_seconds,
+        "sprig.rank": settings.rank_time_limit_seconds,
+        "sprig.export_rewards": settings.export_time_limit_seconds,
+        "sprig.recount_counters": settings.maintenance_time_limit_seconds,
+        "sprig.forget_old_contexts": settings.maintenance_time_limit_seconds,
+        "sprig.delete_dead_web_sessions": settings.maintenance_time_limit_seconds,
+    }
+    return {name: (max(1, int(limit * SOFT_LIMIT_FRACTION)), limit) for name, limit in hard.items()}
+
+
+def visibility_timeout(settings: Settings) -> int:
+    longest = max(hard for _soft, hard in task_time_limits(settings).values())
+    return max(VISIBILITY_TIMEOUT_FLOOR_S, longest + VISIBILITY_MARGIN_S)
 
 
 def celery_config(settings: Settings) -> dict:
     eager = settings.celery_eager or not settings.redis_url
+    visibility = visibility_timeout(settings)
     return {
         "broker_url": settings.redis_url or "memory://",
         "result_backend": settings.redis_url or None,
@@ -40,15 +73,20 @@ def celery_config(settings: Settings) -> dict:
         "task_acks_late": True,
         "task_reject_on_worker_lost": True,
         "worker_prefetch_multiplier": 1,
+        "worker_max_tasks_per_child": MAX_TASKS_PER_CHILD,
+        "task_annotations": {
+            name: {"soft_time_limit": soft, "time_limit": hard}
+            for name, (soft, hard) in task_time_limits(settings).items()
+        },
         "task_serializer": "json",
         "accept_content": ["json"],
         "timezone": "UTC",
         "broker_transport_options": {
-            "visibility_timeout": VISIBILITY_TIMEOUT_S,
+            "visibility_timeout": visibility,
             "socket_timeout": REDIS_TIMEOUT_S,
             "socket_connect_timeout": REDIS_TIMEOUT_S,
         },
-        "result_backend_transport_options": {"visibility_timeout": VISIBILITY_TIMEOUT_S},
+        "result_backend_transport_options": {"visibility_timeout": visibility},
         "redis_socket_timeout": REDIS_TIMEOUT_S,
         "redis_socket_connect_timeout": REDIS_TIMEOUT_S,
         "beat_schedule": {
@@ -77,6 +115,8 @@ def celery_init_app(app: Flask, settings: Settings) -> Celery:
     default app, the one ``shared_task`` tasks are sent through and run by."""
 
     class FlaskTask(Task):
+        flask_app = app
+
         def __call__(self, *args, **kwargs):
             with app.app_context():
                 return self.run(*args, **kwargs)
@@ -85,3 +125,49 @@ def celery_init_app(app: Flask, settings: Settings) -> Celery:
     celery.conf.update(celery_config(settings))
     celery.set_default()
     return celery
+
+
+# Retried on a database error that a later attempt can get past (the database restarting, a
+# failover, a dropped connection), never on a bug or a time limit. Only for idempotent tasks:
+# every scheduled one (a rerun recomputes the same counts, scores and deletions, and the rollup
+# resumes from marks it has not drained). Not the reward export: a failed run is recorded as
+# failed with its reason, and a new run is the operator's call.
+RETRY_TRANSIENT = {
+    "autoretry_for": (OperationalError,),
+    "retry_backoff": 5,
+    "retry_backoff_max": 120,
+    "max_retries": 5,
+}
+
+
+@signals.worker_process_init.connect
+def _fresh_engines_in_child(**_kwargs) -> None:
+    """A prefork child inherits its parent's connection pools: drop them (without closing the
+    parent's sockets) so the child opens its own connections on the app's one engine."""
+    from celery import current_app as celery
+
+    flask_app = getattr(celery.Task, "flask_app", None)
+    if flask_app is None:
+        return
+    from market.platform.state import app_state
+
+    state = app_state(flask_app)
+    state.engine.dispose(close=False)
+    state.read_engine.dispose(close=False)
+
+
+@signals.task_failure.connect
+def _log_task_failure(sender=None, task_id=None, exception=None, **_kwargs) -> None:
+    name = getattr(sender, "name", sender)
+    log.error(
+        "task %s [%s] failed: %s: %s",
+        name,
+        task_id,
+        type(exception).__name__,
+        exception,
+    )
+
+
+@signals.task_retry.connect
+def _log_task_retry(request=None, reason=None, **_kwargs) -> None:
+    log.warning("task %s [%s] will be retried: %s", request.task, request.id, reason)

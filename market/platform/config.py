@@ -10,6 +10,8 @@ import secrets
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
+from sqlalchemy.engine import make_url
+
 DEFAULT_DB_PATH = Path("var") / "sprig.db"
 
 
@@ -57,6 +59,17 @@ class Settings:
     demo_signin: bool = False
     # Send the web session cookie only over HTTPS (on in production, behind TLS).
     session_cookie_secure: bool = False
+    # /readyz keeps its result this long, so frequent probes cost one round of checks.
+    ready_cache_seconds: int = 2
+    # Hard time limits of the Celery tasks (the worker kills a task past it); each gets a soft
+    # limit a little earlier, which raises inside it so its transaction rolls back cleanly.
+    # Sized from what each does: the rollup drains for 50 s per run (beat: every minute), a
+    # ranking run recomputes every score, a reward export writes the whole dataset, and the
+    # nightly maintenance rewrites counters across the catalog.
+    rollup_time_limit_seconds: int = 120
+    rank_time_limit_seconds: int = 900
+    export_time_limit_seconds: int = 3600
+    maintenance_time_limit_seconds: int = 1800
 
     def with_overrides(self, overrides: dict | None) -> Settings:
         if not overrides:
@@ -76,13 +89,38 @@ def _coerce(raw: str, template: object) -> object:
     return raw
 
 
+# Settings that may carry a secret: each is also read from the file ``SPRIG_<NAME>_FILE`` names
+# (a Docker or Kubernetes secret), so it need not sit in the environment or a compose file.
+SECRET_SETTINGS = ("database_url", "database_password", "redis_url", "secret_key")
+
+
+def _raw_value(environ: dict[str, str], name: str) -> str | None:
+    variable = f"SPRIG_{name.upper()}"
+    path = environ.get(f"{variable}_FILE")
+    if path is None or name not in SECRET_SETTINGS:
+        return environ.get(variable)
+    if variable in environ:
+        raise ValueError(f"set {variable} or {variable}_FILE, not both")
+    try:
+        # A secret file usually ends with a newline the value never has.
+        return Path(path).read_text(encoding="utf-8").strip()
+    except OSError as error:
+        raise ValueError(f"{variable}_FILE: cannot read {path}: {error.strerror}") from None
+
+
 def load_settings(environ: dict[str, str] | None = None) -> Settings:
-    """Build settings from ``SPRIG_<NAME>`` variables (e.g. ``SPRIG_DATABASE_URL``)."""
+    """Build settings from ``SPRIG_<NAME>`` variables (e.g. ``SPRIG_DATABASE_URL``), secrets
+    also from ``SPRIG_<NAME>_FILE``. ``SPRIG_DATABASE_PASSWORD`` is put into the database URL,
+    so the URL itself can be ordinary configuration."""
     environ = os.environ if environ is None else environ
     base = Settings()
     values = {}
     for f in fields(Settings):
-        raw = environ.get(f"SPRIG_{f.name.upper()}")
+        raw = _raw_value(environ, f.name)
         if raw is not None:
             values[f.name] = _coerce(raw, getattr(base, f.name))
+    password = _raw_value(environ, "database_password")
+    if password:
+        url = make_url(values.get("database_url", base.database_url))
+        values["database_url"] = url.set(password=password).render_as_string(hide_password=False)
     return replace(base, **values)

@@ -35,6 +35,8 @@ class AppState:
     # The anonymous read cache and what keeps it fresh (PostgreSQL with a cache time only).
     read_cache: ReadCache | None = None
     cache_listener: NotificationListener | None = None
+    # A market.platform.health.Readiness: what /readyz checks, and its last result.
+    readiness: Any = None
 
     @property
     def after_commit(self) -> tuple[AfterCommit, ...]:

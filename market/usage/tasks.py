@@ -6,12 +6,17 @@ import time
 
 from celery import shared_task
 
+from market.platform.celery_app import RETRY_TRANSIENT
 from market.platform.state import app_state
 from market.usage.rollups import run_rollup
 
+# Beat runs the rollup every minute: a run drains for at most this long, well inside its soft
+# time limit (SPRIG_ROLLUP_TIME_LIMIT_SECONDS).
+DRAIN_BUDGET_S = 50.0
 
-@shared_task(name="sprig.rollup")
-def rollup_task(budget_seconds: float = 50.0) -> dict:
+
+@shared_task(name="sprig.rollup", **RETRY_TRANSIENT)
+def rollup_task(budget_seconds: float = DRAIN_BUDGET_S) -> dict:
     """Drain the marks (beat runs this every minute), in transactions of bounded size."""
     state = app_state()
     total = {"marks": 0, "days": 0, "cohorts": 0}

@@ -3,12 +3,15 @@
 * ``docker-compose config`` (Debian's v1.29, run only when on PATH) must accept
   the file and list exactly the six services;
 * the YAML itself (PyYAML, skipped if unavailable) must wire web/worker/beat to
-  the same image and the same ``x-sprig-env`` environment.
+  the same image and the same ``x-sprig-env`` environment, give each a healthcheck that
+  what depends on it waits for, and take every secret from a ``secrets:`` file, never
+  from the file itself.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -20,24 +23,23 @@ COMPOSE_FILE = ROOT / "docker-compose.yml"
 SERVICES = {"postgres", "redis", "migrate", "web", "worker", "beat"}
 APP_SERVICES = ("migrate", "web", "worker", "beat")
 EXPECTED_ENV = {
-    "SPRIG_DATABASE_URL": "postgresql+psycopg://sprig:sprig@postgres:5432/sprig",
+    "SPRIG_DATABASE_URL": "postgresql+psycopg://sprig@postgres:5432/sprig",
+    "SPRIG_DATABASE_PASSWORD_FILE": "/run/secrets/postgres_password",
     "SPRIG_REDIS_URL": "redis://redis:6379/0",
+    "SPRIG_SECRET_KEY_FILE": "/run/secrets/secret_key",
     "SPRIG_CELERY_EAGER": "0",
     "SPRIG_EXPORT_DIR": "/app/var/exports",
 }
-
-TEST_SECRET_KEY = "test-secret"
 
 DOCKER_COMPOSE = shutil.which("docker-compose")
 needs_compose = pytest.mark.skipif(DOCKER_COMPOSE is None, reason="docker-compose not on PATH")
 
 
-def _compose(*args: str, key: str | None = TEST_SECRET_KEY) -> subprocess.CompletedProcess[str]:
-    """Run docker-compose on our file with SPRIG_SECRET_KEY=key (unset if None)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("COMPOSE_", "DOCKER_"))}
-    env.pop("SPRIG_SECRET_KEY", None)
-    if key is not None:
-        env["SPRIG_SECRET_KEY"] = key
+def _compose(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run docker-compose on our file, with no SPRIG_* variable from the caller's environment."""
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("COMPOSE_", "DOCKER_", "SPRIG_"))
+    }
     return subprocess.run(
         [DOCKER_COMPOSE, "--project-directory", str(ROOT), "-f", str(COMPOSE_FILE), *args],
         cwd=ROOT,
@@ -65,21 +67,14 @@ def test_docker_compose_config_accepts_file() -> None:
 
 
 @needs_compose
-def test_docker_compose_requires_secret_key() -> None:
-    result = _compose("config", "-q", key=None)
-    assert result.returncode != 0
-    assert "set SPRIG_SECRET_KEY" in result.stderr
-
-
-@needs_compose
 def test_resolved_config_shares_image_and_env() -> None:
     yaml = pytest.importorskip("yaml")
-    result = _compose("config", key="s3cret")
+    result = _compose("config")
     assert result.returncode == 0, result.stderr
     services = yaml.safe_load(result.stdout)["services"]
     for name in APP_SERVICES:
         assert services[name]["image"] == services["web"]["image"], name
-        assert services[name]["environment"] == {**EXPECTED_ENV, "SPRIG_SECRET_KEY": "s3cret"}
+        assert services[name]["environment"] == EXPECTED_ENV
 
 
 def test_web_and_worker_share_the_exports_volume(compose_yaml: dict) -> None:
@@ -96,8 +91,7 @@ def test_services_exist(compose_yaml: dict) -> None:
 
 def test_app_services_share_image_and_env_anchor(compose_yaml: dict) -> None:
     anchor = compose_yaml["x-sprig-env"]
-    assert {k: anchor[k] for k in EXPECTED_ENV} == EXPECTED_ENV
-    assert anchor["SPRIG_SECRET_KEY"].startswith("${SPRIG_SECRET_KEY:?")
+    assert anchor == EXPECTED_ENV
     services = compose_yaml["services"]
     image = services["web"]["image"]
     assert image
@@ -125,3 +119,73 @@ def test_startup_order_and_commands(compose_yaml: dict) -> None:
     assert services["postgres"]["image"] == "postgres:15"
     assert "pg_isready" in " ".join(services["postgres"]["healthcheck"]["test"])
     assert services["redis"]["healthcheck"]
+
+
+def _check_command(service: dict) -> str:
+    test = service["healthcheck"]["test"]
+    return test if isinstance(test, str) else " ".join(test)
+
+
+def test_every_long_running_service_has_a_healthcheck(compose_yaml: dict) -> None:
+    services = compose_yaml["services"]
+    assert "/readyz" in _check_command(services["web"])
+    worker = _check_command(services["worker"])
+    assert "inspect ping" in worker
+    # Its own node only: one live worker must not vouch for a stuck one.
+    assert "-d celery@$$HOSTNAME" in worker
+    assert "fresh /app/var/celerybeat-schedule" in _check_command(services["beat"])
+    assert "--schedule=/app/var/celerybeat-schedule" in services["beat"]["command"]
+    for name in ("postgres", "redis", "web", "worker", "beat"):
+        check = services[name]["healthcheck"]
+        assert check["retries"] >= 1 and check["interval"], name
+
+
+def test_services_wait_for_what_they_need_to_be_healthy(compose_yaml: dict) -> None:
+    services = compose_yaml["services"]
+    for name, service in services.items():
+        for needed, how in service.get("depends_on", {}).items():
+            condition = how["condition"]
+            if needed == "migrate":
+                assert condition == "service_completed_successfully", name
+            else:
+                assert condition == "service_healthy", (name, needed)
+                assert "healthcheck" in services[needed], needed
+    assert services["beat"]["depends_on"]["worker"]["condition"] == "service_healthy"
+
+
+def test_secrets_come_from_files_not_from_the_compose_file(compose_yaml: dict) -> None:
+    declared = compose_yaml["secrets"]
+    assert set(declared) == {"postgres_password", "secret_key"}
+    assert all(set(entry) == {"file"} for entry in declared.values())
+    services = compose_yaml["services"]
+    postgres = services["postgres"]
+    assert "POSTGRES_PASSWORD" not in postgres["environment"]
+    assert postgres["environment"]["POSTGRES_PASSWORD_FILE"] == "/run/secrets/postgres_password"
+    assert postgres["secrets"] == ["postgres_password"]
+    for name in APP_SERVICES:
+        assert set(services[name]["secrets"]) == set(declared), name
+        env = services[name]["environment"]
+        assert "SPRIG_SECRET_KEY" not in env and "SPRIG_DATABASE_PASSWORD" not in env, name
+        for variable, value in env.items():
+            if variable.endswith("_FILE"):
+                assert value.removeprefix("/run/secrets/") in declared, variable
+
+
+def test_no_password_is_written_in_the_compose_file() -> None:
+    text = COMPOSE_FILE.read_text()
+    # A URL with credentials (user:password@host), or a password given as a value.
+    assert not re.search(r"://[^/@\s:]+:[^/@\s]+@", text)
+    assert not re.search(r"PASSWORD\s*:\s*(?!/run/secrets/)\S", text)
+
+
+def test_secret_files_stay_out_of_the_image_and_the_repository() -> None:
+    assert "secrets" in (ROOT / ".dockerignore").read_text().split()
+    assert "secrets/" in (ROOT / ".gitignore").read_text().split()
+
+
+def test_the_image_checks_its_own_health() -> None:
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    healthcheck = re.search(r"^HEALTHCHECK .*?CMD (.*)$", dockerfile, re.M | re.S)
+    assert healthcheck, "the Dockerfile declares a HEALTHCHECK"
+    assert "market.entrypoints.healthcheck" in healthcheck.group(1)
+    assert "/readyz" in healthcheck.group(1)
