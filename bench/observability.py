@@ -3,10 +3,12 @@
 Drives the workloads of ``bench/catalog.py`` (browse, search, detail, lineage, tree and the
 trivial health endpoint under concurrent keep-alive clients) and ``bench/ingest.py`` (event
 batches from several client processes until N are stored, checked with SQL), each against a
-fresh gunicorn (2 gthread workers × 8 threads, as in production) started with observability
-OFF or ON. The two modes alternate in ABBA order (off, on, on, off, ...) so that drift on a
-shared machine falls on both alike. Prints each workload's throughput and latency per mode
-and the change; the last line is JSON. The target: ON at most 10% slower than OFF.
+gunicorn (2 gthread workers × 8 threads, as in production) started with observability OFF or
+ON. The modes alternate in ABBA order (off, on, on, off, ...) so that drift on a shared
+machine falls on both alike: the catalog's two servers run side by side and the load switches
+between them endpoint by endpoint; each ingest run starts a fresh server of its mode. Prints
+each workload's throughput and latency per mode and the change; the last line is JSON. The
+target: ON at most 10% slower than OFF.
 
     python bench/observability.py [--quick] [--rounds R] [--events N] [--seconds S]
                                   [--off KEY=VALUE ...] [--on KEY=VALUE ...]
@@ -105,30 +107,41 @@ def catalog_rounds(url: str, args, modes: dict[str, dict], logs: Path) -> dict:
     totals = {mode: defaultdict(lambda: {"requests": 0, "errors": 0, "seconds": 0.0, "ms": [],
                                          "round_rates": []})
               for mode in MODES}  # fmt: skip
-    log_lines = dict.fromkeys(MODES, 0)
-    for round_index in range(args.rounds):
-        for mode in _order(round_index):
-            access_log = logs / f"catalog-{mode}-{round_index}.log"
-            port = catalog.free_port()
-            with server_environment(modes[mode], access_log):
-                server = catalog.start_gunicorn(url, port, args.workers, args.threads, 30)
-            try:
-                for paths in endpoints.values():  # warm every worker's pool and caches
-                    loadgen.run("warm", "127.0.0.1", port, paths, clients=2, duration=0.5)
-                for name, paths in endpoints.items():
+    access_logs = {mode: logs / f"catalog-{mode}.log" for mode in MODES}
+    ports, servers = {}, {}
+    try:
+        # Both modes' servers run side by side (only one is driven at a time), so the load can
+        # alternate between them endpoint by endpoint: drift on a shared machine then falls on
+        # both modes alike instead of on whichever ran in a bad minute.
+        for mode in MODES:
+            ports[mode] = catalog.free_port()
+            with server_environment(modes[mode], access_logs[mode]):
+                servers[mode] = catalog.start_gunicorn(
+                    url, ports[mode], args.workers, args.threads, 30
+                )
+        for mode in MODES:
+            for paths in endpoints.values():  # warm every worker's pool and caches
+                loadgen.run("warm", "127.0.0.1", ports[mode], paths, clients=2, duration=0.5)
+        step = 0
+        for _round in range(args.rounds):
+            for name, paths in endpoints.items():
+                for mode in _order(step):
                     result = loadgen.run(
-                        name, "127.0.0.1", port, paths, clients=args.clients, duration=args.seconds
-                    )
+                        name, "127.0.0.1", ports[mode], paths,
+                        clients=args.clients, duration=args.seconds,
+                    )  # fmt: skip
                     total = totals[mode][name]
                     total["requests"] += result.requests
                     total["errors"] += result.errors
                     total["seconds"] += result.seconds
                     total["ms"] += result.latencies_ms
                     total["round_rates"].append(result.rps)
-            finally:
-                server.terminate()
-                server.wait(timeout=15)
-            log_lines[mode] += _lines(access_log)
+                step += 1
+    finally:
+        for server in servers.values():
+            server.terminate()
+            server.wait(timeout=15)
+    log_lines = {mode: _lines(access_logs[mode]) for mode in MODES}
     return {"totals": totals, "log_lines": log_lines, "endpoints": list(endpoints)}
 
 
