@@ -208,6 +208,29 @@ def _root(parent: list[int], i: int) -> int:
     return i
 
 
+def catalog_endpoints(forest: dict, n: int, seed: int) -> dict[str, list[str]]:
+    """The request paths of each endpoint measured, over a forest of ``n`` from load_forest
+    (also driven by bench/observability.py)."""
+    rng = random.Random(seed)
+    ids = [rng.randint(1, n) for _ in range(2000)]
+    words = sorted({w for topics in TOPICS.values() for w in topics} | set(NOUNS))
+    return {
+        "trivial (health)": ["/api/v1/health"],
+        "browse": [
+            f"/api/v1/subagents?category={c}&sort={s}&limit=20"
+            for c in CATEGORIES
+            for s in ("new", "installs")
+        ]
+        + ["/api/v1/subagents"],
+        "search": [f"/api/v1/subagents?q={a}+{b}" for a in words for b in NOUNS][:400]
+        + [f"/api/v1/subagents?q={w}" for w in words],
+        "detail": [f"/api/v1/subagents/{i}" for i in ids],
+        "lineage": [f"/api/v1/subagents/{i}/lineage" for i in forest["deep_ids"] + ids[:200]],
+        "tree": [f"/api/v1/subagents/{r}/tree?depth=3" for r in forest["root_ids"]]
+        + [f"/api/v1/subagents/{i}/tree?depth=3" for i in ids[:200]],
+    }
+
+
 def start_gunicorn(url: str, port: int, workers: int, threads: int, cache_seconds: int):
     env = {
         **os.environ,
@@ -260,24 +283,7 @@ def main() -> None:
     seconds = args.seconds or (3.0 if args.quick else 10.0)
 
     forest = load_forest(url, n, args.seed)
-    rng = random.Random(args.seed)
-    ids = [rng.randint(1, n) for _ in range(2000)]
-    words = sorted({w for topics in TOPICS.values() for w in topics} | set(NOUNS))
-    endpoints = {
-        "trivial (health)": ["/api/v1/health"],
-        "browse": [
-            f"/api/v1/subagents?category={c}&sort={s}&limit=20"
-            for c in CATEGORIES
-            for s in ("new", "installs")
-        ]
-        + ["/api/v1/subagents"],
-        "search": [f"/api/v1/subagents?q={a}+{b}" for a in words for b in NOUNS][:400]
-        + [f"/api/v1/subagents?q={w}" for w in words],
-        "detail": [f"/api/v1/subagents/{i}" for i in ids],
-        "lineage": [f"/api/v1/subagents/{i}/lineage" for i in forest["deep_ids"] + ids[:200]],
-        "tree": [f"/api/v1/subagents/{r}/tree?depth=3" for r in forest["root_ids"]]
-        + [f"/api/v1/subagents/{i}/tree?depth=3" for i in ids[:200]],
-    }
+    endpoints = catalog_endpoints(forest, n, args.seed)
     port = free_port()
     cache_seconds = 0 if args.no_read_cache else 30
     server = start_gunicorn(url, port, args.workers, args.threads, cache_seconds)

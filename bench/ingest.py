@@ -163,7 +163,8 @@ def start_gunicorn(url: str, port: int, workers: int, threads: int, log_path: Pa
         # The limiter still runs (in Redis, as in production); only its budget is raised so
         # the bench measures ingestion rather than the configured cap.
         "SPRIG_EVENTS_PER_MINUTE": str(10**9),
-        "SPRIG_LOG_LEVEL": "WARNING",
+        # Quiet unless the caller asks for more (bench/observability.py measures logging on).
+        "SPRIG_LOG_LEVEL": os.environ.get("SPRIG_LOG_LEVEL", "WARNING"),
     }
     redis_url = os.environ.get("SPRIG_BENCH_REDIS_URL") or os.environ.get("SPRIG_TEST_REDIS_URL")
     if redis_url:
