@@ -21,6 +21,7 @@ from market.platform.celery_app import celery_init_app
 from market.platform.config import Settings, load_settings
 from market.platform.db import is_sqlite, make_engine
 from market.platform.errors import UriTooLong
+from market.platform.metrics import install_metrics
 from market.platform.ratelimit import RateLimiter
 from market.platform.read_cache import NotificationListener, ReadCache
 from market.platform.state import AppState, install_state
@@ -146,6 +147,7 @@ def create_app(config: dict | Settings | None = None) -> APIFlask:
     problems.install(app)
     register_pages(app)
     install_mcp(app)
+    install_metrics(app, engine, read_engine)
 
     @app.teardown_appcontext
     def _close_unit_of_work(_exc):

@@ -1,6 +1,8 @@
 """gunicorn settings: threads per worker so slow clients do not block a worker."""
 
 import os
+import tempfile
+from pathlib import Path
 
 bind = os.environ.get("SPRIG_BIND", "127.0.0.1:8000")
 workers = int(os.environ.get("SPRIG_WORKERS", "2"))
@@ -17,6 +19,15 @@ limit_request_line = 8190
 # benchmarks) would overwrite each other's. Sprig does not use it.
 control_socket_disable = True
 
+# Metrics from every worker add up at /metrics (prometheus_client's multiprocess mode): each
+# process writes its samples to files in this directory, which must be set before any worker
+# imports prometheus_client, so here, in the master. Without an operator's directory (which a
+# Celery worker on the same host can share), a private one is made for this server.
+METRICS_DIR = Path(
+    os.environ.get("PROMETHEUS_MULTIPROC_DIR") or tempfile.mkdtemp(prefix="sprig-metrics-")
+)
+os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(METRICS_DIR)
+
 
 def post_worker_init(worker) -> None:
     """Each worker builds its suggestion index as it starts, off the request path."""
@@ -25,3 +36,30 @@ def post_worker_init(worker) -> None:
     app = getattr(worker, "wsgi", None)
     if getattr(app, "extensions", None) is not None:  # the Flask app, not some other WSGI
         warm_up(app)
+
+
+def on_starting(server) -> None:
+    """A previous server's files (named ``<kind>_<pid>.db``) would add its workers' counts to
+    this one's: those of processes no longer running go; a live Celery worker's stay."""
+    METRICS_DIR.mkdir(parents=True, exist_ok=True)
+    for leftover in METRICS_DIR.glob("*.db"):
+        pid = leftover.stem.rpartition("_")[2]
+        if not (pid.isdigit() and _running(int(pid))):
+            leftover.unlink(missing_ok=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, someone else's
+        return True
+    return True
+
+
+def child_exit(server, worker) -> None:
+    """A dead worker's live gauges (connections in use) leave the sums; its counters stay."""
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)

@@ -37,7 +37,15 @@ TOKEN_PREFIX = "sprig_"  # noqa: S105 - a public prefix, not a secret
 
 PERSON_SCOPES = frozenset({"publish", "install", "request", "feedback"})
 SERVICE_SCOPES = frozenset(
-    {"events:write", "recommend", "suggest", "publish:on-behalf", "feedback:on-behalf", "exports"}
+    {
+        "events:write",
+        "recommend",
+        "suggest",
+        "publish:on-behalf",
+        "feedback:on-behalf",
+        "exports",
+        "metrics:read",
+    }
 )
 ALL_SCOPES = PERSON_SCOPES | SERVICE_SCOPES
 # A token's last use is written when the recorded one is older than this, not on every call.
