@@ -6,5 +6,6 @@ from market.app import create_app
 from market.platform.metrics import install_task_metrics
 from market.platform.state import app_state
 
-celery = app_state(create_app()).celery
-install_task_metrics()
+state = app_state(create_app())
+celery = state.celery
+install_task_metrics(state.settings.worker_metrics_address)

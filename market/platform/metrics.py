@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 from flask import Flask, Response, request, request_finished, request_started
 from prometheus_client import (
@@ -25,10 +26,15 @@ from prometheus_client import (
     Histogram,
     generate_latest,
     multiprocess,
+    start_http_server,
 )
 from prometheus_client.core import GaugeMetricFamily
 from sqlalchemy import event, func, select
 from sqlalchemy.engine import Engine
+
+# prometheus_client writes into this directory as soon as the metrics below are defined.
+if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]).mkdir(parents=True, exist_ok=True)
 
 METRICS_PATH = "/metrics"
 METRICS_SCOPE = "metrics:read"
@@ -212,6 +218,19 @@ def install_metrics(app: Flask, engine: Engine, read_engine: Engine) -> None:
         return Response(scrape() + generate_latest(backlog), content_type=CONTENT_TYPE_LATEST)
 
 
+def serve_worker_metrics(address: str):
+    """Serve this process's metrics (every pool process's in multiprocess mode) over plain HTTP
+    at ``host:port``, in a daemon thread; return the server. It has no token check: bind it to
+    a private network."""
+    host, _, port = address.rpartition(":")
+    registry = REGISTRY
+    if "PROMETHEUS_MULTIPROC_DIR" in os.environ:
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+    server, _thread = start_http_server(int(port), addr=host or "127.0.0.1", registry=registry)
+    return server
+
+
 def scrape() -> bytes:
     """This process's samples, or every process's in multiprocess mode."""
     if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
@@ -242,11 +261,24 @@ def _task_retry(sender=None, **_extra) -> None:
     TASK_RETRIES.labels(sender.name).inc()
 
 
-def install_task_metrics() -> None:
+def install_task_metrics(worker_metrics_address: str = "") -> None:
     """Time, and count the failures and retries of, every task this process runs (the Celery
-    worker calls it; its uid makes a second call harmless)."""
+    worker calls it; its uids make a second call harmless). With an address, the worker's main
+    process serves them: it has no web app to answer /metrics for it."""
     from celery import signals
 
+    def serve(**_extra) -> None:
+        serve_worker_metrics(worker_metrics_address)
+
+    def forget_pool_process(**_extra) -> None:
+        if "PROMETHEUS_MULTIPROC_DIR" in os.environ:
+            multiprocess.mark_process_dead(os.getpid())
+
+    if worker_metrics_address:
+        signals.worker_init.connect(serve, weak=False, dispatch_uid="sprig.metrics.serve")
+    signals.worker_process_shutdown.connect(
+        forget_pool_process, weak=False, dispatch_uid="sprig.metrics.process_shutdown"
+    )
     signals.task_prerun.connect(_task_prerun, weak=False, dispatch_uid="sprig.metrics.prerun")
     signals.task_postrun.connect(_task_postrun, weak=False, dispatch_uid="sprig.metrics.postrun")
     signals.task_failure.connect(_task_failure, weak=False, dispatch_uid="sprig.metrics.failure")

@@ -11,16 +11,18 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
+import requests
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
 from market.exports.tasks import export_rewards_task  # noqa: F401 - the task registers
 from market.platform.errors import BadRequest
-from market.platform.metrics import install_task_metrics
+from market.platform.metrics import install_task_metrics, serve_worker_metrics
 from market.platform.state import app_state
 from market.ranking.tasks import rank_task
 from market.usage.tasks import rollup_task
 from tests.factories import Actor, bundle, fork, make_user, publish
+from tests.gunicorn_server import free_port
 
 METRICS = "/metrics"
 API = "/api/v1"
@@ -248,3 +250,16 @@ def usage_event(user_id: int, subagent_id: int, version_id: int) -> dict:
         "kind": "open",
         "occurred_at": (datetime.now(UTC) - timedelta(minutes=5)).isoformat(),
     }
+
+
+def test_the_worker_serves_its_task_metrics_on_its_own_address():
+    port = free_port()
+    server = serve_worker_metrics(f"127.0.0.1:{port}")
+    try:
+        page = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=10)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert page.status_code == 200
+    exposed = {family.name for family in text_string_to_metric_families(page.text)}
+    assert {"sprig_celery_task_duration_seconds", "sprig_celery_task_failures"} <= exposed
