@@ -19,15 +19,6 @@ limit_request_line = 8190
 # benchmarks) would overwrite each other's. Sprig does not use it.
 control_socket_disable = True
 
-# Metrics from every worker add up at /metrics (prometheus_client's multiprocess mode): each
-# process writes its samples to files in this directory, which must be set before any worker
-# imports prometheus_client, so here, in the master. Without an operator's directory (which a
-# Celery worker on the same host can share), a private one is made for this server.
-METRICS_DIR = Path(
-    os.environ.get("PROMETHEUS_MULTIPROC_DIR") or tempfile.mkdtemp(prefix="sprig-metrics-")
-)
-os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(METRICS_DIR)
-
 
 def post_worker_init(worker) -> None:
     """Each worker builds its suggestion index as it starts, off the request path."""
@@ -39,10 +30,18 @@ def post_worker_init(worker) -> None:
 
 
 def on_starting(server) -> None:
-    """A previous server's files (named ``<kind>_<pid>.db``) would add its workers' counts to
-    this one's: those of processes no longer running go; a live Celery worker's stay."""
-    METRICS_DIR.mkdir(parents=True, exist_ok=True)
-    for leftover in METRICS_DIR.glob("*.db"):
+    """Metrics from every worker add up at /metrics (prometheus_client's multiprocess mode):
+    each process writes its samples to files in ``PROMETHEUS_MULTIPROC_DIR``, which must be set
+    before a worker imports prometheus_client, so here, in the master, before any fork (an
+    operator's directory, or a private one for this server). A previous server's files there
+    (named ``<kind>_<pid>.db``) would add its workers' counts to this one's: those of processes
+    no longer running go."""
+    metrics_dir = Path(
+        os.environ.get("PROMETHEUS_MULTIPROC_DIR") or tempfile.mkdtemp(prefix="sprig-metrics-")
+    )
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
+    metrics_dir.mkdir(parents=True, exist_ok=True)
+    for leftover in metrics_dir.glob("*.db"):
         pid = leftover.stem.rpartition("_")[2]
         if not (pid.isdigit() and _running(int(pid))):
             leftover.unlink(missing_ok=True)

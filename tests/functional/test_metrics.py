@@ -12,13 +12,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 import requests
+from celery import Celery
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
 from market.exports.tasks import export_rewards_task  # noqa: F401 - the task registers
 from market.platform.errors import BadRequest
 from market.platform.metrics import install_task_metrics, serve_worker_metrics
-from market.platform.state import app_state
 from market.ranking.tasks import rank_task
 from market.usage.tasks import rollup_task
 from tests.factories import Actor, bundle, fork, make_user, publish
@@ -197,9 +197,9 @@ def test_counters_move_by_exactly_the_traffic(client, engine, monitor, app):
         assert delta("sprig_celery_task_duration_seconds_count", task=task, state="SUCCESS") == 1
 
 
-def test_task_failures_and_retries_are_counted(app):
+def test_task_failures_and_retries_are_counted():
     install_task_metrics()
-    celery = app_state(app).celery
+    celery = Celery("metrics-test", set_as_current=False)
     attempts = []
 
     @celery.task(name="sprig.test_metrics_fails")
