@@ -1,4 +1,5 @@
-"""Prometheus metrics, served at ``/metrics`` to a token with the ``metrics:read`` scope.
+"""Prometheus metrics, served at ``/metrics`` (to a token with the ``metrics:read`` scope: the
+factory passes the check, the platform knows no domain).
 
 Built on ``prometheus_client`` in its multiprocess mode: when ``PROMETHEUS_MULTIPROC_DIR`` is
 set (gunicorn's config sets it for its workers, and a Celery worker on the same host given the
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from flask import Flask, Response, request, request_finished, request_started
@@ -28,8 +30,7 @@ from prometheus_client import (
     multiprocess,
     start_http_server,
 )
-from prometheus_client.core import GaugeMetricFamily
-from sqlalchemy import event, func, select
+from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
 # prometheus_client writes into this directory as soon as the metrics below are defined.
@@ -37,7 +38,6 @@ if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
     Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]).mkdir(parents=True, exist_ok=True)
 
 METRICS_PATH = "/metrics"
-METRICS_SCOPE = "metrics:read"
 
 REQUEST_SECONDS = Histogram(
     "sprig_http_request_duration_seconds",
@@ -155,35 +155,6 @@ def watch_pool(engine: Engine, name: str) -> None:
     event.listen(engine, "checkin", lambda *_: checked_out.dec())
 
 
-class BacklogCollector:
-    """Backlogs read from the database at scrape (the same for every process, so any one
-    reads them): usage marks the rollup has not consumed yet, and when the ranking last ran."""
-
-    def __init__(self, engine: Engine):
-        self.engine = engine
-
-    def collect(self):
-        from market.ranking.models import RankingRun
-        from market.usage.models import RollupDirty
-
-        with self.engine.connect() as connection:
-            pending = connection.execute(select(func.count()).select_from(RollupDirty)).scalar()
-            last_ranked = connection.execute(select(func.max(RankingRun.started_at))).scalar()
-        yield GaugeMetricFamily(
-            "sprig_rollup_pending_marks",
-            "Usage marks waiting for the rollup (the stats' lag; drained every minute).",
-            value=pending,
-        )
-        ranked = GaugeMetricFamily(
-            "sprig_ranking_last_run_timestamp_seconds",
-            "When the last ranking run that recomputed scores started (Unix time; absent "
-            "before the first).",
-        )
-        if last_ranked is not None:
-            ranked.add_metric([], last_ranked.timestamp())
-        yield ranked
-
-
 def _request_started(app: Flask, **_extra) -> None:
     request.environ["sprig.metrics.started"] = time.perf_counter()
 
@@ -199,22 +170,23 @@ def _request_finished(app: Flask, response, **_extra) -> None:
     )
 
 
-def install_metrics(app: Flask, engine: Engine, read_engine: Engine) -> None:
-    """Time every request, watch the pools and serve ``/metrics``."""
-    from market.identity.tokens import caller
-
+def install_metrics(
+    app: Flask, engine: Engine, read_engine: Engine, authorize: Callable[[], None], backlogs
+) -> None:
+    """Time every request, watch the pools and serve ``/metrics`` to callers ``authorize``
+    lets through (it raises otherwise), with ``backlogs``' gauges read at each scrape."""
     request_started.connect(_request_started, app)
     request_finished.connect(_request_finished, app)
     watch_pool(engine, "write")
     if read_engine is not engine:
         watch_pool(read_engine, "read")
     backlog = CollectorRegistry(auto_describe=False)
-    backlog.register(BacklogCollector(read_engine))
+    backlog.register(backlogs)
 
     @app.get(METRICS_PATH)
     @app.doc(hide=True)
     def metrics():
-        caller().require(METRICS_SCOPE)
+        authorize()
         return Response(scrape() + generate_latest(backlog), content_type=CONTENT_TYPE_LATEST)
 
 
