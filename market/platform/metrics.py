@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from flask import Flask, Response, request, request_finished, request_started
@@ -111,10 +111,11 @@ POOL_SIZE = Gauge(
 )
 
 
-def record_events(results: list[dict]) -> None:
-    """Count a committed batch's results (``ingest_events``' list)."""
-    for result in results:
-        EVENTS_BY_STATUS[result["status"]].inc()
+def record_events(counts: Mapping[str, int]) -> None:
+    """Count a committed batch: how many events became each status (one add per status, not
+    one per event)."""
+    for status, count in counts.items():
+        EVENTS_BY_STATUS[status].inc(count)
 
 
 def record_feedback(created: bool) -> None:

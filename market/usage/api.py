@@ -82,8 +82,8 @@ def post_events():
     session = db()
     results = ingest.ingest_events(session, who.user_id, body.events)
     commit()
-    metrics.record_events(results)
     counts = collections.Counter(result["status"] for result in results)
+    metrics.record_events(counts)
     # Serialized here rather than through EventBatchOut: validating a thousand result objects
     # on the way out cost more than storing them. The shape is the documented EventBatchOut.
     body = {
