@@ -14,6 +14,7 @@ from flask import g, request
 from sqlalchemy.engine import make_url
 
 from market.entrypoints.mcp_http import install_mcp, mcp_bridge
+from market.identity.tokens import require_metrics_reader
 from market.platform import problems
 from market.platform.api import complete_spec, route_facts
 from market.platform.api_deps import BoundedIntegerConverter, JsonBodyRequest
@@ -22,11 +23,13 @@ from market.platform.config import Settings, load_settings
 from market.platform.db import is_sqlite, make_engine
 from market.platform.errors import UriTooLong
 from market.platform.health import install_health, readiness_checks
+from market.platform.metrics import install_metrics
 from market.platform.ratelimit import RateLimiter
 from market.platform.read_cache import NotificationListener, ReadCache
 from market.platform.state import AppState, install_state
 from market.ranking.services import EmbeddedSchedule
 from market.suggestions.services import SuggestionService
+from market.usage.backlog import BacklogCollector
 
 API_PREFIX = "/api/v1"
 DOCS_PATH = f"{API_PREFIX}/docs"
@@ -149,6 +152,7 @@ def create_app(config: dict | Settings | None = None) -> APIFlask:
     register_pages(app)
     install_mcp(app)
     install_health(app)
+    install_metrics(app, engine, read_engine, require_metrics_reader, BacklogCollector(read_engine))
 
     @app.teardown_appcontext
     def _close_unit_of_work(_exc):

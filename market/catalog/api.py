@@ -65,6 +65,7 @@ from market.catalog.serialize import (
 from market.identity.access import can_moderate
 from market.identity.models import User
 from market.identity.tokens import caller, reader_language
+from market.platform import metrics
 from market.platform.api_deps import body_optional, commit, db, parse_json, parse_model
 from market.platform.errors import Forbidden, Unprocessable, UnsupportedMediaType
 from market.platform.pagination import decode_cursor, encode_cursor
@@ -157,6 +158,8 @@ def _publish(body: PublishIn, bundle: bundles.Bundle):
         visibility=body.visibility.value,
     )
     commit()
+    if created:
+        metrics.record_publish("root")
     return _detail(subagent), 201 if created else 200
 
 
@@ -241,6 +244,8 @@ def _publish_version(subagent_id: int, body: VersionIn, bundle: bundles.Bundle):
     publisher = catalog.resolve_publisher(session, who, body.on_behalf_of)
     version, created = catalog.publish_version(session, publisher, subagent, bundle, body.changelog)
     commit()
+    if created:
+        metrics.record_publish("version")
     return version_out(version), 201 if created else 200
 
 
@@ -287,6 +292,8 @@ def _fork(subagent_id: int, body: ForkIn, bundle: bundles.Bundle):
     command = fork_command(subagent_id, body, bundle)
     child, _version, created = catalog.fork_as_requested(db(), caller(), command)
     commit()
+    if created:
+        metrics.record_publish("fork")
     return _detail(child), 201 if created else 200
 
 

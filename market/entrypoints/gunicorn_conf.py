@@ -1,6 +1,8 @@
 """gunicorn settings: threads per worker so slow clients do not block a worker."""
 
 import os
+import tempfile
+from pathlib import Path
 
 bind = os.environ.get("SPRIG_BIND", "127.0.0.1:8000")
 workers = int(os.environ.get("SPRIG_WORKERS", "2"))
@@ -25,3 +27,38 @@ def post_worker_init(worker) -> None:
     app = getattr(worker, "wsgi", None)
     if getattr(app, "extensions", None) is not None:  # the Flask app, not some other WSGI
         warm_up(app)
+
+
+def on_starting(server) -> None:
+    """Metrics from every worker add up at /metrics (prometheus_client's multiprocess mode):
+    each process writes its samples to files in ``PROMETHEUS_MULTIPROC_DIR``, which must be set
+    before a worker imports prometheus_client, so here, in the master, before any fork (an
+    operator's directory, or a private one for this server). A previous server's files there
+    (named ``<kind>_<pid>.db``) would add its workers' counts to this one's: those of processes
+    no longer running go."""
+    metrics_dir = Path(
+        os.environ.get("PROMETHEUS_MULTIPROC_DIR") or tempfile.mkdtemp(prefix="sprig-metrics-")
+    )
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
+    metrics_dir.mkdir(parents=True, exist_ok=True)
+    for leftover in metrics_dir.glob("*.db"):
+        pid = leftover.stem.rpartition("_")[2]
+        if not (pid.isdigit() and _running(int(pid))):
+            leftover.unlink(missing_ok=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, someone else's
+        return True
+    return True
+
+
+def child_exit(server, worker) -> None:
+    """A dead worker's live gauges (connections in use) leave the sums; its counters stay."""
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)

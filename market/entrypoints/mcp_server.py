@@ -45,6 +45,7 @@ from market.catalog.schemas import (
 )
 from market.catalog.serialize import fork_command, subagent_out, visible_detail
 from market.identity.tokens import ANONYMOUS, Principal, principal_for_token, reader_language
+from market.platform import metrics
 from market.platform.db import AfterCommit, UnitOfWork
 from market.platform.errors import SprigError
 from market.platform.schemas import Id
@@ -330,6 +331,8 @@ def _server(
             command = fork_command(parent_id, body, bundle)
             child, version, created = catalog.fork_as_requested(session, principal, command)
             unit.commit()
+            if created:
+                metrics.record_publish("fork")
             detail = subagent_out(child, catalog.get_author(session, child), version)
             detail = visible_detail(session, principal, detail, reader_language(session, principal))
             return PublishedFork(created=created, subagent=detail)

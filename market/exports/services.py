@@ -45,6 +45,7 @@ from market.catalog.models import BundleBlob, SubAgent, Version
 from market.exports.models import ExportRun
 from market.identity.access import publicly_listed_clause
 from market.identity.models import User
+from market.platform import metrics
 from market.platform.db import UnitOfWork
 from market.platform.errors import Conflict, NotFound
 from market.platform.pagination import decode_cursor, encode_cursor
@@ -252,6 +253,7 @@ def execute_run(
                 .values(status="failed", error=str(error)[:2000], finished_at=utcnow())
             )
             unit.commit()
+            metrics.record_export_run("failed")
             return unit.session.get(ExportRun, run_id)
     with UnitOfWork(engine) as unit:
         unit.session.execute(
@@ -266,6 +268,7 @@ def execute_run(
             )
         )
         unit.commit()
+        metrics.record_export_run("succeeded")
         return unit.session.get(ExportRun, run_id)
 
 

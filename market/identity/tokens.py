@@ -37,9 +37,18 @@ TOKEN_PREFIX = "sprig_"  # noqa: S105 - a public prefix, not a secret
 
 PERSON_SCOPES = frozenset({"publish", "install", "request", "feedback"})
 SERVICE_SCOPES = frozenset(
-    {"events:write", "recommend", "suggest", "publish:on-behalf", "feedback:on-behalf", "exports"}
+    {
+        "events:write",
+        "recommend",
+        "suggest",
+        "publish:on-behalf",
+        "feedback:on-behalf",
+        "exports",
+        "metrics:read",
+    }
 )
 ALL_SCOPES = PERSON_SCOPES | SERVICE_SCOPES
+METRICS_SCOPE = "metrics:read"
 # A token's last use is written when the recorded one is older than this, not on every call.
 LAST_USED_EVERY = timedelta(minutes=5)
 
@@ -278,6 +287,11 @@ def _note_use(token_id: int, now: datetime) -> None:
             writer.commit()
     except OperationalError as error:
         log.warning("token %s: last use not recorded (%s)", token_id, error.orig)
+
+
+def require_metrics_reader() -> None:
+    """Who may scrape /metrics: a service token with the ``metrics:read`` scope."""
+    caller().require(METRICS_SCOPE)
 
 
 def caller() -> Principal:

@@ -53,6 +53,9 @@ class Settings:
     person_token_days: int = 90
     service_token_days: int = 365
     log_level: str = "INFO"
+    # host:port where the Celery worker serves its task metrics (it has no web app for
+    # /metrics, and no token check there: a private address only); empty: not served.
+    worker_metrics_address: str = ""
     testing: bool = False
     # The web sign-in picker that lets anyone act as any demo person: only for the embedded
     # demo (`make run` turns it on), never in production.

@@ -35,6 +35,7 @@ from evolution.tree import Forest
 from market.catalog.models import SubAgent
 from market.catalog.services import mark_catalog_changed
 from market.identity.access import can_view, publicly_listed, publicly_listed_clause
+from market.platform import metrics
 from market.platform.db import UnitOfWork
 from market.platform.time import utcnow
 from market.ranking.models import RankingRun, RaterOffset, SubAgentScore
@@ -248,6 +249,7 @@ def run_ranking(
     ).first()
     mark = watermark(session)
     if not force and last is not None and last.parameters.get("watermark") == mark:
+        metrics.record_ranking(time.perf_counter() - started, "skipped")
         return RankingRun(mode="skipped", parameters={"watermark": mark})
 
     inputs = load_inputs(session, now, mark)
@@ -284,6 +286,7 @@ def run_ranking(
     run.parameters = {**run.parameters, "rows_written": len(changed)}
     run.finished_at = utcnow()
     run.seconds = round(time.perf_counter() - started, 3)
+    metrics.record_ranking(run.seconds, run.mode)
     session.add(run)
     session.flush()
     return run

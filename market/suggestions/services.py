@@ -65,6 +65,7 @@ from evolution.themes import FeedbackNote, Theme, group_themes
 from feedback.scrub import scrub_contact_details
 from market.catalog.models import BundleBlob, SubAgent, Version
 from market.identity.access import publicly_listed, publicly_listed_clause
+from market.platform import metrics
 from market.platform.db import SUBAGENTS_PUBLISHED, id_in
 from market.platform.state import app_state
 from market.ranking.models import SubAgentScore
@@ -365,6 +366,7 @@ class SuggestionService:
         return rank_matches(matches, qualities, query_script=script, fits=fits)
 
     def suggest(self, session: Session, request: SuggestionRequest) -> Suggestions:
+        started = time.perf_counter()
         self.catch_up(session)
         with self._lock:
             matches = self._index.search(
@@ -437,6 +439,7 @@ class SuggestionService:
                     improving_forks=improvements.get(row.id, []),
                 )
             )
+        metrics.record_suggestion(time.perf_counter() - started, ranking.verdict)
         return Suggestions(
             items=items, indexed=indexed, verdict=ranking.verdict, best_fit=ranking.best_fit
         )

@@ -12,6 +12,7 @@ from flask import Response, request
 from market.catalog import services as catalog
 from market.identity.access import can_read_full_stats, creator_for_stats, creator_subagents
 from market.identity.tokens import caller
+from market.platform import metrics
 from market.platform.api_deps import commit, db, parse_model
 from market.platform.errors import BadRequest, PayloadTooLarge, SprigError
 from market.platform.state import app_state
@@ -82,6 +83,7 @@ def post_events():
     results = ingest.ingest_events(session, who.user_id, body.events)
     commit()
     counts = collections.Counter(result["status"] for result in results)
+    metrics.record_events(counts)
     # Serialized here rather than through EventBatchOut: validating a thousand result objects
     # on the way out cost more than storing them. The shape is the documented EventBatchOut.
     body = {
@@ -114,6 +116,7 @@ def post_feedback(body: FeedbackIn):
         exposure_id=body.exposure_id,
     )
     commit()
+    metrics.record_feedback(created)
     out = FeedbackOut.model_validate(row, from_attributes=True)
     out = out.model_copy(update={"rated_by_service_id": row.client_id})
     return out, 201 if created else 200

@@ -4,6 +4,7 @@ rating). Commit once, at the caller's boundary."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
 
@@ -13,6 +14,7 @@ from sqlmodel import Session
 
 from feedback import rollup
 from market.catalog.models import Install
+from market.platform import metrics
 from market.usage.models import (
     COUNTED_RATING,
     DailyStats,
@@ -61,6 +63,7 @@ def run_rollup(session: Session, *, max_marks: int = 200_000) -> dict:
     meanwhile is either seen (and its events, committed with it, are counted) or left for the
     next run; if this run fails, its deletions roll back with it.
     """
+    started = time.perf_counter()
     if not _rollup_lock(session):
         return {"marks": 0, "days": 0, "cohorts": 0, "skipped": True}
     oldest = select(RollupDirty.id).order_by(RollupDirty.id).limit(max_marks)
@@ -70,6 +73,7 @@ def run_rollup(session: Session, *, max_marks: int = 200_000) -> dict:
         .returning(RollupDirty.subagent_id, RollupDirty.day)
     ).all()
     if not marks:
+        metrics.record_rollup(time.perf_counter() - started, 0)
         return {"marks": 0, "days": 0, "cohorts": 0}
     pairs = sorted({(subagent_id, day) for subagent_id, day in marks})
     by_day: dict[date, list[int]] = {}
@@ -80,6 +84,7 @@ def run_rollup(session: Session, *, max_marks: int = 200_000) -> dict:
     cohort_pairs = sorted({(s, c) for s, d in pairs for c in rollup.cohort_days_touched_by(d)})
     for chunk in _chunks(cohort_pairs):
         _rollup_cohorts(session, chunk)
+    metrics.record_rollup(time.perf_counter() - started, len(marks))
     return {"marks": len(marks), "days": len(pairs), "cohorts": len(cohort_pairs)}
 
 

@@ -24,6 +24,7 @@ from market.catalog.models import SubAgent
 from market.identity.access import creator_for_stats, creator_subagents, tree_clause
 from market.identity.models import User
 from market.identity.tokens import caller
+from market.platform import metrics
 from market.platform.api_deps import commit, db
 from market.platform.db import id_in
 from market.platform.errors import BadRequest, SprigError
@@ -121,6 +122,7 @@ def rate_subagent(subagent_id: int):
         flash(error.detail, "error")
         return redirect(page + "#rate")
     commit()
+    metrics.record_feedback(created)
     flash("Thanks: your rating is on the page." if created else "Your rating is updated.", "ok")
     return redirect(page + "#rate")
 
