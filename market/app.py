@@ -21,6 +21,7 @@ from market.platform.celery_app import celery_init_app
 from market.platform.config import Settings, load_settings
 from market.platform.db import is_sqlite, make_engine
 from market.platform.errors import UriTooLong
+from market.platform.logs import install_request_logging
 from market.platform.ratelimit import RateLimiter
 from market.platform.read_cache import NotificationListener, ReadCache
 from market.platform.state import AppState, install_state
@@ -81,6 +82,7 @@ def create_app(config: dict | Settings | None = None) -> APIFlask:
         static_folder="web/static",
         static_url_path="/static",
     )
+    install_request_logging(app)  # first: its clock starts before, its line ends after, all hooks
     # Before any rule is added: ids beyond a rule's `max` are 404s, never 405s.
     app.url_map.converters["int"] = BoundedIntegerConverter
     app.config.update(

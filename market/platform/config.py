@@ -51,6 +51,9 @@ class Settings:
     person_token_days: int = 90
     service_token_days: int = 365
     log_level: str = "INFO"
+    # How gunicorn, the worker and beat write log lines on stdout: `json` (one object a line,
+    # for a log collector) or `console` (plain text for a person; `make run`).
+    log_format: str = "json"
     testing: bool = False
     # The web sign-in picker that lets anyone act as any demo person: only for the embedded
     # demo (`make run` turns it on), never in production.
