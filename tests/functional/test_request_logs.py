@@ -7,10 +7,17 @@ from __future__ import annotations
 import json
 import logging
 import re
+import sys
 
 import pytest
 
-from market.platform.logs import REQUEST_ID_HEADER, ContextFilter, json_formatter
+from market.platform.logs import (
+    REQUEST_ID_HEADER,
+    ContextFilter,
+    console_formatter,
+    json_formatter,
+    logging_config,
+)
 from market.usage.tasks import rollup_task
 from tests.factories import make_user
 
@@ -129,3 +136,23 @@ def test_a_task_started_outside_a_request_has_no_request_id(app, lines, caplog):
     rollup_task.delay()
     task_lines = [line for line in lines.parsed() if line.get("task") == "sprig.rollup"]
     assert task_lines and all("request_id" not in line for line in task_lines)
+
+
+def test_an_unknown_log_format_is_refused_by_name():
+    with pytest.raises(ValueError, match="SPRIG_LOG_FORMAT must be one of json, console"):
+        logging_config("xml")
+
+
+def test_console_lines_name_the_request_for_a_person_at_a_terminal(client, capsys):
+    handler = logging.StreamHandler(sys.stdout)
+    handler.addFilter(ContextFilter())
+    handler.setFormatter(console_formatter())
+    access = logging.getLogger("market.access")
+    access.addHandler(handler)
+    try:
+        client.get(f"{API}/health", headers={REQUEST_ID_HEADER: "console-1"})
+    finally:
+        access.removeHandler(handler)
+    (line,) = capsys.readouterr().out.splitlines()
+    assert f" INFO    market.access [console-1] GET {API}/health 200 " in line
+    assert line.endswith("ms") and not line.startswith("{")
