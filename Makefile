@@ -23,7 +23,7 @@ run: install
 	SPRIG_DATABASE_URL=$(EMBEDDED_DB) $(BIN)/sprig db upgrade
 	SPRIG_DATABASE_URL=$(EMBEDDED_DB) $(BIN)/sprig demo --if-empty
 	@echo "Sprig on http://127.0.0.1:$(PORT)/ (sign in as any demo person; API docs: /api/v1/docs)"
-	SPRIG_DATABASE_URL=$(EMBEDDED_DB) SPRIG_SECRET_KEY=$$(cat var/secret_key) SPRIG_DEMO_SIGNIN=1 \
+	SPRIG_DATABASE_URL=$(EMBEDDED_DB) SPRIG_SECRET_KEY=$$(cat var/secret_key) SPRIG_DEMO_SIGNIN=1 SPRIG_LOG_FORMAT=console \
 		exec $(BIN)/gunicorn -c python:market.entrypoints.gunicorn_conf --bind 127.0.0.1:$(PORT) 'market.app:create_app()'
 
 # The whole suite on a fresh machine: starts PostgreSQL and Redis on loopback (installing them

@@ -23,6 +23,7 @@ from market.platform.config import Settings, load_settings
 from market.platform.db import is_sqlite, make_engine
 from market.platform.errors import UriTooLong
 from market.platform.health import install_health, readiness_checks
+from market.platform.logs import install_request_logging
 from market.platform.metrics import install_metrics
 from market.platform.ratelimit import RateLimiter
 from market.platform.read_cache import NotificationListener, ReadCache
@@ -85,6 +86,7 @@ def create_app(config: dict | Settings | None = None) -> APIFlask:
         static_folder="web/static",
         static_url_path="/static",
     )
+    install_request_logging(app)  # first: its clock starts before, its line ends after, all hooks
     # Before any rule is added: ids beyond a rule's `max` are 404s, never 405s.
     app.url_map.converters["int"] = BoundedIntegerConverter
     app.config.update(

@@ -10,6 +10,7 @@ on an empty database and leaves no engine open.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Iterator
@@ -29,6 +30,24 @@ from market.platform.db import make_engine
 from market.platform.migrate import upgrade
 from market.platform.schema_registry import import_all_models
 from market.platform.state import app_state
+from tests.log_scanner import LogScanner
+
+
+@pytest.fixture(scope="session", autouse=True)
+def log_scanner() -> Iterator[LogScanner]:
+    """Every log record of the session, from any logger at any level that is on, is checked:
+    no API token and no personal value of the test factories may be logged. A leak fails the
+    session (an error at the last test's teardown) naming the logger and what leaked."""
+    scanner = LogScanner()
+    root = logging.getLogger()
+    root.addHandler(scanner)
+    try:
+        yield scanner
+    finally:
+        root.removeHandler(scanner)
+    if scanner.findings:
+        shown = "\n".join(f"  {name}: {', '.join(found)}" for name, found in scanner.findings[:20])
+        pytest.fail(f"{len(scanner.findings)} log lines leak a secret or personal data:\n{shown}")
 
 
 def _backends() -> list[str]:

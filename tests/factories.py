@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from market.identity.models import User
 from market.identity.tokens import issue_token
 from market.platform.db import session_scope
+from tests.log_scanner import remember_personal
 
 _counter = itertools.count(1)
 
@@ -39,13 +40,15 @@ def make_user(
     address: str | None = None,
 ) -> Actor:
     handle = handle or f"user{next(_counter)}"
+    email = email or f"{handle}@example.com"
+    remember_personal(email=email, phone=phone, address=address)
     with session_scope(engine) as session:
         user = User(
             handle=handle,
             display_name=display_name or handle.title(),
             kind=kind,
             role=role,
-            email=email or f"{handle}@example.com",
+            email=email,
             phone=phone,
             address=address,
         )

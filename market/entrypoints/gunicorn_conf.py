@@ -1,8 +1,12 @@
 """gunicorn settings: threads per worker so slow clients do not block a worker."""
 
+import logging
 import os
 import tempfile
 from pathlib import Path
+
+from market.platform.config import load_settings
+from market.platform.logs import logging_config
 
 bind = os.environ.get("SPRIG_BIND", "127.0.0.1:8000")
 workers = int(os.environ.get("SPRIG_WORKERS", "2"))
@@ -10,8 +14,11 @@ worker_class = "gthread"
 threads = int(os.environ.get("SPRIG_THREADS", "8"))
 timeout = 30
 graceful_timeout = 10
-accesslog = os.environ.get("SPRIG_ACCESS_LOG") or None
 errorlog = "-"
+# Every line on stdout in SPRIG_LOG_FORMAT; the app writes the access line (market.access).
+_settings = load_settings()
+logconfig_dict = logging_config(_settings.log_format, _settings.log_level)
+logging.captureWarnings(True)  # Python's warnings become log lines in that format too
 # gunicorn answers a request line over this with its own HTML page; the app refuses URLs over
 # 4 KiB itself (market.app.MAX_URL_BYTES) with a problem document, so this sits above that.
 limit_request_line = 8190

@@ -13,10 +13,12 @@ import logging
 
 from celery import Celery, Task, signals
 from celery.schedules import crontab
+from celery.signals import task_postrun, task_prerun
 from flask import Flask
 from sqlalchemy.exc import OperationalError
 
 from market.platform.config import Settings
+from market.platform.logs import enter_task, leave_task, task_headers
 
 # Named, not imported: the platform knows no domain, and a worker imports these at start.
 TASK_MODULES = [
@@ -121,9 +123,19 @@ def celery_init_app(app: Flask, settings: Settings) -> Celery:
             with app.app_context():
                 return self.run(*args, **kwargs)
 
+        def apply_async(self, args=None, kwargs=None, **options):
+            # The request that starts a task lends it its id (in a worker and when eager).
+            request_headers = task_headers()
+            if request_headers:
+                options["headers"] = {**request_headers, **(options.get("headers") or {})}
+            return super().apply_async(args, kwargs, **options)
+
     celery = Celery("sprig", task_cls=FlaskTask, include=TASK_MODULES)
     celery.conf.update(celery_config(settings))
     celery.set_default()
+    # Signals are process-wide: connected once however many apps are built (tests build many).
+    task_prerun.connect(_enter_task, weak=False, dispatch_uid="sprig-log-context-enter")
+    task_postrun.connect(_leave_task, weak=False, dispatch_uid="sprig-log-context-leave")
     return celery
 
 
@@ -171,3 +183,11 @@ def _log_task_failure(sender=None, task_id=None, exception=None, **_kwargs) -> N
 @signals.task_retry.connect
 def _log_task_retry(request=None, reason=None, **_kwargs) -> None:
     log.warning("task %s [%s] will be retried: %s", request.task, request.id, reason)
+
+
+def _enter_task(task=None, **_signal):
+    enter_task(task)
+
+
+def _leave_task(task=None, **_signal):
+    leave_task(task)

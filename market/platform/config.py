@@ -56,6 +56,9 @@ class Settings:
     # host:port where the Celery worker serves its task metrics (it has no web app for
     # /metrics, and no token check there: a private address only); empty: not served.
     worker_metrics_address: str = ""
+    # How gunicorn, the worker and beat write log lines on stdout: `json` (one object a line,
+    # for a log collector) or `console` (plain text for a person; `make run`).
+    log_format: str = "json"
     testing: bool = False
     # The web sign-in picker that lets anyone act as any demo person: only for the embedded
     # demo (`make run` turns it on), never in production.
