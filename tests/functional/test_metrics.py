@@ -202,11 +202,11 @@ def test_task_failures_and_retries_are_counted():
     celery = Celery("metrics-test", set_as_current=False)
     attempts = []
 
-    @celery.task(name="sprig.test_metrics_fails")
+    @celery.task(name="tests.metrics_fails")
     def fails():
         raise RuntimeError("boom")
 
-    @celery.task(name="sprig.test_metrics_retries", bind=True, max_retries=1)
+    @celery.task(name="tests.metrics_retries", bind=True, max_retries=1)
     def retries_once(task):
         attempts.append(task.request.retries)
         if task.request.retries == 0:
@@ -217,15 +217,15 @@ def test_task_failures_and_retries_are_counted():
         return REGISTRY.get_sample_value(name, {"task": task}) or 0.0
 
     failures, retries = "sprig_celery_task_failures_total", "sprig_celery_task_retries_total"
-    failed_before = sample(failures, "sprig.test_metrics_fails")
-    retried_before = sample(retries, "sprig.test_metrics_retries")
+    failed_before = sample(failures, "tests.metrics_fails")
+    retried_before = sample(retries, "tests.metrics_retries")
     # A worker does not propagate a task's error: neither does this run.
     assert fails.apply(throw=False).failed()
     retries_once.apply(throw=False)
     assert attempts == [0, 1]
-    assert sample(failures, "sprig.test_metrics_fails") == failed_before + 1
-    assert sample(retries, "sprig.test_metrics_retries") == retried_before + 1
-    assert sample(failures, "sprig.test_metrics_retries") == 0
+    assert sample(failures, "tests.metrics_fails") == failed_before + 1
+    assert sample(retries, "tests.metrics_retries") == retried_before + 1
+    assert sample(failures, "tests.metrics_retries") == 0
 
 
 def test_the_pool_gauge_counts_connections_in_use(client, engine, monitor):
