@@ -21,6 +21,7 @@ from market.platform.celery_app import celery_init_app
 from market.platform.config import Settings, load_settings
 from market.platform.db import is_sqlite, make_engine
 from market.platform.errors import UriTooLong
+from market.platform.limits import install_limits
 from market.platform.ratelimit import RateLimiter
 from market.platform.read_cache import NotificationListener, ReadCache
 from market.platform.state import AppState, install_state
@@ -138,6 +139,7 @@ def create_app(config: dict | Settings | None = None) -> APIFlask:
         if len(target) > MAX_URL_BYTES:
             raise UriTooLong(f"The URL is {len(target)} bytes long; at most {MAX_URL_BYTES}.")
 
+    install_limits(app, settings)
     if read_cache is not None:
         install_read_cache(app, read_cache, listener)
 
