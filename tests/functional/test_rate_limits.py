@@ -8,11 +8,14 @@ from __future__ import annotations
 import os
 import threading
 import time
+from pathlib import Path
 
 import pytest
 import redis
 
 from market.app import create_app
+from market.platform.config import Settings
+from market.platform.limits import LIMIT_CLASSES
 from market.platform.state import app_state
 from tests.conftest import make_app
 from tests.factories import bundle, listing, make_user, publish
@@ -258,3 +261,11 @@ def test_the_openapi_document_lists_429_on_each_limited_operation():
 def test_a_malformed_limit_stops_the_app_from_starting(bad):
     with pytest.raises(ValueError, match="rate_limit_publish"):
         create_app({"database_url": "sqlite://", "secret_key": "t", "rate_limit_publish": bad})
+
+
+def test_the_readme_lists_each_limit_with_its_default():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    defaults = Settings()
+    for name in LIMIT_CLASSES:
+        default = getattr(defaults, f"rate_limit_{name}")
+        assert f"| `{name.upper()}` |" in readme and f"| `{default}` |" in readme, name
