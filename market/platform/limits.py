@@ -157,6 +157,7 @@ def enforce_endpoint() -> None:
         return
     if name == "search" and not request.args.get("q", "").strip():
         return
+    # Imported here: market.identity.tokens counts its failed checks through this module.
     from market.identity.tokens import caller
 
     enforce(name, caller())
