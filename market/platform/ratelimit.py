@@ -21,6 +21,7 @@ class RateLimiter:
         self.window_s = window_s
         self._local: dict[tuple[str, int, int], int] = {}
         self._lock = threading.Lock()
+        self._next_sweep = 0.0
         self._redis = None
         if redis_url:
             import redis
@@ -54,8 +55,12 @@ class RateLimiter:
             except Exception as error:
                 log.warning("rate limiter: Redis unavailable (%s), counting locally", error)
         with self._lock:
-            for stale in [k for k in self._local if k[2] != int(time.time()) // k[1]]:
-                del self._local[stale]
+            now = time.time()
+            # Past windows are dropped at most once a second: a scan per request would cost
+            # as much as there are clients.
+            if now >= self._next_sweep:
+                self._local = {k: v for k, v in self._local.items() if k[2] == int(now) // k[1]}
+                self._next_sweep = now + 1
             used = self._local.get((key, window_s, window), 0) + amount
             self._local[(key, window_s, window)] = used
             return used
