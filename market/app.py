@@ -14,6 +14,7 @@ from flask import g, request
 from sqlalchemy.engine import make_url
 
 from market.entrypoints.mcp_http import install_mcp, mcp_bridge
+from market.identity.tokens import caller
 from market.platform import problems
 from market.platform.api import complete_spec, route_facts
 from market.platform.api_deps import BoundedIntegerConverter, JsonBodyRequest
@@ -139,7 +140,7 @@ def create_app(config: dict | Settings | None = None) -> APIFlask:
         if len(target) > MAX_URL_BYTES:
             raise UriTooLong(f"The URL is {len(target)} bytes long; at most {MAX_URL_BYTES}.")
 
-    install_limits(app, settings)
+    install_limits(app, settings, caller)
     if read_cache is not None:
         install_read_cache(app, read_cache, listener)
 

@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import ipaddress
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from flask import Flask, current_app, request
 from werkzeug.middleware.proxy_fix import ProxyFix
@@ -150,20 +152,18 @@ def record_auth_failure() -> None:
         )
 
 
-def enforce_endpoint() -> None:
-    """The limit of the request's endpoint, if it has one, spent by its caller."""
+def enforce_endpoint(who: Callable[[], Any]) -> None:
+    """The limit of the request's endpoint, if it has one, spent by its caller (``who()``:
+    the identity domain's, which the platform does not import; looked up only when needed)."""
     name = LIMITED_ENDPOINTS.get(request.endpoint or "")
     if name is None or _limits()[name] is None:
         return
     if name == "search" and not request.args.get("q", "").strip():
         return
-    # Imported here: market.identity.tokens counts its failed checks through this module.
-    from market.identity.tokens import caller
-
-    enforce(name, caller())
+    enforce(name, who())
 
 
-def install_limits(app: Flask, settings: Settings) -> None:
+def install_limits(app: Flask, settings: Settings, who: Callable[[], Any]) -> None:
     """Parse the limits (a bad one stops startup), trust X-Forwarded-For only as configured,
     and check each API request's endpoint limit (pages check theirs once the session's person
     is known: market/web/blueprint.py)."""
@@ -175,4 +175,4 @@ def install_limits(app: Flask, settings: Settings) -> None:
     @app.before_request
     def _enforce_api_limits():
         if request.blueprint != "web":
-            enforce_endpoint()
+            enforce_endpoint(who)
