@@ -239,6 +239,9 @@ def start_gunicorn(url: str, port: int, workers: int, threads: int, cache_second
         "SPRIG_WORKERS": str(workers),
         "SPRIG_THREADS": str(threads),
         "SPRIG_READ_CACHE_SECONDS": str(cache_seconds),
+        # One load generator is one client: the benches measure serving, not the rate limits.
+        "SPRIG_RATE_LIMIT_SEARCH": "",
+        "SPRIG_RATE_LIMIT_SUGGESTIONS": "",
     }
     process = subprocess.Popen(
         [

@@ -162,7 +162,7 @@ def start_gunicorn(url: str, port: int, workers: int, threads: int, log_path: Pa
         "SPRIG_THREADS": str(threads),
         # The limiter still runs (in Redis, as in production); only its budget is raised so
         # the bench measures ingestion rather than the configured cap.
-        "SPRIG_EVENTS_PER_MINUTE": str(10**9),
+        "SPRIG_RATE_LIMIT_EVENTS": f"{10**9}/60",
         # Quiet unless the caller asks for more (bench/observability.py measures logging on).
         "SPRIG_LOG_LEVEL": os.environ.get("SPRIG_LOG_LEVEL", "WARNING"),
     }

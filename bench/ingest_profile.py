@@ -46,7 +46,7 @@ def profile_ingest(url: str, data: dict, batches: int, seed: int) -> dict:
     from market.app import create_app
 
     truncate(url, "usage_event", "rollup_dirty")
-    settings = {"database_url": url, "events_per_minute": 10**9, "read_cache_seconds": 0}
+    settings = {"database_url": url, "rate_limit_events": f"{10**9}/60", "read_cache_seconds": 0}
     redis_url = os.environ.get("SPRIG_BENCH_REDIS_URL") or os.environ.get("SPRIG_TEST_REDIS_URL")
     if redis_url:
         settings["redis_url"] = redis_url

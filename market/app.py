@@ -14,7 +14,7 @@ from flask import g, request
 from sqlalchemy.engine import make_url
 
 from market.entrypoints.mcp_http import install_mcp, mcp_bridge
-from market.identity.tokens import require_metrics_reader
+from market.identity.tokens import caller, require_metrics_reader
 from market.platform import problems
 from market.platform.api import complete_spec, route_facts
 from market.platform.api_deps import BoundedIntegerConverter, JsonBodyRequest
@@ -23,6 +23,7 @@ from market.platform.config import Settings, load_settings
 from market.platform.db import is_sqlite, make_engine
 from market.platform.errors import UriTooLong
 from market.platform.health import install_health, readiness_checks
+from market.platform.limits import install_limits
 from market.platform.logs import install_request_logging
 from market.platform.metrics import install_metrics
 from market.platform.ratelimit import RateLimiter
@@ -145,6 +146,7 @@ def create_app(config: dict | Settings | None = None) -> APIFlask:
         if len(target) > MAX_URL_BYTES:
             raise UriTooLong(f"The URL is {len(target)} bytes long; at most {MAX_URL_BYTES}.")
 
+    install_limits(app, settings, caller)
     if read_cache is not None:
         install_read_cache(app, read_cache, listener)
 

@@ -27,6 +27,7 @@ from sqlmodel import SQLModel
 from market.app import create_app
 from market.demo.loader import load_demo
 from market.platform.db import make_engine
+from market.platform.limits import LIMIT_CLASSES
 from market.platform.migrate import upgrade
 from market.platform.schema_registry import import_all_models
 from market.platform.state import app_state
@@ -87,6 +88,11 @@ def _wipe(engine) -> None:
             connection.execute(text("PRAGMA foreign_keys=ON"))
 
 
+# Tests act as a handful of clients making hundreds of calls in seconds: the rate limits are
+# off unless a test sets one (tests/functional/test_rate_limits.py).
+NO_RATE_LIMITS = {f"rate_limit_{name}": "" for name in LIMIT_CLASSES}
+
+
 @contextmanager
 def make_app(database_url: str, **settings) -> Iterator[Flask]:
     """A test app on ``database_url``: the read cache off (its own tests turn it on), so counts
@@ -97,6 +103,7 @@ def make_app(database_url: str, **settings) -> Iterator[Flask]:
             "testing": True,
             "secret_key": "test",
             "read_cache_seconds": 0,
+            **NO_RATE_LIMITS,
             **settings,
         }
     )

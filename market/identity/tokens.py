@@ -23,6 +23,7 @@ from sqlmodel import Session, select
 
 from evolution.language import locale_language
 from market.identity.models import ApiToken, User
+from market.platform import limits
 from market.platform.api_deps import db
 from market.platform.config import Settings, load_settings
 from market.platform.db import begin_writing
@@ -190,6 +191,17 @@ def live_token(session: Session, token: str) -> tuple[ApiToken, User]:
     return row
 
 
+def checked_live_token(token: str) -> tuple[ApiToken, User]:
+    """:func:`live_token` for a request's client, within its budget of failed checks: an
+    address that failed too many is refused before the lookup, and each failure spends one."""
+    limits.check_auth_failures()
+    try:
+        return live_token(db(), token.strip())
+    except Unauthorized:
+        limits.record_auth_failure()
+        raise
+
+
 def principal_for_token(session: Session, token: str) -> Principal:
     api_token, user = live_token(session, token)
     return principal_for_api_token(user, api_token)
@@ -306,7 +318,7 @@ def caller() -> Principal:
             scheme, _, token = header.partition(" ")
             if scheme.lower() != "bearer" or not token.strip():
                 raise Unauthorized("Use `Authorization: Bearer <token>`.")
-            api_token, user = live_token(db(), token.strip())
+            api_token, user = checked_live_token(token)
             principal = principal_for_api_token(user, api_token)
             now = utcnow()
             if last_use_is_stale(api_token.last_used_at, now):

@@ -11,7 +11,7 @@ from market.catalog.models import Install, SubAgent
 from market.identity.models import User
 from market.identity.tokens import caller, list_tokens, revoke_token_id, token_state
 from market.platform.api_deps import commit, db
-from market.platform.errors import BadRequest, SprigError
+from market.platform.errors import BadRequest, SprigError, TooManyRequests
 from market.platform.time import utcnow
 from market.web import signin
 from market.web.blueprint import bp
@@ -60,6 +60,8 @@ def signin_page():
                 signin.sign_in_demo_user(request.form["demo_handle"])
             else:
                 signin.sign_in_with_token(request.form.get("token", ""))
+        except TooManyRequests:
+            raise  # the error page, with Retry-After, not a form to try again at once
         except SprigError as problem:
             error = problem.detail
         else:

@@ -67,8 +67,21 @@ LINKS = {
         "GetExport": ("/exports/{run_id}", "get", {"run_id": "$response.body#/id"}),
     },
 }
-# Operations with a per-client rate limit (a 429 with Retry-After).
-RATE_LIMITED = {("/events", "post")}
+# Operations with a per-client rate limit (a 429 with Retry-After; market/platform/limits.py).
+# Any operation may also answer 429 to an address that failed too many token checks.
+RATE_LIMITED = {
+    ("/events", "post"),
+    ("/subagents", "post"),
+    ("/subagents/zip", "post"),
+    ("/subagents/{subagent_id}/versions", "post"),
+    ("/subagents/{subagent_id}/versions/zip", "post"),
+    ("/subagents/{subagent_id}/forks", "post"),
+    ("/subagents/{subagent_id}/forks/zip", "post"),
+    ("/subagents/{subagent_id}/fork-requests", "post"),
+    ("/subagents", "get"),
+    ("/suggestions", "post"),
+    ("/recommendations", "post"),
+}
 # What an export file download really is, by the file's kind.
 EXPORT_FILE_TYPES = (
     "application/vnd.apache.parquet",
@@ -271,6 +284,10 @@ def complete_spec(
                 problems.append(("415", "The body is not of a type this operation reads"))
             if (path.removeprefix(prefix), method) in RATE_LIMITED:
                 problems.append(("429", "Rate limit reached; retry after `Retry-After` seconds"))
+            else:
+                problems.append(
+                    ("429", "Too many failed token checks from this address; see `Retry-After`")
+                )
             for status, description in problems:
                 responses.setdefault(status, {"description": description})
                 # Every error is a problem document, whatever APIFlask assumed.

@@ -30,9 +30,34 @@ class Settings:
     # LISTEN/NOTIFY invalidates them on every catalog write, so this only bounds how stale an
     # install count can be); 0 turns the cache off.
     read_cache_seconds: int = 30
-    # Events a client may send per minute (distinct-user counts make floods harmless to
-    # stats; this protects the database).
-    events_per_minute: int = 3_000_000
+    # Rate limits, each "<count>/<seconds>" per client (the signed-in user, else the client's
+    # address; market/platform/limits.py), an empty value for none. Events a client may send
+    # (distinct-user counts make floods harmless to stats; this protects the database): a
+    # main-agent service posts its users' events in bulk, batches of up to 1,000.
+    rate_limit_events: str = "3000000/60"
+    # A person publishes (a new sub-agent or a new version) a few times an hour, a busy
+    # creator iterating perhaps a dozen: 30 an hour is generous for them and stops a script
+    # from filling the catalog.
+    rate_limit_publish: str = "30/3600"
+    # Forks and fork requests are a person's "make it mine": more of them than publishes,
+    # still a handful an hour.
+    rate_limit_fork: str = "60/3600"
+    # Searches (browse with a query, page or API): a person types a few a minute; anonymous
+    # visitors share their address (an office, a phone carrier's NAT), so it has room.
+    rate_limit_search: str = "300/60"
+    # A coding agent service asks for suggestions at every step of its work, for all of its
+    # users at once: ten a second.
+    rate_limit_suggestions: str = "600/60"
+    # A main-agent service asks for recommendations at each of its users' requests.
+    rate_limit_recommendations: str = "600/60"
+    # Failed token checks (API bearer tokens, the sign-in page) from one address: a person
+    # mistypes a few; tokens are 256 random bits, so this is not what keeps them secret, but it
+    # stops scripted guessing and credential stuffing from costing a lookup each.
+    rate_limit_auth_failures: str = "30/600"
+    # How many proxies in front of the app set X-Forwarded-For (and -Proto): the client's
+    # address is read from that header only when this says how many hops to trust; 0 (direct
+    # clients) ignores it, since anyone can send it.
+    trusted_proxy_hops: int = 0
     page_limit_max: int = 100
     tree_depth_max: int = 6
     tree_nodes_max: int = 2000

@@ -52,3 +52,7 @@ class UriTooLong(SprigError):
 
 class UnsupportedMediaType(SprigError):
     status, title = 415, "Unsupported media type"
+
+
+class TooManyRequests(SprigError):
+    status, title = 429, "Too many requests"

@@ -12,9 +12,9 @@ from flask import Response, request
 from market.catalog import services as catalog
 from market.identity.access import can_read_full_stats, creator_for_stats, creator_subagents
 from market.identity.tokens import caller
-from market.platform import metrics
+from market.platform import limits, metrics
 from market.platform.api_deps import commit, db, parse_model
-from market.platform.errors import BadRequest, PayloadTooLarge, SprigError
+from market.platform.errors import BadRequest, PayloadTooLarge
 from market.platform.state import app_state
 from market.platform.time import utcnow
 from market.usage import ingest, ratings, rollups, stats
@@ -38,10 +38,6 @@ MAX_WINDOW_DAYS = 400
 
 # Read by hand (size caps before parsing; each event judged alone): the document is told.
 HAND_PARSED_BODIES = {("/events", "post"): EventBatchIn}
-
-
-class TooManyRequests(SprigError):
-    status, title = 429, "Too many requests"
 
 
 @bp.post("/events")
@@ -71,14 +67,7 @@ def post_events():
     if isinstance(events, list) and len(events) > 1000:
         raise PayloadTooLarge("A batch is at most 1,000 events.")
     body = parse_model(EventBatchRead, raw)
-    state = app_state()
-    wait = state.rate_limiter.spend(
-        f"events:{who.user_id}", len(body.events), state.settings.events_per_minute
-    )
-    if wait is not None:
-        raise TooManyRequests(
-            "Event rate limit reached for this client.", headers={"Retry-After": str(wait)}
-        )
+    limits.enforce("events", who, amount=len(body.events))
     session = db()
     results = ingest.ingest_events(session, who.user_id, body.events)
     commit()

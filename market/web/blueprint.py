@@ -13,6 +13,8 @@ from apiflask import APIBlueprint
 from flask import g, render_template, request
 from sqlalchemy.exc import InterfaceError, OperationalError
 
+from market.identity.tokens import caller
+from market.platform import limits
 from market.platform.errors import SprigError
 from market.web import signin
 
@@ -35,6 +37,7 @@ def _before():
     # Cookie sign-in is honoured on web pages only: the JSON API stays bearer-token only, so
     # a cross-site form can never spend a browser's session on an API write.
     g.session_principal = signin.session_principal()
+    limits.enforce_endpoint(caller)
     if request.method == "POST":
         signin.check_csrf()
 
@@ -66,7 +69,8 @@ def _error_page(status: int, title: str, detail: str):
 
 @bp.errorhandler(SprigError)
 def _domain_error(error: SprigError):
-    return _error_page(error.status, error.title, error.detail)
+    page, status = _error_page(error.status, error.title, error.detail)
+    return page, status, error.headers
 
 
 @bp.errorhandler(OperationalError)

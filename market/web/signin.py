@@ -24,9 +24,9 @@ from sqlmodel import select
 from market.identity.models import ApiToken, User, WebSession
 from market.identity.tokens import (
     Principal,
+    checked_live_token,
     hash_token,
     live_clause,
-    live_token,
     principal_for_api_token,
     principal_for_user,
 )
@@ -125,7 +125,7 @@ def _note_use(web_session_id: int, now: datetime) -> None:
 
 def sign_in_with_token(token: str) -> Principal:
     try:
-        api_token, user = live_token(db(), token.strip())
+        api_token, user = checked_live_token(token)
     except Unauthorized:
         raise Unauthorized("That token is unknown, expired, revoked or mistyped.") from None
     if user.kind != "person":

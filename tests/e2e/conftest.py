@@ -20,6 +20,7 @@ from market.app import create_app
 from market.demo.loader import load_demo
 from market.platform.migrate import upgrade
 from market.platform.state import app_state
+from tests.conftest import NO_RATE_LIMITS
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM_ARGS = [
@@ -57,6 +58,7 @@ def live_app(tmp_path_factory, chromium_executable):
             "secret_key": "e2e-secret",
             "read_cache_seconds": 0,
             "demo_signin": True,
+            **NO_RATE_LIMITS,
         }
     )
     load_demo(app_state(app).engine, seed=7)

@@ -35,6 +35,7 @@ from market.platform.db import make_engine
 from market.platform.migrate import upgrade
 from market.platform.state import app_state
 from tests import gunicorn_server
+from tests.conftest import NO_RATE_LIMITS
 from tests.factories import bundle, listing, make_user
 
 pytestmark = [pytest.mark.slow]
@@ -111,6 +112,7 @@ def live(database_url, tmp_path_factory):
         app_state(app).read_engine.dispose()
     log_path = tmp_path / "gunicorn.log"
     settings = {"SPRIG_DATABASE_URL": url, "SPRIG_REDIS_URL": "", "SPRIG_SECRET_KEY": "races"}
+    settings.update({f"SPRIG_{name.upper()}": value for name, value in NO_RATE_LIMITS.items()})
     served = gunicorn_server.start(settings, log_path, workers=WORKERS)
     engine = make_engine(url)
     try:
