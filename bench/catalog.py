@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import loadgen  # noqa: E402
-from bench.servers import database_url_or_rerun_with_servers  # noqa: E402
+from bench.servers import database_url_or_rerun_with_servers, server_stdout  # noqa: E402
 
 CATEGORIES = [
     "diet",
@@ -254,7 +254,7 @@ def start_gunicorn(url: str, port: int, workers: int, threads: int, cache_second
         ],
         cwd=ROOT,
         env=env,
-        stdout=subprocess.DEVNULL,
+        stdout=server_stdout(),
         stderr=subprocess.PIPE,
     )
     deadline = time.time() + 30

@@ -57,7 +57,7 @@ from bench.ingest_harness import (  # noqa: E402
 )
 from bench.ingest_profile import print_profile, profile_ingest  # noqa: E402
 from bench.loadgen import Result  # noqa: E402
-from bench.servers import database_url_or_rerun_with_servers  # noqa: E402
+from bench.servers import database_url_or_rerun_with_servers, server_stdout  # noqa: E402
 
 TARGET_RATIO = 0.25  # end to end must reach a quarter of the COPY rate
 
@@ -174,7 +174,7 @@ def start_gunicorn(url: str, port: int, workers: int, threads: int, log_path: Pa
         [str(Path(sys.executable).parent / "gunicorn"),
          "-c", "python:market.entrypoints.gunicorn_conf",
          "--bind", f"127.0.0.1:{port}", "market.app:create_app()"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log,
+        cwd=ROOT, env=env, stdout=server_stdout(), stderr=log,
     )  # fmt: skip
     log.close()
     deadline = time.time() + 30

@@ -14,10 +14,11 @@ target: ON at most 10% slower than OFF.
                                   [--off KEY=VALUE ...] [--on KEY=VALUE ...]
 
 A mode is only environment variables for the server (``OFF`` and ``ON`` below; ``--off`` and
-``--on`` add or replace variables, an empty value unsets one). In ON, gunicorn's access log is
-written to a file (as a log collector's pipe would take it) and its lines counted, so a mode
-that logs nothing shows as such. Without SPRIG_TEST_POSTGRES_URL (or SPRIG_BENCH_DATABASE_URL)
-it re-runs itself under scripts/test-services.sh, which starts PostgreSQL and Redis.
+``--on`` add or replace variables, an empty value unsets one). In ON, the server's stdout (one
+JSON line per request) is written to a file (as a log collector's pipe would take it) and its
+lines counted, so a mode that logs nothing shows as such. Without SPRIG_TEST_POSTGRES_URL (or
+SPRIG_BENCH_DATABASE_URL) it re-runs itself under scripts/test-services.sh, which starts
+PostgreSQL and Redis.
 """
 
 from __future__ import annotations
@@ -44,13 +45,15 @@ from bench.servers import database_url_or_rerun_with_servers  # noqa: E402
 ACCESS_LOG = "{access_log}"  # replaced by a file of the run's own
 # What each mode sets in the server's environment. Settings a build does not know are ignored
 # (load_settings reads only its own), so both modes can name what logging and metrics use.
+# OFF: no request lines (WARNING drops them), no metrics. ON: one JSON line per request into a
+# file, as a log collector reads the process's stdout, and metrics on every request.
 OFF = {
-    "SPRIG_ACCESS_LOG": "",
+    "SPRIG_BENCH_STDOUT": "",
     "SPRIG_LOG_LEVEL": "WARNING",
     "SPRIG_METRICS": "0",
 }
 ON = {
-    "SPRIG_ACCESS_LOG": ACCESS_LOG,
+    "SPRIG_BENCH_STDOUT": ACCESS_LOG,
     "SPRIG_LOG_LEVEL": "INFO",
     "SPRIG_LOG_FORMAT": "json",
     "SPRIG_METRICS": "1",

@@ -1,10 +1,13 @@
-"""Where a benchmark's PostgreSQL comes from: the one configured, or a throwaway one."""
+"""Where a benchmark's PostgreSQL comes from (the one configured, or a throwaway one), and
+where the servers it starts write their log lines."""
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
+from typing import IO
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -19,3 +22,11 @@ def database_url_or_rerun_with_servers() -> str:
     script = ROOT / "scripts" / "test-services.sh"
     os.execv(str(script), [str(script), sys.executable, *sys.argv])  # noqa: S606
     raise AssertionError("unreachable")
+
+
+def server_stdout() -> IO[bytes] | int:
+    """Where a benchmarked server's stdout (its log lines) goes: the file named by
+    ``SPRIG_BENCH_STDOUT``, appended to, as a log collector would read it (the observability
+    bench counts its lines), else nowhere."""
+    path = os.environ.get("SPRIG_BENCH_STDOUT")
+    return open(path, "ab") if path else subprocess.DEVNULL

@@ -156,7 +156,10 @@ def create_app(config: dict | Settings | None = None) -> APIFlask:
     register_pages(app)
     install_mcp(app)
     install_health(app)
-    install_metrics(app, engine, read_engine, require_metrics_reader, BacklogCollector(read_engine))
+    if settings.metrics:
+        install_metrics(
+            app, engine, read_engine, require_metrics_reader, BacklogCollector(read_engine)
+        )
 
     @app.teardown_appcontext
     def _close_unit_of_work(_exc):

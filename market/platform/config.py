@@ -84,6 +84,9 @@ class Settings:
     # How gunicorn, the worker and beat write log lines on stdout: `json` (one object a line,
     # for a log collector) or `console` (plain text for a person; `make run`).
     log_format: str = "json"
+    # Prometheus metrics: request timing, pool gauges and /metrics (off: none of them; the
+    # services' counters still count, at a few microseconds each).
+    metrics: bool = True
     testing: bool = False
     # The web sign-in picker that lets anyone act as any demo person: only for the embedded
     # demo (`make run` turns it on), never in production.

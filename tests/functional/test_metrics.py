@@ -21,6 +21,7 @@ from market.platform.errors import BadRequest
 from market.platform.metrics import install_task_metrics, serve_worker_metrics
 from market.ranking.tasks import rank_task
 from market.usage.tasks import rollup_task
+from tests.conftest import make_app
 from tests.factories import Actor, bundle, fork, make_user, publish
 from tests.gunicorn_server import free_port
 
@@ -263,3 +264,15 @@ def test_the_worker_serves_its_task_metrics_on_its_own_address():
     assert page.status_code == 200
     exposed = {family.name for family in text_string_to_metric_families(page.text)}
     assert {"sprig_celery_task_duration_seconds", "sprig_celery_task_failures"} <= exposed
+
+
+def test_metrics_off_times_nothing_and_serves_no_endpoint(database_url):
+    """SPRIG_METRICS=0 (the overhead bench's baseline): no /metrics, no request timing."""
+    labels = {"route": "/api/v1/health", "method": "GET", "status": "200"}
+    name = "sprig_http_request_duration_seconds_count"
+    with make_app(database_url, metrics=False) as app:
+        client = app.test_client()
+        before = REGISTRY.get_sample_value(name, labels) or 0
+        assert client.get(f"{API}/health").status_code == 200
+        assert (REGISTRY.get_sample_value(name, labels) or 0) == before
+        assert client.get(METRICS).status_code == 404
