@@ -74,6 +74,9 @@ missing=()
 command -v redis-server >/dev/null || missing+=(redis-server)
 command -v redis-cli >/dev/null || missing+=(redis-tools)
 postgres_pkg_ok || missing+=(postgresql)
+# `docker-compose config` validates docker-compose.yml (tests/integration/test_compose_file.py);
+# it needs no Docker daemon.
+command -v docker-compose >/dev/null || missing+=(docker-compose)
 # Browser tests are optional: they need Debian's chromium, installed only on
 # request so the default test run stays small.
 if [[ ${SPRIG_TEST_BROWSER:-0} == 1 ]]; then
