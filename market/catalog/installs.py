@@ -15,7 +15,7 @@ from market.identity.models import User
 from market.identity.tokens import Principal
 from market.platform.db import id_in
 from market.platform.errors import Conflict, Forbidden
-from market.platform.pagination import decode_cursor, encode_cursor
+from market.platform.pagination import decode_cursor, encode_cursor, newest_first_page
 from market.platform.time import utcnow
 from market.usage.ingest import log_install
 
@@ -154,17 +154,15 @@ def my_installs(
         .join(User, User.id == SubAgent.author_id)
         .where(Install.user_id == caller.user_id, Install.active)
     )
-    if cursor:
-        (last_id,) = decode_cursor(cursor, (int,))
-        statement = statement.where(Install.id < last_id)
-    rows = list(session.exec(statement.order_by(Install.id.desc()).limit(limit + 1)))
+    rows, next_cursor = newest_first_page(
+        session, statement, Install.id, limit=limit, cursor=cursor, row_id=lambda row: row[0].id
+    )
     items = [
         InstalledRow(inst, sa, author)
-        for inst, sa, author in rows[:limit]
+        for inst, sa, author in rows
         # An installed sub-agent that later went private or quarantined drops out of view.
         if can_view(caller, sa)
     ]
-    next_cursor = encode_cursor(rows[limit - 1][0].id) if len(rows) > limit else None
     return InstallPage(items=items, next_cursor=next_cursor)
 
 
@@ -248,11 +246,10 @@ def my_fork_requests(
         .join(SubAgent, SubAgent.id == ForkRequest.subagent_id)
         .where(ForkRequest.requester_id == caller.user_id, viewable_clause(caller))
     )
-    if cursor:
-        (last_id,) = decode_cursor(cursor, (int,))
-        statement = statement.where(ForkRequest.id < last_id)
-    rows = list(session.exec(statement.order_by(ForkRequest.id.desc()).limit(limit + 1)))
-    fork_ids = [req.fulfilled_by_id for req, _sa in rows[:limit] if req.fulfilled_by_id]
+    rows, next_cursor = newest_first_page(
+        session, statement, ForkRequest.id, limit=limit, cursor=cursor, row_id=lambda row: row[0].id
+    )
+    fork_ids = [req.fulfilled_by_id for req, _sa in rows if req.fulfilled_by_id]
     forks = {
         fork.id: fork
         for fork in (
@@ -262,6 +259,5 @@ def my_fork_requests(
         )
         if can_view(caller, fork)
     }
-    items = [MyForkRequest(req, sa, forks.get(req.fulfilled_by_id)) for req, sa in rows[:limit]]
-    next_cursor = encode_cursor(rows[limit - 1][0].id) if len(rows) > limit else None
+    items = [MyForkRequest(req, sa, forks.get(req.fulfilled_by_id)) for req, sa in rows]
     return MyForkRequestPage(items=items, next_cursor=next_cursor)

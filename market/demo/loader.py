@@ -19,20 +19,15 @@ from market.catalog.models import ForkRequest, Install, SubAgent, Version
 from market.demo.activity import simulate_activity
 from market.demo.content import DemoCommunity, generate_community
 from market.identity.models import User
-from market.identity.tokens import issue_token
+from market.identity.tokens import METRICS_SCOPE, SERVICE_SCOPES, issue_token
 from market.platform.db import session_scope
 from market.platform.time import utcnow
 from market.ranking.services import run_ranking
 from market.usage.ingest import log_installs
 
-DEMO_SERVICE_SCOPES = [
-    "events:write",
-    "recommend",
-    "suggest",
-    "publish:on-behalf",
-    "feedback:on-behalf",
-    "exports",
-]
+# The demo's main-agent service may do what any service does, except scrape /metrics: it is
+# an agent, not the operator's Prometheus.
+DEMO_SERVICE_SCOPES = sorted(SERVICE_SCOPES - {METRICS_SCOPE})
 
 
 def is_empty(engine: Engine) -> bool:

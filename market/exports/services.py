@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import orjson
+import sqlmodel
 from sqlalchemy import Engine, case, select, update
 from sqlmodel import Session
 
@@ -48,7 +49,7 @@ from market.identity.models import User
 from market.platform import metrics
 from market.platform.db import UnitOfWork
 from market.platform.errors import Conflict, NotFound
-from market.platform.pagination import decode_cursor, encode_cursor
+from market.platform.pagination import newest_first_page
 from market.platform.time import utcnow
 from market.recommend.models import Exposure
 from market.usage.models import COUNTED_RATING, Feedback
@@ -90,13 +91,9 @@ def list_runs(
     session: Session, *, limit: int, cursor: str | None
 ) -> tuple[list[ExportRun], str | None]:
     """Runs newest first, a page of ``limit`` after ``cursor``; (runs, the next cursor)."""
-    statement = select(ExportRun)
-    if cursor:
-        (last_id,) = decode_cursor(cursor, (int,))
-        statement = statement.where(ExportRun.id < last_id)
-    runs = list(session.execute(statement.order_by(ExportRun.id.desc()).limit(limit + 1)).scalars())
-    next_cursor = encode_cursor(runs[limit - 1].id) if len(runs) > limit else None
-    return runs[:limit], next_cursor
+    # SQLModel's select: its session hands back the runs themselves, not one-column rows.
+    statement = sqlmodel.select(ExportRun)
+    return newest_first_page(session, statement, ExportRun.id, limit=limit, cursor=cursor)
 
 
 def last_succeeded_run(session: Session) -> int | None:

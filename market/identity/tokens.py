@@ -28,7 +28,7 @@ from market.platform.api_deps import db
 from market.platform.config import Settings, load_settings
 from market.platform.db import begin_writing
 from market.platform.errors import BadRequest, Forbidden, NotFound, Unauthorized
-from market.platform.pagination import decode_cursor, encode_cursor
+from market.platform.pagination import newest_first_page
 from market.platform.state import app_state
 from market.platform.time import utcnow
 
@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 TOKEN_PREFIX = "sprig_"  # noqa: S105 - a public prefix, not a secret
 
+METRICS_SCOPE = "metrics:read"
 PERSON_SCOPES = frozenset({"publish", "install", "request", "feedback"})
 SERVICE_SCOPES = frozenset(
     {
@@ -45,11 +46,10 @@ SERVICE_SCOPES = frozenset(
         "publish:on-behalf",
         "feedback:on-behalf",
         "exports",
-        "metrics:read",
+        METRICS_SCOPE,
     }
 )
 ALL_SCOPES = PERSON_SCOPES | SERVICE_SCOPES
-METRICS_SCOPE = "metrics:read"
 # A token's last use is written when the recorded one is older than this, not on every call.
 LAST_USED_EVERY = timedelta(minutes=5)
 
@@ -225,14 +225,12 @@ def principal_for_user(
 
 
 def revoke_token(session: Session, token: str) -> bool:
-    api_token = session.exec(
-        select(ApiToken).where(ApiToken.token_hash == hash_token(token))
+    """Revoke the token whose secret this is (operators and tests hold the secret, not the
+    id): True if this call revoked it, False if it was unknown or already revoked."""
+    token_id = session.exec(
+        select(ApiToken.id).where(ApiToken.token_hash == hash_token(token))
     ).first()
-    if api_token is None or api_token.revoked_at is not None:
-        return False
-    api_token.revoked_at = utcnow()
-    session.add(api_token)
-    return True
+    return token_id is not None and revoke_token_id(session, token_id)
 
 
 def revoke_token_id(session: Session, token_id: int, owner_id: int | None = None) -> bool:
@@ -265,12 +263,9 @@ def list_tokens(
 ) -> TokenPage:
     """``owner_id``'s tokens, newest first, revoked and expired ones included (they say so)."""
     statement = select(ApiToken).where(ApiToken.user_id == owner_id)
-    if cursor:
-        (last_id,) = decode_cursor(cursor, (int,))
-        statement = statement.where(ApiToken.id < last_id)
-    rows = list(session.exec(statement.order_by(ApiToken.id.desc()).limit(limit + 1)))
-    next_cursor = encode_cursor(rows[limit - 1].id) if len(rows) > limit else None
-    return TokenPage(rows[:limit], next_cursor)
+    return TokenPage(
+        *newest_first_page(session, statement, ApiToken.id, limit=limit, cursor=cursor)
+    )
 
 
 def last_use_is_stale(last_used_at: datetime | None, now: datetime) -> bool:

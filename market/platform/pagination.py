@@ -5,6 +5,11 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import Select
+from sqlmodel import Session
 
 from market.platform.errors import BadRequest
 
@@ -30,3 +35,23 @@ def decode_cursor(cursor: str, shape: tuple[type, ...]) -> list:
         if isinstance(value, int) and not -(2**31) <= value < 2**31:
             raise BadRequest("The cursor is out of range.")
     return values
+
+
+def newest_first_page(
+    session: Session,
+    statement: Select,
+    id_column,
+    *,
+    limit: int,
+    cursor: str | None,
+    row_id: Callable[[Any], int] = lambda row: row.id,
+) -> tuple[list, str | None]:
+    """One page of ``statement``'s rows, newest (highest ``id_column``) first, after the row
+    ``cursor`` names; (rows, the cursor of the next page or None). ``row_id`` reads the id back
+    from a row (``row[0].id`` when the statement selects several entities)."""
+    if cursor:
+        (last_id,) = decode_cursor(cursor, (int,))
+        statement = statement.where(id_column < last_id)
+    rows = list(session.exec(statement.order_by(id_column.desc()).limit(limit + 1)))
+    next_cursor = encode_cursor(row_id(rows[limit - 1])) if len(rows) > limit else None
+    return rows[:limit], next_cursor
