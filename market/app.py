@@ -23,7 +23,7 @@ from market.platform.config import Settings, load_settings
 from market.platform.db import is_sqlite, make_engine
 from market.platform.errors import UriTooLong
 from market.platform.health import install_health, readiness_checks
-from market.platform.limits import install_limits
+from market.platform.limits import configured_limits, install_limits
 from market.platform.logs import install_request_logging
 from market.platform.metrics import install_metrics
 from market.platform.ratelimit import RateLimiter
@@ -129,6 +129,7 @@ def create_app(config: dict | Settings | None = None) -> APIFlask:
             engine=engine,
             read_engine=read_engine,
             rate_limiter=RateLimiter(settings.redis_url),
+            rate_limits=configured_limits(settings),
             suggestions=suggestion_service(engine, read_cache),
             ranking_schedule=EmbeddedSchedule(),
             celery=celery_init_app(app, settings),

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from flask import Flask, current_app, request
+from flask import Flask, request
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from market.platform.config import Settings
@@ -109,7 +109,7 @@ def client_key(principal) -> str:
 
 
 def _limits() -> dict[str, Limit | None]:
-    return current_app.config["SPRIG_RATE_LIMITS"]
+    return app_state().rate_limits
 
 
 def _refuse(name: str, limit: Limit, wait: int) -> TooManyRequests:
@@ -164,10 +164,8 @@ def enforce_endpoint(who: Callable[[], Any]) -> None:
 
 
 def install_limits(app: Flask, settings: Settings, who: Callable[[], Any]) -> None:
-    """Parse the limits (a bad one stops startup), trust X-Forwarded-For only as configured,
-    and check each API request's endpoint limit (pages check theirs once the session's person
-    is known: market/web/blueprint.py)."""
-    app.config["SPRIG_RATE_LIMITS"] = configured_limits(settings)
+    """Trust X-Forwarded-For only as configured, and check each API request's endpoint limit
+    (pages check theirs once the session's person is known: market/web/blueprint.py)."""
     if settings.trusted_proxy_hops > 0:
         hops = settings.trusted_proxy_hops
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops)

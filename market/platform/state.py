@@ -25,6 +25,8 @@ class AppState:
     # GET requests read on autocommit connections of their own pool (the same engine on SQLite).
     read_engine: Engine
     rate_limiter: RateLimiter
+    # Each limit class's market.platform.limits.Limit (None: off), parsed once at startup.
+    rate_limits: dict[str, Any]
     # A market.suggestions.services.SuggestionService: its index lives as long as the process.
     suggestions: Any
     # A market.ranking.services.EmbeddedSchedule: beat's ranking job when there is no beat.
