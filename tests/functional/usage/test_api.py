@@ -543,7 +543,9 @@ def test_creator_actives_count_each_person_once_per_period_and_window(client, wo
     """Bob uses both sub-agents today and one of them yesterday; Alice uses one today:
     two people in the window, whatever the periods."""
     now = datetime.now(UTC)
-    today, yesterday = now - timedelta(minutes=5), now - timedelta(days=1)
+    # A few minutes ago, but never before midnight: "today" must be today's date.
+    today = max(now - timedelta(minutes=5), now.replace(hour=0, minute=0, second=0))
+    yesterday = today - timedelta(days=1)
     mine = {"user_id": world.alice.id}
     private = {"subagent_id": world.private_id, "version_id": world.private_version}
     sent = send(
