@@ -6,7 +6,7 @@ import tempfile
 from pathlib import Path
 
 from market.platform.config import load_settings
-from market.platform.logs import logging_config
+from market.platform.logs import logging_config, skip_unwritten_record_fields
 
 bind = os.environ.get("SPRIG_BIND", "127.0.0.1:8000")
 workers = int(os.environ.get("SPRIG_WORKERS", "2"))
@@ -19,6 +19,7 @@ errorlog = "-"
 _settings = load_settings()
 logconfig_dict = logging_config(_settings.log_format, _settings.log_level)
 logging.captureWarnings(True)  # Python's warnings become log lines in that format too
+skip_unwritten_record_fields()  # before the fork: every worker inherits it
 # gunicorn answers a request line over this with its own HTML page; the app refuses URLs over
 # 4 KiB itself (market.app.MAX_URL_BYTES) with a problem document, so this sits above that.
 limit_request_line = 8190

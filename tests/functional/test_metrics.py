@@ -276,3 +276,19 @@ def test_metrics_off_times_nothing_and_serves_no_endpoint(database_url):
         assert client.get(f"{API}/health").status_code == 200
         assert (REGISTRY.get_sample_value(name, labels) or 0) == before
         assert client.get(METRICS).status_code == 404
+
+
+def test_a_made_up_method_adds_no_series_of_its_own(database_url):
+    """Any token is a method to HTTP: each one a client invents is counted as ``other``, so a
+    scanner cannot grow the series (and the scrape) without bound."""
+    name = "sprig_http_request_duration_seconds_count"
+    # A method the route does not allow fails in routing, before a rule is matched.
+    other = {"route": "unmatched", "method": "other", "status": "405"}
+    with make_app(database_url) as app:
+        client = app.test_client()
+        before = REGISTRY.get_sample_value(name, other) or 0
+        for method in ("BREW", "PROPFIND", "X-ODD"):
+            assert client.open(f"{API}/health", method=method).status_code == 405
+        assert (REGISTRY.get_sample_value(name, other) or 0) == before + 3
+        for method in ("BREW", "PROPFIND", "X-ODD"):
+            assert REGISTRY.get_sample_value(name, {**other, "method": method}) is None

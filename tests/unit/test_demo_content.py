@@ -15,7 +15,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import time
 import unicodedata
 from html.parser import HTMLParser
 from pathlib import Path
@@ -111,13 +110,6 @@ def test_output_does_not_depend_on_hash_randomization() -> None:
         )
         digests.add(out.stdout.strip())
     assert len(digests) == 1
-
-
-def test_generation_is_fast() -> None:
-    start = time.perf_counter()
-    generate_community(7)
-    # The target is ~2 s on a developer machine; leave room for a busy CI box.
-    assert time.perf_counter() - start < 4.0
 
 
 def test_smaller_communities_work() -> None:
