@@ -60,6 +60,10 @@ ROLLUP_READ_BACK = timedelta(days=max(RETENTION_OFFSETS))
 MIN_RETENTION_DAYS = 200
 # Names the advisory lock that serializes partition changes across workers (any constant).
 _PARTITION_LOCK = 0x5B817
+# Making or dropping a partition locks the whole table for a moment. Behind a long reader
+# (the ranking's 180-day read) that lock would wait, and every ingest would queue behind it:
+# give up after this long instead; the task is retried later.
+LOCK_TIMEOUT_MS = 3000
 
 _BOUNDS = re.compile(r"FOR VALUES FROM \('(\d{4}-\d{2}-\d{2})'\) TO \('(\d{4}-\d{2}-\d{2})'\)")
 
@@ -118,8 +122,10 @@ def month_partitions(session: Session) -> dict[date, tuple[str, date]]:
 
 def _lock(session: Session) -> None:
     """Two workers (or a worker and a migration) change partitions one at a time; held to the
-    end of the transaction. Waiting, not skipping: the second then finds the work done."""
+    end of the transaction. Waiting, not skipping: the second then finds the work done. The
+    table locks that follow wait at most ``LOCK_TIMEOUT_MS``."""
     session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PARTITION_LOCK})
+    session.execute(text(f"SET LOCAL lock_timeout = {int(LOCK_TIMEOUT_MS)}"))
 
 
 def create_partitions_ahead(

@@ -17,6 +17,7 @@ from sqlalchemy.exc import OperationalError
 from sqlmodel import Session
 
 from market.platform.migrate import downgrade, upgrade
+from market.usage import partitions
 from market.usage.ingest import ingest_events
 from market.usage.models import DailyStats, RollupDirty, UsageEvent
 from market.usage.partitions import (
@@ -226,6 +227,27 @@ def test_retention_drops_only_expired_months_the_rollup_is_done_with(engine, wor
         session.commit()
         assert session.execute(select(func.count()).select_from(UsageEvent)).scalar_one() == 0
         assert len(session.execute(select(DailyStats.day)).scalars().all()) == 2
+
+
+def test_dropping_gives_up_instead_of_queueing_ingest_behind_a_long_reader(
+    engine, world, backend, monkeypatch
+):
+    if backend == "sqlite":
+        pytest.skip("one plain table: nothing is dropped")
+    monkeypatch.setattr(partitions, "LOCK_TIMEOUT_MS", 200)
+    today = datetime.now(UTC).date()
+    long_ago = today - timedelta(days=MIN_RETENTION_DAYS + 150)
+    make_ready(engine, long_ago)
+    with engine.connect() as reader:
+        reader.execute(text("SELECT count(*) FROM usage_event"))  # holds its read lock
+        with Session(engine) as session, pytest.raises(OperationalError, match="lock timeout"):
+            drop_expired_partitions(session, today, MIN_RETENTION_DAYS)
+        reader.rollback()
+    with Session(engine) as session:
+        assert partition_name(long_ago.replace(day=1)) in drop_expired_partitions(
+            session, today, MIN_RETENTION_DAYS
+        )
+        session.commit()
 
 
 def test_the_migration_converts_a_populated_table_without_losing_a_row(
