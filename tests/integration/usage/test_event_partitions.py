@@ -16,7 +16,10 @@ from sqlalchemy import func, select, text
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session
 
+from market.platform.celery_app import celery_config
+from market.platform.config import Settings
 from market.platform.migrate import downgrade, upgrade
+from market.platform.state import app_state
 from market.usage import partitions
 from market.usage.ingest import ingest_events
 from market.usage.models import DailyStats, RollupDirty, UsageEvent
@@ -299,3 +302,18 @@ def _event_rows(engine) -> list[tuple]:
                 text("SELECT event_id, occurred_day FROM usage_event")
             )
         )
+
+
+def test_beat_runs_both_partition_tasks_in_the_app(app, backend):
+    schedule = celery_config(Settings())["beat_schedule"]
+    assert schedule["create-event-partitions"]["task"] == "sprig.create_event_partitions"
+    assert schedule["drop-expired-events"]["task"] == "sprig.drop_expired_events"
+    celery = app_state(app).celery
+    celery.loader.import_default_modules()
+    # The migration made this month and the ones ahead already (SQLite: no partitions at all).
+    assert celery.tasks["sprig.create_event_partitions"].delay().get() == {"created": []}
+    if backend == "postgresql":
+        with Session(app_state(app).engine) as session:
+            months = set(month_partitions(session))
+        assert set(months_to_keep_ready(datetime.now(UTC).date())) <= months
+    assert celery.tasks["sprig.drop_expired_events"].delay().get() == {"dropped": []}
