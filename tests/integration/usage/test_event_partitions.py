@@ -291,6 +291,19 @@ def test_the_migration_converts_a_populated_table_without_losing_a_row(
         with Session(engine) as session:
             months = set(month_partitions(session))
         assert {date.fromisoformat(day).replace(day=1) for _, day in before} <= months
+        # Each month carries the parent's indexes: its own BRIN on the day, and the unique
+        # (event_id, occurred_day) that makes a retry a conflict.
+        with engine.connect() as connection:
+            indexes = connection.execute(
+                text(
+                    "SELECT am.amname, i.indisunique, pg_get_indexdef(i.indexrelid) "
+                    "FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                    "JOIN pg_am am ON am.oid = c.relam WHERE i.indrelid = to_regclass(:name)"
+                ),
+                {"name": partition_name(now.date().replace(day=1))},
+            ).all()
+        assert any(method == "brin" and "(occurred_day)" in ddl for method, _, ddl in indexes)
+        assert any(unique and "(event_id, occurred_day)" in ddl for _, unique, ddl in indexes)
     assert ingest(engine, world, items[:1], now) == ["duplicate"]
 
 
