@@ -55,6 +55,8 @@ def task_time_limits(settings: Settings) -> dict[str, tuple[int, int]]:
         "sprig.recount_counters": settings.maintenance_time_limit_seconds,
         "sprig.forget_old_contexts": settings.maintenance_time_limit_seconds,
         "sprig.delete_dead_web_sessions": settings.maintenance_time_limit_seconds,
+        "sprig.create_event_partitions": settings.maintenance_time_limit_seconds,
+        "sprig.drop_expired_events": settings.maintenance_time_limit_seconds,
     }
     return {name: (max(1, int(limit * SOFT_LIMIT_FRACTION)), limit) for name, limit in hard.items()}
 
@@ -106,6 +108,15 @@ def celery_config(settings: Settings) -> dict:
             "delete-dead-web-sessions": {
                 "task": "sprig.delete_dead_web_sessions",
                 "schedule": crontab(minute=7, hour=4),
+            },
+            # Daily, though a partition is needed only monthly: a missed run changes nothing.
+            "create-event-partitions": {
+                "task": "sprig.create_event_partitions",
+                "schedule": crontab(minute=27, hour=2),
+            },
+            "drop-expired-events": {
+                "task": "sprig.drop_expired_events",
+                "schedule": crontab(minute=37, hour=4),
             },
         },
     }

@@ -70,6 +70,10 @@ class Settings:
     # The main agent's context text logged with each exposure (the user's request in their
     # own words) is erased this many days after the decision (nightly job).
     context_retention_days: int = 30
+    # Raw usage events are dropped a whole month at a time once the month ended this many
+    # days ago and the rollup no longer reads it (PostgreSQL; market.usage.partitions); the
+    # daily stats and cohorts built from them stay. 0 keeps every event; else at least 200.
+    event_retention_days: int = 400
     # How long a new API token works unless its maker says otherwise (0: never expires). A
     # person's: a quarter of daily use, so a token pasted somewhere and forgotten stops
     # working on its own. A service's: a year, because it runs unattended and an unnoticed

@@ -1,14 +1,15 @@
 """Usage events into the database (and the install log). Commit once, at the caller's boundary.
 
 Ingestion design: each batch is one transaction that inserts the events with
-``ON CONFLICT (event_id) DO NOTHING RETURNING event_id`` and marks their (sub-agent, day) as
+``ON CONFLICT … DO NOTHING RETURNING event_id`` and marks their (sub-agent, day) as
 dirty for the rollup. A 202 is sent only after that commit, so an accepted event is on disk in
 PostgreSQL (fsync) before the client hears about it: it survives a ``kill -9`` of any Sprig
 process, and Redis is not on the path at all, so a Redis restart cannot lose or stall it.
 Retries in any order, whole or in part, store each event once because the primary key is the
-client's event id. A Redis stream in front would answer sooner but could lose what it had
-acknowledged (AOF fsyncs once a second) and would need a consumer, acks and dead-lettering;
-one PostgreSQL statement per batch already keeps up with the clients.
+client's event id (on PostgreSQL with the event's own day, the partition key: a retry carries
+the same day, see ``market.usage.partitions``). A Redis stream in front would answer sooner
+but could lose what it had acknowledged (AOF fsyncs once a second) and would need a consumer,
+acks and dead-lettering; one PostgreSQL statement per batch already keeps up with the clients.
 """
 
 from __future__ import annotations
@@ -161,7 +162,9 @@ WITH incoming AS (
     -- Every batch takes row locks in the same (id) order, so two concurrent batches that
     -- share ids wait for each other instead of deadlocking.
     ORDER BY event_id
-    ON CONFLICT (event_id) DO NOTHING
+    -- The table is partitioned by the event's day, and a retry carries the same day: this key
+    -- is the event id's uniqueness (market.usage.partitions explains it).
+    ON CONFLICT (event_id, occurred_day) DO NOTHING
     RETURNING event_id
 ), marked AS (
     INSERT INTO rollup_dirty (subagent_id, day)

@@ -1,8 +1,10 @@
 """Usage events, feedback, and the rollups built from them.
 
 Events are keyed by their client-made UUID, so a retried batch can only ever store an event
-once: the primary key is the deduplication. Every stored event marks its (sub-agent, day) as
-dirty in the same transaction, which is how rollups stay incremental and never miss a day.
+once: the primary key is the deduplication (on PostgreSQL the table is partitioned by month and
+the key is (event_id, occurred_day), the same for a retry: ``market.usage.partitions``). Every
+stored event marks its (sub-agent, day) as dirty in the same transaction, which is how rollups
+stay incremental and never miss a day.
 """
 
 from __future__ import annotations
