@@ -270,10 +270,12 @@ def interleave(
     return runs
 
 
-def _client(host, port, workloads, seed, headers, timeout, commands, results) -> None:
+def _client(host, port, workloads, seed, headers, timeout, in_order, commands, results) -> None:
     """One client process: for each (workload, start, end) command, a fresh keep-alive
-    connection (opened before ``start``), requests drawn from the workload until ``end``."""
+    connection (opened before ``start``), requests drawn from the workload until ``end``, or
+    with ``in_order`` taken one after the other from where the last slice stopped."""
     rng = random.Random(seed)
+    cursors = dict.fromkeys(workloads, 0)
     while (command := commands.get()) is not None:
         name, start, end = command
         requests = workloads[name]
@@ -283,7 +285,14 @@ def _client(host, port, workloads, seed, headers, timeout, commands, results) ->
         time.sleep(max(0.0, start - time.monotonic()))
         latencies, server, completed, errors = [], [], 0.0, Counter()
         while (started := time.monotonic()) < end:
-            request = rng.choice(requests)
+            if in_order:
+                if cursors[name] == len(requests):
+                    errors["ran out of requests: sent again"] += 1
+                    cursors[name] = 0
+                request = requests[cursors[name]]
+                cursors[name] += 1
+            else:
+                request = rng.choice(requests)
             try:
                 connection.request(
                     request.method,
@@ -315,7 +324,12 @@ def _client(host, port, workloads, seed, headers, timeout, commands, results) ->
 class SlicedClients:
     """``clients`` processes that stay up for the whole run and drive one named workload at a
     time for a slice, all starting and stopping together (``CLOCK_MONOTONIC`` is shared by
-    the processes). Use as a context manager; ``run_slice`` is what ``interleave`` calls."""
+    the processes). Use as a context manager; ``run_slice`` is what ``interleave`` calls.
+
+    Each client draws its requests at random from the workload's list, or with ``in_order``
+    each sends its own share of the list (every ``clients``-th) once, in order, across slices:
+    for requests that must not repeat (event batches whose ids are stored once); running out
+    starts the share over and counts an error."""
 
     def __init__(
         self,
@@ -326,6 +340,7 @@ class SlicedClients:
         clients: int,
         headers: dict | None = None,
         timeout: float = 10.0,
+        in_order: bool = False,
     ):
         drawn = {
             name: [Request(r) if isinstance(r, str) else r for r in requests]
@@ -337,7 +352,17 @@ class SlicedClients:
         self._workers = [
             context.Process(
                 target=_client,
-                args=(host, port, drawn, i, headers or {}, timeout, commands, self._results),
+                args=(
+                    host,
+                    port,
+                    {name: r[i::clients] if in_order else r for name, r in drawn.items()},
+                    i,
+                    headers or {},
+                    timeout,
+                    in_order,
+                    commands,
+                    self._results,
+                ),
                 daemon=True,
             )
             for i, commands in enumerate(self._commands)

@@ -3,10 +3,14 @@ median and spread, and when a comparison is too noisy to judge (no servers: fake
 
 from __future__ import annotations
 
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
 import pytest
 
 from bench.interleave import (
     Interleaved,
+    SlicedClients,
     SliceResult,
     bracketed_ratios,
     interleave,
@@ -115,3 +119,59 @@ def test_a_slice_credits_the_share_of_a_request_running_at_its_end():
     run = Interleaved("x", [first, second])
     assert run.rps == 7.5
     assert run.figures()["error_kinds"] == {"HTTP 500": 1}
+
+
+@pytest.fixture
+def local_server():
+    """A tiny HTTP server in a thread: 200 with a Server-Timing header, 404 under /missing;
+    it records the paths asked for."""
+    seen: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self):
+            seen.append(self.path)
+            status = 404 if self.path.startswith("/missing") else 200
+            self.send_response(status)
+            self.send_header("Server-Timing", "app;dur=1.5")
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1], seen
+    server.shutdown()
+    server.server_close()
+
+
+def test_sliced_clients_drive_one_workload_per_slice_and_read_server_time(local_server):
+    port, seen = local_server
+    workloads = {"ok": ["/a", "/b"], "missing": ["/missing"]}
+    with SlicedClients("127.0.0.1", port, workloads, clients=2) as pool:
+        ok = pool.run_slice("ok", 0.2)
+        missing = pool.run_slice("missing", 0.2)
+    assert ok.completed > 0 and ok.rps > 0
+    assert ok.errors == 0
+    assert set(ok.server_ms) == {1.5}
+    assert missing.error_kinds == {"HTTP 404": missing.errors}
+    assert missing.errors == len(missing.latencies_ms) > 0
+    assert set(seen) == {"/a", "/b", "/missing"}
+
+
+def test_in_order_clients_send_each_request_of_their_share_before_repeating(local_server):
+    port, seen = local_server
+    paths = [f"/event-batch/{i}" for i in range(6)]
+    with SlicedClients("127.0.0.1", port, {"batches": paths}, clients=2, in_order=True) as pool:
+        result = pool.run_slice("batches", 0.2)
+    assert set(seen) == set(paths)
+    # Each client's share (every second batch) went out in order before any came again.
+    for share in (paths[0::2], paths[1::2]):
+        sent = [path for path in seen if path in share]
+        assert sent[: len(share)] == share
+    assert result.error_kinds["ran out of requests: sent again"] > 0
