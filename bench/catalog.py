@@ -17,6 +17,7 @@ a throwaway PostgreSQL on loopback.
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import random
@@ -260,13 +261,20 @@ def start_gunicorn(url: str, port: int, workers: int, threads: int, cache_second
         stdout=server_stdout(),
         stderr=subprocess.PIPE,
     )
-    deadline = time.time() + 30
-    while time.time() < deadline:
+    # Ready when a worker answers, not when the master listens: on a busy shared machine the
+    # workers' import of the app alone can take 30s, and a bench's first requests would time out.
+    deadline = time.time() + 180
+    while time.time() < deadline and process.poll() is None:
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            connection.request("GET", "/api/v1/health")
+            status = connection.getresponse().status
+            connection.close()
+            if status == 200:
                 return process
-        except OSError:
-            time.sleep(0.2)
+        except (OSError, http.client.HTTPException):
+            pass  # not listening yet, or no worker answered in time: ask again
+        time.sleep(0.2)
     process.kill()
     raise RuntimeError("gunicorn did not start: " + process.stderr.read().decode()[-2000:])
 
