@@ -410,17 +410,25 @@ class SlicedClients:
 # ------------------------------------------------------------------------ flags and report
 
 
+def _positive(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be above 0, got {text}")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--slice-seconds`` and ``--noise-threshold``, the same in every interleaved bench."""
     parser.add_argument(
         "--slice-seconds",
-        type=float,
+        type=_positive,
         default=None,
         help=f"length of one slice ({QUICK_SLICE_SECONDS}s with --quick, else "
         f"{FULL_SLICE_SECONDS}s)",
     )
     parser.add_argument(
         "--noise-threshold",
-        type=float,
+        type=_positive,
         default=NOISE_THRESHOLD,
         help="interquartile range of the slice ratios (or median baseline step), as a share "
         "of the median ratio, beyond which a comparison is too noisy to judge",

@@ -3,6 +3,7 @@ median and spread, and when a comparison is too noisy to judge (no servers: fake
 
 from __future__ import annotations
 
+import argparse
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -12,6 +13,7 @@ from bench.interleave import (
     Interleaved,
     SlicedClients,
     SliceResult,
+    add_arguments,
     bracketed_ratios,
     interleave,
     judge,
@@ -19,6 +21,7 @@ from bench.interleave import (
     quartiles,
     rounds_for,
     schedule,
+    slice_seconds,
 )
 from bench.loadgen import Result
 
@@ -175,3 +178,16 @@ def test_in_order_clients_send_each_request_of_their_share_before_repeating(loca
         sent = [path for path in seen if path in share]
         assert sent[: len(share)] == share
     assert result.error_kinds["ran out of requests: sent again"] > 0
+
+
+def test_slice_length_and_noise_threshold_flags_refuse_what_is_not_positive():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    add_arguments(parser)
+    args = parser.parse_args(["--quick"])
+    assert slice_seconds(args) == 0.5
+    assert args.noise_threshold == 0.2
+    assert slice_seconds(parser.parse_args(["--slice-seconds", "2"])) == 2.0
+    for flag in ("--slice-seconds", "--noise-threshold"):
+        with pytest.raises(SystemExit):
+            parser.parse_args([flag, "0"])
