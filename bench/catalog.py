@@ -279,6 +279,16 @@ def start_gunicorn(url: str, port: int, workers: int, threads: int, cache_second
     raise RuntimeError("gunicorn did not start: " + process.stderr.read().decode()[-2000:])
 
 
+def stop_gunicorn(process) -> None:
+    """Stop gracefully; on a busy machine the workers may not finish in time: then kill."""
+    process.terminate()
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a smaller run, under a minute")
@@ -316,8 +326,7 @@ def main() -> None:
                 threshold=args.noise_threshold,
             )
     finally:
-        server.terminate()
-        server.wait(timeout=15)
+        stop_gunicorn(server)
 
     print(
         f"\ncatalog bench: {n:,} sub-agents ({forest['roots']:,} roots, max depth "

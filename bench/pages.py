@@ -34,7 +34,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import interleave, loadgen  # noqa: E402
-from bench.catalog import CATEGORIES, TOPICS, free_port, load_forest, start_gunicorn  # noqa: E402
+from bench.catalog import (  # noqa: E402
+    CATEGORIES,
+    TOPICS,
+    free_port,
+    load_forest,
+    start_gunicorn,
+    stop_gunicorn,
+)
 from bench.servers import database_url_or_rerun_with_servers  # noqa: E402
 
 LINEAGE_SIZE = 5000
@@ -415,8 +422,7 @@ def main() -> None:
             else tree_in_chromium(port, lineage_root, 3 if args.quick else 5)
         )
     finally:
-        server.terminate()
-        server.wait(timeout=15)
+        stop_gunicorn(server)
 
     twins = {
         "browse page": "api browse",

@@ -346,8 +346,7 @@ def over_http(
                 threshold=noise_threshold,
             )
     finally:
-        server.terminate()
-        server.wait(timeout=15)
+        catalog_bench.stop_gunicorn(server)
     return runs, warm_seconds
 
 
