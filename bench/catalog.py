@@ -2,10 +2,13 @@
 
 Loads a synthetic forest of sub-agents into PostgreSQL (COPY), starts gunicorn (2 gthread
 workers, as in production), and drives each endpoint with concurrent keep-alive clients:
-browse, search, detail, lineage, tree, and `/api/v1/health` as the baseline. Prints req/s,
-p50, p99, and each endpoint's throughput as a ratio of the baseline's; the last line is JSON.
+browse, search, detail, lineage, tree, and `/api/v1/health` as the baseline, in short slices
+that alternate with the baseline's (``bench/interleave.py``). Prints req/s, p50, p99, and
+each endpoint's throughput as the median of its slice ratios to the baseline, with their
+spread and a "too noisy to judge" verdict; the last line is JSON.
 
     python bench/catalog.py [--quick] [--subagents N] [--clients C] [--seconds S]
+                            [--slice-seconds S] [--noise-threshold F]
 
 Without SPRIG_TEST_POSTGRES_URL it re-runs itself under scripts/test-services.sh, which starts
 a throwaway PostgreSQL on loopback.
@@ -14,6 +17,7 @@ a throwaway PostgreSQL on loopback.
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import random
@@ -27,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import loadgen  # noqa: E402
+from bench import interleave  # noqa: E402
 from bench.servers import database_url_or_rerun_with_servers, server_stdout  # noqa: E402
 
 CATEGORIES = [
@@ -257,15 +261,32 @@ def start_gunicorn(url: str, port: int, workers: int, threads: int, cache_second
         stdout=server_stdout(),
         stderr=subprocess.PIPE,
     )
-    deadline = time.time() + 30
-    while time.time() < deadline:
+    # Ready when a worker answers, not when the master listens: on a busy shared machine the
+    # workers' import of the app alone can take 30s, and a bench's first requests would time out.
+    deadline = time.time() + 180
+    while time.time() < deadline and process.poll() is None:
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            connection.request("GET", "/api/v1/health")
+            status = connection.getresponse().status
+            connection.close()
+            if status == 200:
                 return process
-        except OSError:
-            time.sleep(0.2)
+        except (OSError, http.client.HTTPException):
+            pass  # not listening yet, or no worker answered in time: ask again
+        time.sleep(0.2)
     process.kill()
     raise RuntimeError("gunicorn did not start: " + process.stderr.read().decode()[-2000:])
+
+
+def stop_gunicorn(process) -> None:
+    """Stop gracefully; on a busy machine the workers may not finish in time: then kill."""
+    process.terminate()
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def main() -> None:
@@ -275,6 +296,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=None, help="per endpoint")
     parser.add_argument("--seed", type=int, default=1)
+    interleave.add_arguments(parser)
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
     parser.add_argument("--threads", type=int, default=8, help="threads per worker")
     parser.add_argument(
@@ -284,44 +306,37 @@ def main() -> None:
     url = database_url_or_rerun_with_servers()
     n = args.subagents or (20_000 if args.quick else 100_000)
     seconds = args.seconds or (3.0 if args.quick else 10.0)
+    slice_seconds = interleave.slice_seconds(args)
 
     forest = load_forest(url, n, args.seed)
     endpoints = catalog_endpoints(forest, n, args.seed)
     port = free_port()
     cache_seconds = 0 if args.no_read_cache else 30
     server = start_gunicorn(url, port, args.workers, args.threads, cache_seconds)
+    baseline, *measured = endpoints
+    rounds = interleave.rounds_for(seconds, slice_seconds)
     try:
-        for paths in endpoints.values():  # warm every worker's pool and caches
-            loadgen.run("warm", "127.0.0.1", port, paths, clients=2, duration=0.5)
-        results = [
-            loadgen.run(name, "127.0.0.1", port, paths, clients=args.clients, duration=seconds)
-            for name, paths in endpoints.items()
-        ]
+        with interleave.SlicedClients("127.0.0.1", port, endpoints, clients=args.clients) as pool:
+            runs = interleave.interleave(
+                pool.run_slice,
+                baseline,
+                measured,
+                rounds=rounds,
+                slice_seconds=slice_seconds,
+                threshold=args.noise_threshold,
+            )
     finally:
-        server.terminate()
-        server.wait(timeout=15)
+        stop_gunicorn(server)
 
-    baseline = results[0].rps
     print(
         f"\ncatalog bench: {n:,} sub-agents ({forest['roots']:,} roots, max depth "
         f"{forest['max_depth']}), PostgreSQL, gunicorn {args.workers}x{args.threads} gthread, "
         f"read cache {'off' if args.no_read_cache else 'on'}, {args.clients} clients, "
-        f"{seconds:.0f}s per endpoint; loaded in {forest['load_seconds']}s\n"
+        f"{interleave.describe(rounds, slice_seconds, len(measured))}; loaded in "
+        f"{forest['load_seconds']}s\n"
     )
-    header = f"{'endpoint':<18} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7} {'ratio':>6}"
-    print(header)
-    print("-" * len(header))
-    figures = {}
-    for r in results:
-        ratio = r.rps / baseline if baseline else 0.0
-        print(f"{r.name:<18} {r.rps:>8.0f} {r.p50:>8.1f} {r.p99:>8.1f} {r.errors:>7} {ratio:>6.2f}")
-        figures[r.name.split()[0]] = {
-            "rps": round(r.rps, 1),
-            "p50_ms": round(r.p50, 2),
-            "p99_ms": round(r.p99, 2),
-            "errors": r.errors,
-            "ratio": round(ratio, 3),
-        }
+    interleave.print_table(runs)
+    figures = {name.split()[0]: run.figures() for name, run in runs.items()}
     print(
         json.dumps(
             {
@@ -332,6 +347,10 @@ def main() -> None:
                 "threads": args.threads,
                 "read_cache": not args.no_read_cache,
                 "seconds": seconds,
+                "slice_seconds": slice_seconds,
+                "rounds": rounds,
+                "noise_threshold": args.noise_threshold,
+                "noisy": any(run.throughput and run.throughput.noisy for run in runs.values()),
                 "endpoints": figures,
             }
         )

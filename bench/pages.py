@@ -2,13 +2,15 @@
 
 Loads the catalog bench's synthetic forest into PostgreSQL (COPY), adds a 5,000-node lineage,
 ratings, daily stats and recent usage, starts gunicorn (2 gthread workers, read cache off),
-and drives each page with concurrent keep-alive clients. For every page it reports the
-server's own time (the ``Server-Timing`` header the pages send) at p50 and p99 and the
-latency the client saw; baselines in the same run are ``/api/v1/health`` and the JSON API
-answering the same question (browse, detail), with each page's median server time as a ratio
-of its API twin's median latency. Then Chromium opens the 5,000-node lineage's tree view and
-reports how long until it is drawn and clickable, how long "show more" takes, and how long
-drawing all 5,000 nodes takes. The last line is JSON.
+and drives each page with concurrent keep-alive clients, in short slices that alternate with
+the baseline's (``bench/interleave.py``). For every page it reports the server's own time (the
+``Server-Timing`` header the pages send) at p50 and p99 and the latency the client saw;
+baselines in the same run are ``/api/v1/health`` (each page's throughput as the median of its
+slice ratios, their spread and a "too noisy to judge" verdict) and the JSON API answering the
+same question (browse, detail), with each page's median server time as a ratio of its API
+twin's median latency in the same round, the median of the rounds. Then Chromium opens the
+5,000-node lineage's tree view and reports how long until it is drawn and clickable, how long
+"show more" takes, and how long drawing all 5,000 nodes takes. The last line is JSON.
 
     python bench/pages.py [--quick] [--subagents N] [--clients C] [--seconds S]
 """
@@ -31,9 +33,15 @@ from urllib.parse import urlencode
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import loadgen  # noqa: E402
-from bench.catalog import CATEGORIES, TOPICS, free_port, load_forest, start_gunicorn  # noqa: E402
-from bench.loadgen import percentile  # noqa: E402
+from bench import interleave, loadgen  # noqa: E402
+from bench.catalog import (  # noqa: E402
+    CATEGORIES,
+    TOPICS,
+    free_port,
+    load_forest,
+    start_gunicorn,
+    stop_gunicorn,
+)
 from bench.servers import database_url_or_rerun_with_servers  # noqa: E402
 
 LINEAGE_SIZE = 5000
@@ -257,8 +265,9 @@ def enrich(url: str, forest: dict, seed: int) -> dict:
 
 
 def session_cookie(port: int, token: str) -> str:
-    """Sign in through the web form (with its CSRF token) and return the session cookie."""
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    """Sign in through the web form (with its CSRF token) and return the session cookie. The
+    first request waits for the workers to import the app: slow on a busy machine."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=180)
     connection.request("GET", "/signin")
     response = connection.getresponse()
     body = response.read().decode()
@@ -276,26 +285,8 @@ def session_cookie(port: int, token: str) -> str:
     return response.getheader("Set-Cookie").split(";")[0]
 
 
-def drive(port: int, requests: list, clients: int, seconds: float) -> dict:
-    """``requests`` are (path, extra headers) pairs, each a GET."""
-    result = loadgen.run(
-        "page",
-        "127.0.0.1",
-        port,
-        [loadgen.Request(path, headers=headers or None) for path, headers in requests],
-        clients=clients,
-        duration=seconds,
-    )
-    latencies, server, errors = result.latencies_ms, result.server_ms, result.errors
-    return {
-        "requests": len(latencies),
-        "rps": round(len(latencies) / seconds, 1),
-        "errors": errors,
-        "p50_ms": round(statistics.median(latencies), 2) if latencies else None,
-        "p99_ms": round(percentile(latencies, 99), 2),
-        "server_p50_ms": round(statistics.median(server), 2) if server else None,
-        "server_p99_ms": round(percentile(server, 99), 2) if server else None,
-    }
+def _p50(values: list[float]) -> float:
+    return statistics.median(values) if values else 0.0
 
 
 def tree_in_chromium(port: int, root_id: int, rounds: int) -> dict:
@@ -349,10 +340,13 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=None, help="per page")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-browser", action="store_true", help="skip the Chromium part")
+    interleave.add_arguments(parser)
     args = parser.parse_args()
     url = database_url_or_rerun_with_servers()
     n = args.subagents or (20_000 if args.quick else 100_000)
     seconds = args.seconds or (2.0 if args.quick else 8.0)
+    slice_seconds = interleave.slice_seconds(args)
+    rounds = interleave.rounds_for(seconds, slice_seconds)
 
     started = time.perf_counter()
     forest = load_forest(url, n, args.seed)
@@ -408,50 +402,63 @@ def main() -> None:
             ],
             "my installs": [("/me/installs", {"Cookie": cookie}) for _, cookie in cookies],
         }
-        for requests in pages.values():  # warm every worker's pool
-            drive(port, requests, 2, 0.5)
-        results = {
-            name: drive(port, requests, args.clients, seconds) for name, requests in pages.items()
+        workloads = {
+            name: [loadgen.Request(path, headers=headers or None) for path, headers in requests]
+            for name, requests in pages.items()
         }
+        baseline, *measured = workloads
+        with interleave.SlicedClients("127.0.0.1", port, workloads, clients=args.clients) as pool:
+            runs = interleave.interleave(
+                pool.run_slice,
+                baseline,
+                measured,
+                rounds=rounds,
+                slice_seconds=slice_seconds,
+                threshold=args.noise_threshold,
+            )
         tree = (
             None
             if args.no_browser
             else tree_in_chromium(port, lineage_root, 3 if args.quick else 5)
         )
     finally:
-        server.terminate()
-        server.wait(timeout=15)
+        stop_gunicorn(server)
 
-    baseline = results["trivial (health)"]["p50_ms"]
     twins = {
         "browse page": "api browse",
         "search page": "api browse",
         "sub-agent page": "api detail",
     }
+    results = {name: run.figures() for name, run in runs.items()}
+    for name, twin in twins.items():
+        # Round by round: the page's median server time over its API twin's median latency
+        # in the same round (a few seconds apart), then the median of the rounds.
+        own = [_p50(s.server_ms or s.latencies_ms) for s in runs[name].slices]
+        theirs = [_p50(s.latencies_ms) for s in runs[twin].slices]
+        ratios = interleave.paired_ratios(own, theirs)
+        judged = interleave.judge(ratios, (), args.noise_threshold) if ratios else None
+        results[name]["ratio_to_api_twin"] = round(judged.median, 3) if judged else None
+        results[name]["ratio_to_api_twin_spread"] = round(judged.spread, 3) if judged else None
     print(
         f"\npages bench: {total:,} sub-agents ({forest['roots']:,} roots + a {LINEAGE_SIZE:,}-node "
         f"lineage of depth {extra['lineage_depth']}), {extra['ratings']:,} ratings, "
         f"{extra['daily_stats']:,} daily stats, {extra['events']:,} events; PostgreSQL, gunicorn "
-        f"2x8 gthread, read cache off, {args.clients} clients, {seconds:.0f}s per page; "
-        f"loaded in {load_seconds:.0f}s\n"
+        f"2x8 gthread, read cache off, {args.clients} clients, "
+        f"{interleave.describe(rounds, slice_seconds, len(runs) - 1)}; loaded in "
+        f"{load_seconds:.0f}s\n"
     )
-    header = (
-        f"{'page':<18} {'req/s':>7} {'p50 ms':>7} {'p99 ms':>7} {'srv p50':>8} {'srv p99':>8} "
-        f"{'errors':>6} {'vs twin':>8} {'vs health':>9}"
+    interleave.print_table(runs)
+    print(
+        "\nserver time (Server-Timing) of each page over its JSON API twin's latency, median of "
+        "the rounds (spread = interquartile range over the median):"
     )
-    print(header)
-    print("-" * len(header))
-    nan = float("nan")
-    for name, r in results.items():
-        twin = results.get(twins.get(name, ""), {}).get("p50_ms")
-        own = r["server_p50_ms"] or r["p50_ms"]
-        r["ratio_to_api_twin"] = round(own / twin, 2) if twin else None
-        r["ratio_to_health"] = round(r["p50_ms"] / baseline, 2) if baseline else None
+    for name, twin in twins.items():
+        r, nan = results[name], float("nan")
+        spread = r["ratio_to_api_twin_spread"]
         print(
-            f"{name:<18} {r['rps']:>7.0f} {r['p50_ms']:>7.1f} {r['p99_ms']:>7.1f} "
-            f"{r['server_p50_ms'] or nan:>8.1f} {r['server_p99_ms'] or nan:>8.1f} "
-            f"{r['errors']:>6} {r['ratio_to_api_twin'] or nan:>8.2f} "
-            f"{r['ratio_to_health']:>9.2f}"
+            f"  {name:<16} srv p50 {r['server_p50_ms'] or nan:>6.1f} ms  srv p99 "
+            f"{r['server_p99_ms'] or nan:>6.1f} ms  vs {twin}: "
+            f"{r['ratio_to_api_twin'] or nan:.2f}x (spread {nan if spread is None else spread:.0%})"
         )
     if tree:
         print(
@@ -468,6 +475,10 @@ def main() -> None:
                 "subagents": total,
                 "clients": args.clients,
                 "seconds": seconds,
+                "slice_seconds": slice_seconds,
+                "rounds": rounds,
+                "noise_threshold": args.noise_threshold,
+                "noisy": any(run.throughput and run.throughput.noisy for run in runs.values()),
                 "pages": results,
                 "tree_in_chromium": tree,
             }

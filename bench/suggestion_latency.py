@@ -13,7 +13,8 @@ stories, tags), adds ranking scores for 60% of it and feedback with comments for
   read cache): the same engine, then the page's rows, clone collapsing and the JSON;
 * over HTTP: ``POST /api/v1/suggestions`` under gunicorn (2 gthread workers, each with its own
   index), against the catalog's plain search ``GET /api/v1/subagents?q=`` of the same words,
-  both without the read cache.
+  both without the read cache, in short slices that alternate with the search's
+  (``bench/interleave.py``: the median of the slice ratios, its spread, a noise verdict).
 
     python bench/suggestion_latency.py [--quick] [--subagents N]
 
@@ -40,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import catalog as catalog_bench  # noqa: E402
-from bench import loadgen  # noqa: E402
+from bench import interleave, loadgen  # noqa: E402
 from bench.loadgen import percentile  # noqa: E402
 from bench.servers import database_url_or_rerun_with_servers  # noqa: E402
 
@@ -297,7 +298,18 @@ def drive(port, requests, *, clients, duration, headers) -> tuple[list[float], i
     return result.latencies_ms, result.errors
 
 
-def over_http(url: str, queries: list[str], *, workers: int, clients: int, seconds: float):
+def over_http(
+    url: str,
+    queries: list[str],
+    *,
+    workers: int,
+    clients: int,
+    seconds: float,
+    slice_seconds: float,
+    noise_threshold: float,
+):
+    """``POST /suggestions`` in short slices alternating with the catalog search of the same
+    words (``bench/interleave.py``): the search is the baseline."""
     token = service_token(url)
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     suggestions = [
@@ -321,15 +333,21 @@ def over_http(url: str, queries: list[str], *, workers: int, clients: int, secon
                 break
             print(f"warming: {len(warm)} answers, slowest {max(warm or [0]):.0f} ms", flush=True)
         warm_seconds = time.perf_counter() - started
-        drive(port, search, clients=2, duration=1.0, headers=headers)
-        results = {
-            "http": drive(port, suggestions, clients=clients, duration=seconds, headers=headers),
-            "http_search": drive(port, search, clients=clients, duration=seconds, headers=headers),
-        }
+        workloads = {"http_search": search, "http": suggestions}
+        with interleave.SlicedClients(
+            "127.0.0.1", port, workloads, clients=clients, headers=headers, timeout=30
+        ) as pool:
+            runs = interleave.interleave(
+                pool.run_slice,
+                "http_search",
+                ["http"],
+                rounds=interleave.rounds_for(seconds, slice_seconds),
+                slice_seconds=slice_seconds,
+                threshold=noise_threshold,
+            )
     finally:
-        server.terminate()
-        server.wait(timeout=15)
-    return results, warm_seconds
+        catalog_bench.stop_gunicorn(server)
+    return runs, warm_seconds
 
 
 # ---------------------------------------------------------------------------- the figures
@@ -346,6 +364,8 @@ def measure(
     clients: int = 4,
     seconds: float | None = None,
     seed: int = 1,
+    slice_seconds: float | None = None,
+    noise_threshold: float = interleave.NOISE_THRESHOLD,
 ) -> dict:
     """Build the catalog, measure, and return the figures (latencies in milliseconds)."""
     url = (
@@ -362,9 +382,14 @@ def measure(
             workers=workers,
             clients=clients,
             seconds=seconds,
+            slice_seconds=slice_seconds,
+            noise_threshold=noise_threshold,
         )
     queries = queries or (200 if quick else 1000)
     seconds = seconds or (2.0 if quick else 10.0)
+    slice_seconds = slice_seconds or (
+        interleave.QUICK_SLICE_SECONDS if quick else interleave.FULL_SLICE_SECONDS
+    )
     forest = catalog_bench.load_forest(url, n_subagents, seed)
     extra = add_scores_and_feedback(url, n_subagents, forest["users"], seed)
     texts = make_queries(queries, seed)
@@ -388,25 +413,37 @@ def measure(
         "in_process_full_answer": local["service"],
         "in_process_browse": local["browse"],
     }
-    errors = {}
-    if http:
-        results, warm_seconds = over_http(
-            url, texts, workers=workers, clients=clients, seconds=seconds
-        )
-        figures["http_warmup_seconds"] = round(warm_seconds, 1)
-        figures.update({"workers": workers, "clients": clients, "seconds": seconds})
-        for name, (latencies, failed) in results.items():
-            rows[name] = latencies
-            errors[name] = failed
     for name, latencies in rows.items():
         figures[name] = {
             "p50_ms": round(statistics.median(latencies), 3),
             "p99_ms": round(percentile(latencies, 99), 3),
             "samples": len(latencies),
         }
-        if name in errors:
-            figures[name]["errors"] = errors[name]
-            figures[name]["rps"] = round(len(latencies) / seconds, 1)
+    if http:
+        runs, warm_seconds = over_http(
+            url,
+            texts,
+            workers=workers,
+            clients=clients,
+            seconds=seconds,
+            slice_seconds=slice_seconds,
+            noise_threshold=noise_threshold,
+        )
+        figures["http_warmup_seconds"] = round(warm_seconds, 1)
+        figures.update(
+            {
+                "workers": workers,
+                "clients": clients,
+                "seconds": seconds,
+                "slice_seconds": slice_seconds,
+                "noise_threshold": noise_threshold,
+            }
+        )
+        for name, run in runs.items():
+            # p50/p99 pooled over the slices; for POST /suggestions also the median of its
+            # slice ratios to the search around it (throughput, and p50 as p50_ratio).
+            figures[name] = {**run.figures(), "samples": len(run.latencies_ms)}
+        figures["http_noisy"] = runs["http"].throughput.noisy
     figures["in_process_speedup_p50"] = round(
         figures["in_process_brute_force"]["p50_ms"] / figures["in_process"]["p50_ms"], 2
     )
@@ -415,7 +452,9 @@ def measure(
     return figures
 
 
-def _measure_under_test_services(n, queries, quick, *, http, workers, clients, seconds) -> dict:
+def _measure_under_test_services(
+    n, queries, quick, *, http, workers, clients, seconds, slice_seconds, noise_threshold
+) -> dict:
     """No PostgreSQL configured: run this script under scripts/test-services.sh (a throwaway
     server, stopped afterwards) and read its last line."""
     command = [
@@ -433,6 +472,8 @@ def _measure_under_test_services(n, queries, quick, *, http, workers, clients, s
     command += ["--no-http"] if not http else []
     command += ["--queries", str(queries)] if queries else []
     command += ["--seconds", str(seconds)] if seconds else []
+    command += ["--slice-seconds", str(slice_seconds)] if slice_seconds else []
+    command += ["--noise-threshold", str(noise_threshold)]
     finished = subprocess.run(command, capture_output=True, text=True, check=True, cwd=ROOT)
     return json.loads(finished.stdout.strip().splitlines()[-1])
 
@@ -466,8 +507,20 @@ def print_table(figures: dict) -> None:
         row = figures[name]
         base = figures.get(pairs.get(name, ""), {}).get("p50_ms")
         ratio = f"{row['p50_ms'] / base:>15.2f}x" if base else f"{'—':>16}"
+        if "p50_ratio" in row:  # interleaved slices: the median of the slices' ratios
+            ratio = f"{row['p50_ratio']:>15.2f}x"
         print(
             f"{label:<40} {row['p50_ms']:>8.2f} {row['p99_ms']:>8.2f} {row['samples']:>7} {ratio}"
+        )
+    if "http" in figures:
+        http = figures["http"]
+        print(
+            f"\nover HTTP: {http['slices']} slices of {figures['slice_seconds']:g}s, each between "
+            f"two of the search; p50 / baseline is the median of the slices' p50 ratios (spread "
+            f"{http['p50_ratio_spread']:.0%}); throughput {http['ratio']:.2f}x the search's "
+            f"(q1..q3 {http['ratio_q1']:.2f}..{http['ratio_q3']:.2f}, spread {http['spread']:.0%}, "
+            f"baseline step {http['baseline_step']:.0%}): "
+            + ("too noisy to judge" if http["noisy"] else "steady")
         )
     print(
         f"\nrecall of the brute force's 100 best relevances: "
@@ -487,6 +540,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seconds", type=float, default=None, help="per HTTP endpoint")
     parser.add_argument("--no-http", action="store_true")
+    interleave.add_arguments(parser)
     args = parser.parse_args()
     url = database_url_or_rerun_with_servers()
     n = args.subagents or (10_000 if args.quick else 100_000)
@@ -499,6 +553,8 @@ def main() -> None:
         workers=args.workers,
         clients=args.clients,
         seconds=args.seconds,
+        slice_seconds=args.slice_seconds,
+        noise_threshold=args.noise_threshold,
     )
     print_table(figures)
     print(json.dumps(figures))
