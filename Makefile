@@ -33,8 +33,9 @@ run: install
 test: install
 	SPRIG_TEST_BROWSER=1 scripts/test-services.sh $(MAKE) --no-print-directory test-inside
 
+# The slowest tests are listed at the end, so a CI log shows where its half hour goes.
 test-inside: lint migrations-check
-	$(BIN)/pytest -q -p no:cacheprovider
+	$(BIN)/pytest -q -p no:cacheprovider --durations=40
 
 lint:
 	$(BIN)/ruff check .

@@ -1,4 +1,4 @@
-"""The overhead bench's own logic: how a mode reaches the server, the ABBA order, the figures."""
+"""The overhead bench's own logic: how a mode reaches the server, and its figures from slices."""
 
 from __future__ import annotations
 
@@ -7,11 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from bench import interleave
 from bench.observability import (
     ACCESS_LOG,
-    MODES,
     _assignments,
-    _order,
     server_environment,
     summarize,
 )
@@ -33,12 +32,6 @@ def test_the_access_log_placeholder_becomes_the_runs_file(monkeypatch):
         assert os.environ["SPRIG_ACCESS_LOG"] == "/tmp/run-1.log"
 
 
-def test_modes_alternate_in_abba_order():
-    assert [mode for r in range(4) for mode in _order(r)] == [
-        "off", "on", "on", "off", "off", "on", "on", "off",
-    ]  # fmt: skip
-
-
 def test_overrides_are_key_value_pairs():
     assert _assignments(["SPRIG_METRICS=1", "SPRIG_LOG_FORMAT="]) == {
         "SPRIG_METRICS": "1",
@@ -48,34 +41,32 @@ def test_overrides_are_key_value_pairs():
         _assignments(["SPRIG_METRICS"])
 
 
-def _catalog_total(requests: int, seconds: float, rates: list[float]) -> dict:
-    return {"requests": requests, "errors": 0, "seconds": seconds, "ms": [1.0, 2.0, 3.0],
-            "round_rates": rates}  # fmt: skip
+def _alternated(off_rates: list[float], on_rates: list[float]) -> dict:
+    """A workload's OFF and ON slices as ``interleave`` measures them (OFF around each ON)."""
+    pairs = zip(on_rates, off_rates[1:], strict=True)
+    rates = iter([off_rates[0], *(rate for pair in pairs for rate in pair)])
+    return interleave.interleave(
+        lambda name, seconds: interleave.SliceResult(
+            name, 10, 0, seconds, [1.0, 2.0, 3.0], completed=next(rates) * seconds
+        ),
+        "off", ["on"], rounds=len(on_rates), slice_seconds=1.0, warmup_rounds=0,
+    )  # fmt: skip
 
 
-def _ingest_run(events: int, seconds: float) -> dict:
-    return {"events": events, "seconds": seconds, "events_per_s": events / seconds,
-            "p50_ms": 10.0, "p99_ms": 50.0, "client_errors": {}}  # fmt: skip
-
-
-def test_change_is_on_throughput_over_off_and_noise_the_spread_of_off_rounds():
-    catalog = {
-        "endpoints": ["browse"],
-        "totals": {
-            "off": {"browse": _catalog_total(2000, 2.0, [900.0, 1100.0])},
-            "on": {"browse": _catalog_total(1800, 2.0, [900.0, 900.0])},
-        },
-    }
-    ingest = {
-        "runs": {
-            "off": [_ingest_run(1000, 1.0), _ingest_run(1000, 1.0)],
-            "on": [_ingest_run(1000, 2.0), _ingest_run(1000, 2.0)],
-        }
-    }
-    rows = summarize(catalog, ingest)
-    assert rows["catalog browse"]["off"]["rate"] == 1000.0
+def test_change_is_the_median_on_slice_over_the_off_slices_around_it():
+    # OFF steady at 1000/s, ON at 900 in most slices and 500 in one: the median says -10%.
+    steady = _alternated([1000.0] * 6, [900.0, 900.0, 500.0, 900.0, 900.0])
+    # A machine that slows down halfway moves OFF and ON alike: still -10%.
+    drifting = _alternated(
+        [1000.0, 1000.0, 1000.0, 500.0, 500.0, 500.0], [900.0, 900.0, 675.0, 450.0, 450.0]
+    )
+    rows = summarize({"catalog browse": steady, "ingest events": drifting})
     assert rows["catalog browse"]["change"] == pytest.approx(-0.10)
-    assert rows["catalog browse"]["noise"] == pytest.approx(0.20)
-    assert rows["ingest events"]["change"] == pytest.approx(-0.50)
-    assert rows["ingest events"]["noise"] == 0
-    assert set(MODES) <= set(rows["ingest events"])
+    assert rows["catalog browse"]["off"]["rps"] == pytest.approx(1000.0)
+    assert rows["ingest events"]["change"] == pytest.approx(-0.10)
+    assert rows["catalog browse"]["noisy"] is False
+
+
+def test_a_run_whose_slices_disagree_is_too_noisy_to_judge():
+    wild = _alternated([1000.0] * 6, [400.0, 1500.0, 900.0, 300.0, 1400.0])
+    assert summarize({"catalog tree": wild})["catalog tree"]["noisy"] is True
