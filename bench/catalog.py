@@ -108,6 +108,7 @@ def load_forest(url: str, n: int, seed: int) -> dict:
     n_users = max(100, n // 10)
     n_roots = max(10, n // 50)
     parent = [-1] * n
+    root = list(range(n))  # each node's root, kept as the forest grows (no walk per row)
     depth = [0] * n
     ancestry = [""] * n
     installs = [0] * n
@@ -117,6 +118,7 @@ def load_forest(url: str, n: int, seed: int) -> dict:
             # preferential attachment: pick a node with chance ~ its installs
             p = weights[rng.randrange(len(weights))]
             parent[i] = p
+            root[i] = root[p]
             depth[i] = depth[p] + 1
             ancestry[i] = f"{ancestry[p]}/{p + 1}" if ancestry[p] else str(p + 1)
         installs[i] = int(rng.paretovariate(1.2)) - 1
@@ -142,14 +144,13 @@ def load_forest(url: str, n: int, seed: int) -> dict:
                     if parent[i] >= 0:
                         fork_counts[parent[i]] += 1
                 for i in range(n):
-                    category = CATEGORIES[(i if parent[i] < 0 else _root(parent, i)) % 10]
+                    category = CATEGORIES[root[i] % 10]
                     topic = rng.choice(TOPICS[category])
                     noun = rng.choice(NOUNS)
                     title = f"{topic.title()} {noun.title()}" + (f" v{i}" if parent[i] >= 0 else "")
                     summary = f"A {topic} {noun} for everyday {category} life."
                     story = f"I built this {noun} because {topic} matters to me. " * 3
                     tags = json.dumps([topic, noun])
-                    root = _root(parent, i) + 1
                     copy.write_row(
                         (
                             i + 1,
@@ -162,7 +163,7 @@ def load_forest(url: str, n: int, seed: int) -> dict:
                             "public",
                             "active",
                             parent[i] + 1 if parent[i] >= 0 else None,
-                            root,
+                            root[i] + 1,
                             depth[i],
                             ancestry[i],
                             "make it mine" if parent[i] >= 0 else None,
@@ -200,12 +201,6 @@ def load_forest(url: str, n: int, seed: int) -> dict:
         "deep_ids": [i + 1 for i in deep],
         "root_ids": [r + 1 for r in roots_by_size],
     }
-
-
-def _root(parent: list[int], i: int) -> int:
-    while parent[i] >= 0:
-        i = parent[i]
-    return i
 
 
 def catalog_endpoints(forest: dict, n: int, seed: int) -> dict[str, list[str]]:
