@@ -133,9 +133,12 @@ def load_forest(url: str, n: int, seed: int) -> dict:
                 "INSERT INTO bundle_blob (sha256, content, size_bytes) VALUES (%s, %s, 0)",
                 ("0" * 64, b""),
             )
+            # Sub-agents and versions point at each other (the parent version, the latest
+            # version): the foreign-key triggers are off while both are copied, as in a restore.
+            cur.execute("SET session_replication_role = replica")
             with cur.copy(
                 "COPY subagent (id, title, summary, story, category, tags, author_id, "
-                "visibility, status, parent_id, root_id, depth, ancestry, "
+                "visibility, status, parent_id, parent_version_id, root_id, depth, ancestry, "
                 "fork_request_text, latest_version_id, dedupe_key, install_count, "
                 "fork_count, created_at, updated_at) FROM STDIN"
             ) as copy:
@@ -163,6 +166,8 @@ def load_forest(url: str, n: int, seed: int) -> dict:
                             "public",
                             "active",
                             parent[i] + 1 if parent[i] >= 0 else None,
+                            # Made from its parent's only version, whose id is the parent's.
+                            parent[i] + 1 if parent[i] >= 0 else None,
                             root[i] + 1,
                             depth[i],
                             ancestry[i],
@@ -181,6 +186,7 @@ def load_forest(url: str, n: int, seed: int) -> dict:
             ) as copy:
                 for i in range(n):
                     copy.write_row((i + 1, i + 1, 1, "0" * 64, manifest, "", "active", 0, 1, now))
+            cur.execute("SET session_replication_role = DEFAULT")
             for table in ("user_account", "subagent", "subagent_version"):
                 cur.execute(
                     f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "  # noqa: S608

@@ -144,8 +144,12 @@ def enrich(url: str, forest: dict, seed: int) -> dict:
             for i in parent:
                 sha, _, size, manifest = blobs[i % 2]
                 copy.write_row((i, i, 1, sha, json.dumps(manifest), "", "active", size, 2, now))
-        # Every fork was made from its parent's only version (same id in this forest).
-        cur.execute("UPDATE subagent SET parent_version_id = parent_id WHERE parent_id IS NOT NULL")
+        # Each of the lineage's forks was made from its parent's only version (same id here).
+        cur.execute(
+            "UPDATE subagent SET parent_version_id = parent_id WHERE id >= %s AND parent_id IS "
+            "NOT NULL",
+            (first,),
+        )
         total = n + LINEAGE_SIZE
         for table in ("subagent", "subagent_version"):
             cur.execute(
