@@ -172,7 +172,7 @@ def enrich(url: str, forest: dict, seed: int) -> dict:
         cur.execute(
             "INSERT INTO feedback (user_id, subagent_id, version_id, scale, rating, comment, tags, "
             "created_at, updated_at, updated_day) "
-            "SELECT 1 + (u.id * 7919 + g * 104729) %% %(users)s, u.id, u.id, 'stars', "
+            "SELECT 1 + (u.id::bigint * 7919 + g * 104729) %% %(users)s, u.id, u.id, 'stars', "
             "greatest(1, least(5, round(3.8 + sqrt(-2 * ln(1 - random())) "
             "* cos(2 * pi() * random())))), "
             "CASE WHEN random() < 0.3 THEN 'Does what I need.' END, '[]', %(now)s, %(now)s, "
