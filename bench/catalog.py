@@ -112,6 +112,7 @@ def load_forest(url: str, n: int, seed: int) -> dict:
     n_users = max(100, n // 10)
     n_roots = max(10, n // 50)
     parent = [-1] * n
+    root = list(range(n))  # each node's root, kept as the forest grows (no walk per row)
     depth = [0] * n
     ancestry = [""] * n
     installs = [0] * n
@@ -121,6 +122,7 @@ def load_forest(url: str, n: int, seed: int) -> dict:
             # preferential attachment: pick a node with chance ~ its installs
             p = weights[rng.randrange(len(weights))]
             parent[i] = p
+            root[i] = root[p]
             depth[i] = depth[p] + 1
             ancestry[i] = f"{ancestry[p]}/{p + 1}" if ancestry[p] else str(p + 1)
         installs[i] = int(rng.paretovariate(1.2)) - 1
@@ -135,9 +137,12 @@ def load_forest(url: str, n: int, seed: int) -> dict:
                 "INSERT INTO bundle_blob (sha256, content, size_bytes) VALUES (%s, %s, 0)",
                 ("0" * 64, b""),
             )
+            # Sub-agents and versions point at each other (the parent version, the latest
+            # version): the foreign-key triggers are off while both are copied, as in a restore.
+            cur.execute("SET session_replication_role = replica")
             with cur.copy(
                 "COPY subagent (id, title, summary, story, category, tags, author_id, "
-                "visibility, status, parent_id, root_id, depth, ancestry, "
+                "visibility, status, parent_id, parent_version_id, root_id, depth, ancestry, "
                 "fork_request_text, latest_version_id, dedupe_key, install_count, "
                 "fork_count, created_at, updated_at) FROM STDIN"
             ) as copy:
@@ -146,14 +151,13 @@ def load_forest(url: str, n: int, seed: int) -> dict:
                     if parent[i] >= 0:
                         fork_counts[parent[i]] += 1
                 for i in range(n):
-                    category = CATEGORIES[(i if parent[i] < 0 else _root(parent, i)) % 10]
+                    category = CATEGORIES[root[i] % 10]
                     topic = rng.choice(TOPICS[category])
                     noun = rng.choice(NOUNS)
                     title = f"{topic.title()} {noun.title()}" + (f" v{i}" if parent[i] >= 0 else "")
                     summary = f"A {topic} {noun} for everyday {category} life."
                     story = f"I built this {noun} because {topic} matters to me. " * 3
                     tags = json.dumps([topic, noun])
-                    root = _root(parent, i) + 1
                     copy.write_row(
                         (
                             i + 1,
@@ -166,7 +170,9 @@ def load_forest(url: str, n: int, seed: int) -> dict:
                             "public",
                             "active",
                             parent[i] + 1 if parent[i] >= 0 else None,
-                            root,
+                            # Made from its parent's only version, whose id is the parent's.
+                            parent[i] + 1 if parent[i] >= 0 else None,
+                            root[i] + 1,
                             depth[i],
                             ancestry[i],
                             "make it mine" if parent[i] >= 0 else None,
@@ -184,6 +190,7 @@ def load_forest(url: str, n: int, seed: int) -> dict:
             ) as copy:
                 for i in range(n):
                     copy.write_row((i + 1, i + 1, 1, "0" * 64, manifest, "", "active", 0, 1, now))
+            cur.execute("SET session_replication_role = DEFAULT")
             for table in ("user_account", "subagent", "subagent_version"):
                 cur.execute(
                     f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "  # noqa: S608
@@ -204,12 +211,6 @@ def load_forest(url: str, n: int, seed: int) -> dict:
         "deep_ids": [i + 1 for i in deep],
         "root_ids": [r + 1 for r in roots_by_size],
     }
-
-
-def _root(parent: list[int], i: int) -> int:
-    while parent[i] >= 0:
-        i = parent[i]
-    return i
 
 
 def catalog_endpoints(forest: dict, n: int, seed: int) -> dict[str, list[str]]:

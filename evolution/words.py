@@ -65,6 +65,9 @@ class WordAnalyzer:
         self._lock = threading.Lock()
         self._jieba = None
         self._janome = None
+        # Words repeat across a catalog (a million listings share some hundred thousand
+        # words): building the search index looked most of them up again and again.
+        self._word_terms = lru_cache(maxsize=200_000)(self._uncached_word_terms)
         self._cjk_terms = lru_cache(maxsize=200_000)(self._uncached_cjk_terms)
 
     # -- segmentation -------------------------------------------------------------------
@@ -159,6 +162,9 @@ class WordAnalyzer:
 
     def word_terms(self, word: str, script: str) -> tuple[tuple[str, float], ...]:
         """One word's terms: itself (stemmed when English), and its pivot terms."""
+        return self._word_terms(word, script)
+
+    def _uncached_word_terms(self, word: str, script: str) -> tuple[tuple[str, float], ...]:
         if word in STOP_WORDS or not any(ch.isalnum() for ch in word):
             return ()
         if not _is_cjk(word):

@@ -65,8 +65,11 @@ def make_engine(url: str, *, busy_timeout_ms: int = 5000, autocommit: bool = Fal
         # restart fails one request with 503 (see market/platform/problems.py) and is then replaced.
         pool_recycle=1800,
         # Fail fast instead of hanging when PostgreSQL is away; UTC so a timestamp's date is
-        # the UTC day whatever the server's zone.
-        connect_args={"connect_timeout": 3, "options": "-c timezone=UTC"},
+        # the UTC day whatever the server's zone. No JIT: at a million sub-agents a recursive
+        # lineage read is estimated at thousands of rows, past PostgreSQL's JIT threshold, and
+        # compiling it took 47 ms of a 50 ms dashboard query that ran in 3; every query here
+        # reads a few rows through an index, where compiling never pays.
+        connect_args={"connect_timeout": 3, "options": "-c timezone=UTC -c jit=off"},
     )
 
 

@@ -1,0 +1,84 @@
+"""A category's browse page is read in order from an index (migration 0011).
+
+At a million sub-agents, browsing one category newest or most installed first walked the whole
+listing index and dropped nine rows of other categories for each it kept, one heap fetch each.
+PostgreSQL's plan for the statement ``browse`` sends must now find the category in the index
+condition and need no sort. Sequential scans are turned off for the check: on a test's few rows
+the planner would rightly prefer reading the table.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from sqlalchemy import event, text
+
+from market.catalog import queries as browse
+from market.catalog.models import SubAgent
+from market.identity.tokens import ANONYMOUS
+from market.platform.db import session_scope
+from tests.factories import make_user
+
+
+def _no_matcher(_text, _category, _limit):
+    return []
+
+
+def _plan_nodes(node: dict):
+    yield node
+    for child in node.get("Plans", []):
+        yield from _plan_nodes(child)
+
+
+@pytest.mark.parametrize("sort", ["new", "installs"])
+def test_a_category_page_is_read_in_order_from_a_category_index(engine, backend, sort):
+    if backend != "postgresql":
+        pytest.skip("the plan is PostgreSQL's")
+    author = make_user(engine, "maker")
+    with session_scope(engine) as session:
+        for i in range(40):
+            session.add(
+                SubAgent(
+                    title=f"Tool {i}",
+                    category=("diet", "sleep", "travel")[i % 3],
+                    author_id=author.id,
+                    install_count=i % 7,
+                    dedupe_key=f"k{i}",
+                )
+            )
+    sent: list[tuple[str, dict]] = []
+
+    def remember(_conn, _cursor, statement, parameters, _context, _many):
+        if "FROM subagent" in statement and "ORDER BY" in statement:
+            sent.append((statement, parameters))
+
+    with session_scope(engine) as session:
+        event.listen(engine, "before_cursor_execute", remember)
+        try:
+            page = browse.browse(
+                session,
+                ANONYMOUS,
+                q=None,
+                category="sleep",
+                tag=None,
+                sort=sort,
+                limit=5,
+                cursor=None,
+                matcher=_no_matcher,
+            )
+        finally:
+            event.remove(engine, "before_cursor_execute", remember)
+        assert [card.category for card in page.items] == ["sleep"] * 5
+        (statement, parameters), *_ = sent
+        session.execute(text("SET LOCAL enable_seqscan = off"))
+        raw = (
+            session.connection()
+            .exec_driver_sql("EXPLAIN (FORMAT JSON) " + statement, parameters)
+            .scalar_one()
+        )
+    plan = raw if isinstance(raw, list) else json.loads(raw)
+    nodes = list(_plan_nodes(plan[0]["Plan"]))
+    scans = [n for n in nodes if n.get("Relation Name") == "subagent"]
+    assert scans and all("category" in scan.get("Index Cond", "") for scan in scans), scans
+    assert not [n for n in nodes if n["Node Type"] in ("Sort", "Incremental Sort")], nodes
