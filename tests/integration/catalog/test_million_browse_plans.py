@@ -1,4 +1,4 @@
-"""A category's browse page is read in order from an index (migration 0011).
+"""A category's browse page is read in order from an index (migration 0012).
 
 At a million sub-agents, browsing one category newest or most installed first walked the whole
 listing index and dropped nine rows of other categories for each it kept, one heap fetch each.

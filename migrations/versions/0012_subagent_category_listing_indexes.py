@@ -4,8 +4,8 @@ Browsing one category, newest or most installed first, read the listing indexes 
 dropped the other categories' rows one heap fetch at a time (about ten for each row kept). At
 a million sub-agents that was most of a browse page's time; these serve it in order.
 
-Revision ID: 0011
-Revises: 0010
+Revision ID: 0012
+Revises: 0011
 Create Date: 2026-12-02 01:45:00
 
 """
@@ -15,8 +15,8 @@ from alembic import op
 
 
 # revision identifiers, used by Alembic.
-revision: str = '0011'
-down_revision: Union[str, Sequence[str], None] = '0010'
+revision: str = '0012'
+down_revision: Union[str, Sequence[str], None] = '0011'
 branch_labels: Union[str, Sequence[str], None] = None
 depends_on: Union[str, Sequence[str], None] = None
 
