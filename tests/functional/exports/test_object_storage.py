@@ -109,7 +109,12 @@ def test_a_run_is_written_to_the_bucket_listed_and_served_byte_for_byte(
     assert not export_dir.exists() or not any(export_dir.iterdir())
 
 
-def test_datasets_loads_a_run_straight_from_the_bucket(app, client, community, tmp_path):
+def test_datasets_loads_a_run_straight_from_the_bucket(
+    app, client, community, tmp_path, monkeypatch
+):
+    # The suite keeps datasets off the Hugging Face Hub (HF_HUB_OFFLINE), and datasets counts
+    # any remote URL as online: let it reach this bucket, as a training cluster would.
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)
     run = _export(client, community, test_share=0.0)
     location = _location(app, run["id"])
     storage = RunStorage.from_settings(app_state(app).settings)
