@@ -150,9 +150,10 @@ def probe(base: str, name: str, subagent_id: int, word: str, agent: dict) -> boo
 
 @dataclass
 class Propagation:
-    """What node B showed after node A's write returned: per probe, the seconds until it first
-    showed the new state (None: not within the window) and, for a hiding write, how many
-    answers after A returned still showed the sub-agent (stale)."""
+    """What node B showed after node A's write returned: per probe, the seconds from then until
+    the first request that showed the new state was sent (0.0: the first one already did;
+    None: none within the window) and how many answers to requests sent after A returned still
+    showed the old state (stale: for a hiding write, the sub-agent still shown)."""
 
     latency: dict[str, float | None] = field(default_factory=dict)
     stale: dict[str, int] = field(default_factory=dict)
@@ -175,15 +176,15 @@ def watch(
 
     def poll(name: str) -> tuple[str, float | None, int, int]:
         first, stale, answers = None, 0, 0
-        while time.monotonic() - since < window:
+        while (sent := time.monotonic() - since) < window:
             shown = probe(base, name, subagent_id, word, agent)
             answers += 1
             if shown == expect_shown:
                 if first is None:
-                    first = time.monotonic() - since
+                    first = sent
                 if expect_shown:
                     break  # seen: a publish needs nothing more
-            elif not expect_shown:
+            else:
                 stale += 1
         return name, first, stale, answers
 

@@ -88,7 +88,9 @@ def cluster(tmp_path_factory):
         # One at a time, each within gunicorn_server's start-up deadline on a busy machine;
         # the workers boot while the first tests run.
         for name in ("a", "b"):
-            nodes.append(gunicorn_server.start(settings, logs / f"node-{name}.log"))
+            nodes.append(
+                gunicorn_server.start(settings, logs / f"node-{name}.log", startup_seconds=120)
+            )
         workers = [_worker(name, settings, logs / f"{name}.log") for name in ("w1", "w2")]
         yield nodes[0].base, nodes[1].base, actors, storage, logs
     finally:
