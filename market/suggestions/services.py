@@ -254,16 +254,11 @@ class SuggestionService:
             time.perf_counter() - started,
         )
 
-    def _due(self, generation: int | None) -> bool:
+    def _due(self, listening: bool) -> bool:
+        """Whether to look for new versions although no change was announced: every
+        ``refresh_seconds`` with nobody listening; now and then in case a notice was lost."""
         since_check = time.monotonic() - self._checked_at
-        if generation is None:  # nobody listens: look every refresh_seconds
-            return since_check >= self.refresh_seconds
-        if generation != self._generation_seen:
-            # A change was announced: look now. The read cache may store what this request
-            # answers, so the answer must already include the change it was told of.
-            return True
-        # Nothing was announced; still look now and then in case a notice was lost.
-        return since_check >= 30 * self.refresh_seconds
+        return since_check >= (30 if listening else 1) * self.refresh_seconds
 
     def catch_up(self, session: Session, force: bool = False) -> int:
         """Index what other processes changed; how many sub-agents were re-read."""
@@ -273,12 +268,12 @@ class SuggestionService:
                 return 0
             now = time.monotonic()
             generation = self._change_generation() if self._change_generation else None
-            # A catalog change was announced (another process's listing edit, visibility
-            # change, yank or quarantine as well as its publishes): read the changed rows now,
-            # not at the next timed sweep.
+            # A catalog change was announced (another process's publish, listing edit,
+            # visibility change, yank or quarantine): read the changed rows now, before this
+            # request is answered, since the read cache may keep the answer.
             announced = generation is not None and generation != self._generation_seen
             sweep = force or announced or now - self._swept_at >= self.sweep_seconds
-            if not sweep and not self._due(generation):
+            if not sweep and not self._due(listening=generation is not None):
                 return 0
             self._generation_seen = generation
             self._checked_at = now
