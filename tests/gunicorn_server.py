@@ -52,9 +52,12 @@ class Gunicorn:
         return self.log_path.read_text(errors="replace")[-chars:]
 
 
-def start(settings: dict[str, str], log_path: Path, *, workers: int = 1) -> Gunicorn:
+def start(
+    settings: dict[str, str], log_path: Path, *, workers: int = 1, startup_seconds: float = 60
+) -> Gunicorn:
     """Start gunicorn with these ``SPRIG_*`` settings and ``workers`` workers; return once every
-    worker is up and the API answers (a failed start raises with the log's tail)."""
+    worker is up and the API answers (a failed start, or none within ``startup_seconds``,
+    raises with the log's tail)."""
     port = free_port()
     env = {
         **os.environ,
@@ -80,7 +83,7 @@ def start(settings: dict[str, str], log_path: Path, *, workers: int = 1) -> Guni
             stderr=subprocess.STDOUT,
         )
     server = Gunicorn(process, f"http://127.0.0.1:{port}", log_path)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + startup_seconds
     while time.monotonic() < deadline:
         assert process.poll() is None, server.log_tail()
         with contextlib.suppress(requests.RequestException):

@@ -151,7 +151,7 @@ def rank(force: bool) -> None:
     type=click.Path(file_okay=False),
     default=None,
     help="Export directory (runs go in run-NNNNN-<fingerprint>/ inside). "
-    "Default: SPRIG_EXPORT_DIR.",
+    "Default: SPRIG_EXPORT_STORAGE, else SPRIG_EXPORT_DIR.",
 )
 @click.option(
     "--since",
@@ -183,6 +183,7 @@ def export_rewards(
 
     from feedback.export import ExportParameters
     from market.exports import services as export_service
+    from market.exports.storage import RunStorage
 
     settings = load_settings()
     engine = _engine()
@@ -224,7 +225,7 @@ def export_rewards(
     run = export_service.execute_run(
         engine,
         run_id,
-        out_dir or settings.export_dir,
+        out_dir or RunStorage.from_settings(settings),
         settle_seconds=settings.export_settle_seconds,
         progress=report,
     )

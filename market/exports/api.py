@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from pathlib import PurePosixPath
 
 from apiflask import APIBlueprint
 from flask import send_file, url_for
@@ -17,6 +17,7 @@ from market.exports.schemas import (
     ExportRunList,
     ExportRunOut,
 )
+from market.exports.storage import RunStorage
 from market.identity.tokens import caller
 from market.platform.api_deps import commit, db
 from market.platform.errors import NotFound, ServiceUnavailable
@@ -52,7 +53,7 @@ def _start(run_id: int) -> None:
         export_service.execute_run(
             state.engine,
             run_id,
-            settings.export_dir,
+            RunStorage.from_settings(settings),
             settle_seconds=settings.export_settle_seconds,
         )
         return
@@ -142,13 +143,19 @@ def get_export_file(run_id: int, path: str):
     # Only paths the manifest lists are served: no walking out of the run's directory.
     if path not in listed:
         raise NotFound(f"Export run {run_id} has no file {path!r}.")
-    full = Path(run.location) / path
-    if not full.is_file():
-        raise NotFound(f"The file {path!r} of export run {run_id} is no longer on disk.")
+    storage = RunStorage.from_settings(app_state().settings)
+    try:
+        handle = storage.open(run.location, path)
+    except (FileNotFoundError, IsADirectoryError):
+        raise NotFound(f"The file {path!r} of export run {run_id} is no longer stored.") from None
+    name = PurePosixPath(path)
     mimetype = {
         ".parquet": "application/vnd.apache.parquet",
         ".jsonl": "application/jsonl",
         ".md": "text/markdown",
         ".json": "application/json",
-    }.get(full.suffix, "application/octet-stream")
-    return send_file(full.resolve(), mimetype=mimetype, as_attachment=True, max_age=0)
+    }.get(name.suffix, "application/octet-stream")
+    # send_file closes the handle once the body is sent, from a folder or a bucket alike.
+    return send_file(
+        handle, mimetype=mimetype, as_attachment=True, download_name=name.name, max_age=0
+    )

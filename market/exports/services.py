@@ -44,6 +44,7 @@ from feedback.rewards import VersionText
 from feedback.scrub import Scrubber
 from market.catalog.models import BundleBlob, SubAgent, Version
 from market.exports.models import ExportRun
+from market.exports.storage import RunStorage
 from market.identity.access import publicly_listed_clause
 from market.identity.models import User
 from market.platform import metrics
@@ -147,15 +148,16 @@ def run_folder(engine: Engine, run: ExportRun) -> str:
 def execute_run(
     engine: Engine,
     run_id: int,
-    export_root: str | Path,
+    destination: str | Path | RunStorage,
     *,
     settle_seconds: float = 5.0,
     progress: Progress | None = None,
 ) -> ExportRun:
-    """Build run ``run_id``'s files and publish them. Idempotent: a run that succeeded is left
-    alone; a run found ``running`` (its worker died) is redone from scratch. A failure marks the
-    run failed with its reason and leaves no files."""
-    export_root = Path(export_root)
+    """Build run ``run_id``'s files and publish them to ``destination`` (a local folder, or
+    a :class:`RunStorage`: the folder or object storage). Idempotent: a run that succeeded is
+    left alone; a run found ``running`` (its worker died) is redone from scratch. A failure
+    marks the run failed with its reason and leaves no files."""
+    storage = destination if isinstance(destination, RunStorage) else RunStorage(str(destination))
     with UnitOfWork(engine) as unit:
         session = unit.session
         run = session.get(ExportRun, run_id)
@@ -177,81 +179,83 @@ def execute_run(
             since_watermark = _aware(since_watermark)
     watermark = started - timedelta(seconds=settle_seconds)
     parameters = ExportParameters(**run.parameters)
-    try:
-        with UnitOfWork(engine) as unit:
-            session = unit.session
-            catalog = load_catalog(session)
-            feedback = load_feedback(session, watermark, since_watermark)
-            # The key exists only in this frame and the export object: nothing stores it, so
-            # this run's pseudonyms cannot be recomputed or linked to another run's.
-            export = RewardExport(
-                catalog,
-                feedback,
-                parameters,
-                pseudonym_key=secrets.token_bytes(32),
-                progress=progress,
-            )
-            del feedback  # the export keeps what it needs
-            texts = DatabaseTexts(session, catalog)
-            directory = start_run(export_root, name)
-            result = export.write(directory, texts)
-        run_info = {
-            "run": run_id,
-            "name": name,
-            "since_run": run.since_run_id,
-            "watermark": watermark.isoformat(),
-            "code_version": code_version(),
-        }
-        card_files = write_card(directory, result, parameters, run_info)
-        finished = utcnow()
-        files = [vars(shard) for shard in result.shards]
-        files += [
-            {
-                "path": path,
-                "config": "card",
-                "category": "",
-                "split": "",
-                "rows": 0,
-                "bytes": (directory / path).stat().st_size,
-                "sha256": sha256_of(directory / path),
+    with storage.building() as export_root:
+        try:
+            with UnitOfWork(engine) as unit:
+                session = unit.session
+                catalog = load_catalog(session)
+                feedback = load_feedback(session, watermark, since_watermark)
+                # The key exists only in this frame and the export object: nothing stores it, so
+                # this run's pseudonyms cannot be recomputed or linked to another run's.
+                export = RewardExport(
+                    catalog,
+                    feedback,
+                    parameters,
+                    pseudonym_key=secrets.token_bytes(32),
+                    progress=progress,
+                )
+                del feedback  # the export keeps what it needs
+                texts = DatabaseTexts(session, catalog)
+                directory = start_run(export_root, name)
+                result = export.write(directory, texts)
+            run_info = {
+                "run": run_id,
+                "name": name,
+                "since_run": run.since_run_id,
+                "watermark": watermark.isoformat(),
+                "code_version": code_version(),
             }
-            for path in card_files
-        ]
-        manifest = {
-            **run_info,
-            "kind": "incremental" if run.since_run_id else "full",
-            "since_watermark": since_watermark.isoformat() if since_watermark else None,
-            "created_at": _aware(run.created_at).isoformat(),
-            "started_at": started.isoformat(),
-            "finished_at": finished.isoformat(),
-            "parameters": parameters.as_dict(),
-            "counts": result.counts,
-            "lengths": result.lengths,
-            "languages": result.languages,
-            "model": result.model,
-            "privacy": {
-                "consent": "only users with share_feedback_for_training",
-                "pseudonym": "HMAC-SHA256 of the user id under a random per-export key that "
-                "is never stored; first 128 bits, hex",
-                "k_anonymity": parameters.k_anonymity,
-                "comments": "included, scrubbed" if parameters.include_comments else "excluded",
-            },
-            "seconds": {k: round(v, 3) for k, v in result.seconds.items()},
-            "files": files,
-        }
-        location = publish_run(export_root, name, manifest)
-    except Exception as error:
-        log.exception("export run %s failed", run_id)
-        abandon_run(export_root, name)
-        with UnitOfWork(engine) as unit:
-            unit.session.execute(
-                update(ExportRun)
-                .where(ExportRun.id == run_id)
-                .values(status="failed", error=str(error)[:2000], finished_at=utcnow())
-            )
-            unit.commit()
-            metrics.record_export_run("failed")
-            return unit.session.get(ExportRun, run_id)
+            card_files = write_card(directory, result, parameters, run_info)
+            finished = utcnow()
+            files = [vars(shard) for shard in result.shards]
+            files += [
+                {
+                    "path": path,
+                    "config": "card",
+                    "category": "",
+                    "split": "",
+                    "rows": 0,
+                    "bytes": (directory / path).stat().st_size,
+                    "sha256": sha256_of(directory / path),
+                }
+                for path in card_files
+            ]
+            manifest = {
+                **run_info,
+                "kind": "incremental" if run.since_run_id else "full",
+                "since_watermark": since_watermark.isoformat() if since_watermark else None,
+                "created_at": _aware(run.created_at).isoformat(),
+                "started_at": started.isoformat(),
+                "finished_at": finished.isoformat(),
+                "parameters": parameters.as_dict(),
+                "counts": result.counts,
+                "lengths": result.lengths,
+                "languages": result.languages,
+                "model": result.model,
+                "privacy": {
+                    "consent": "only users with share_feedback_for_training",
+                    "pseudonym": "HMAC-SHA256 of the user id under a random per-export key that "
+                    "is never stored; first 128 bits, hex",
+                    "k_anonymity": parameters.k_anonymity,
+                    "comments": "included, scrubbed" if parameters.include_comments else "excluded",
+                },
+                "seconds": {k: round(v, 3) for k, v in result.seconds.items()},
+                "files": files,
+            }
+            location = storage.keep(publish_run(export_root, name, manifest))
+        except Exception as error:
+            log.exception("export run %s failed", run_id)
+            abandon_run(export_root, name)
+            storage.discard(name)
+            with UnitOfWork(engine) as unit:
+                unit.session.execute(
+                    update(ExportRun)
+                    .where(ExportRun.id == run_id)
+                    .values(status="failed", error=str(error)[:2000], finished_at=utcnow())
+                )
+                unit.commit()
+                metrics.record_export_run("failed")
+                return unit.session.get(ExportRun, run_id)
     with UnitOfWork(engine) as unit:
         unit.session.execute(
             update(ExportRun)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from celery import shared_task
 
 from market.exports.services import execute_run
+from market.exports.storage import RunStorage
 from market.platform.state import app_state
 
 
@@ -15,7 +16,7 @@ def export_rewards_task(run_id: int) -> dict:
     run = execute_run(
         state.engine,
         run_id,
-        state.settings.export_dir,
+        RunStorage.from_settings(state.settings),
         settle_seconds=state.settings.export_settle_seconds,
     )
     return {"run": run.id, "status": run.status, "error": run.error}

@@ -67,6 +67,13 @@ class Settings:
     # run.
     export_dir: str = str(Path("var") / "exports")
     export_settle_seconds: int = 5
+    # Where runs are kept instead of export_dir: an S3-compatible URL, s3://bucket/prefix, so
+    # web and worker on different machines share no volume and trainers read the bucket; its
+    # endpoint (empty: AWS) and credentials (empty: the client's own lookup). Empty: export_dir.
+    export_storage: str = ""
+    export_storage_endpoint: str = ""
+    export_storage_key_id: str = ""
+    export_storage_secret: str = ""
     # The main agent's context text logged with each exposure (the user's request in their
     # own words) is erased this many days after the decision (nightly job).
     context_retention_days: int = 30
@@ -130,6 +137,7 @@ def _coerce(raw: str, template: object) -> object:
 # Settings that may carry a secret: each is also read from the file ``SPRIG_<NAME>_FILE`` names
 # (a Docker or Kubernetes secret), so it need not sit in the environment or a compose file.
 SECRET_SETTINGS = ("database_url", "database_password", "redis_url", "secret_key")
+SECRET_SETTINGS += ("export_storage_key_id", "export_storage_secret")
 
 
 def _raw_value(environ: dict[str, str], name: str) -> str | None:

@@ -6,15 +6,20 @@ latest versions; never private or unlisted ones), then keeps it fresh without re
 
 * a publish, fork or new version made by this process is indexed right after its commit
   (``catalog`` records the sub-agent in ``session.info``; ``note_committed`` hands it over);
-* what other processes published is caught up at most every ``refresh_seconds``: the versions
+* what other processes (on this machine or another) published is caught up by the versions
   newer than the last version id seen (a primary-key range read, so it costs the same at 1k
-  or 1M sub-agents) name the sub-agents to re-read. Where the read cache's LISTEN/NOTIFY
-  listener runs, the check is skipped while no catalog change was announced;
+  or 1M sub-agents), which name the sub-agents to re-read. Where the read cache's
+  LISTEN/NOTIFY listener runs, that happens at the first request after a catalog change was
+  announced, before the request is answered (the read cache may keep that answer, so it
+  must not predate the change), and otherwise only every ``30 × refresh_seconds`` in case a
+  notice was lost; with no listener (SQLite), every ``refresh_seconds``;
 * listing edits, visibility changes, yanks and quarantines by other processes bump
-  ``subagent.updated_at`` without a version: every ``sweep_seconds`` (60) the rows changed
-  since the last sweep's watermark (minus a few seconds, for a transaction that committed
-  late) are re-read (an index on ``updated_at`` keeps it a range read; the slower pace keeps
-  the worker's own re-reads rare);
+  ``subagent.updated_at`` without a version: the rows changed since the last sweep's
+  watermark (minus a few seconds, for a transaction that committed late) are re-read (an
+  index on ``updated_at`` keeps it a range read) at that same check after an announced
+  change, and every ``sweep_seconds`` (60) whatever was announced. The watermark compares
+  timestamps written by every node's clock: keep the nodes' clocks in step (NTP) to well
+  within ``CATCH_UP_OVERLAP``;
 * the rows of the sub-agents finally suggested are read again at answer time, so a
   sub-agent made private or yanked a moment ago is never suggested, whatever the index says
   (and is dropped from the index there and then).
@@ -249,14 +254,11 @@ class SuggestionService:
             time.perf_counter() - started,
         )
 
-    def _due(self) -> bool:
-        if time.monotonic() - self._checked_at < self.refresh_seconds:
-            return False
-        generation = self._change_generation() if self._change_generation else None
-        if generation is not None and generation == self._generation_seen:
-            # Nothing was announced; still look now and then in case a notice was lost.
-            return time.monotonic() - self._checked_at >= 30 * self.refresh_seconds
-        return True
+    def _due(self, listening: bool) -> bool:
+        """Whether to look for new versions although no change was announced: every
+        ``refresh_seconds`` with nobody listening; now and then in case a notice was lost."""
+        since_check = time.monotonic() - self._checked_at
+        return since_check >= (30 if listening else 1) * self.refresh_seconds
 
     def catch_up(self, session: Session, force: bool = False) -> int:
         """Index what other processes changed; how many sub-agents were re-read."""
@@ -265,10 +267,15 @@ class SuggestionService:
                 self._build(session)
                 return 0
             now = time.monotonic()
-            sweep = force or now - self._swept_at >= self.sweep_seconds
-            if not sweep and not self._due():
+            generation = self._change_generation() if self._change_generation else None
+            # A catalog change was announced (another process's publish, listing edit,
+            # visibility change, yank or quarantine): read the changed rows now, before this
+            # request is answered, since the read cache may keep the answer.
+            announced = generation is not None and generation != self._generation_seen
+            sweep = force or announced or now - self._swept_at >= self.sweep_seconds
+            if not sweep and not self._due(listening=generation is not None):
                 return 0
-            self._generation_seen = self._change_generation() if self._change_generation else None
+            self._generation_seen = generation
             self._checked_at = now
             changed = self._new_versions(session)
             if sweep:

@@ -20,7 +20,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
-SERVICES = {"postgres", "redis", "migrate", "web", "worker", "beat"}
+SERVICES = {"postgres", "redis", "minio", "minio-bucket", "migrate", "web", "worker", "beat"}
+ONE_SHOT = {"migrate", "minio-bucket"}
 APP_SERVICES = ("migrate", "web", "worker", "beat")
 EXPECTED_ENV = {
     "SPRIG_DATABASE_URL": "postgresql+psycopg://sprig@postgres:5432/sprig",
@@ -28,7 +29,10 @@ EXPECTED_ENV = {
     "SPRIG_REDIS_URL": "redis://redis:6379/0",
     "SPRIG_SECRET_KEY_FILE": "/run/secrets/secret_key",
     "SPRIG_CELERY_EAGER": "0",
-    "SPRIG_EXPORT_DIR": "/app/var/exports",
+    "SPRIG_EXPORT_STORAGE": "s3://sprig-exports/runs",
+    "SPRIG_EXPORT_STORAGE_ENDPOINT": "http://minio:9000",
+    "SPRIG_EXPORT_STORAGE_KEY_ID_FILE": "/run/secrets/minio_user",
+    "SPRIG_EXPORT_STORAGE_SECRET_FILE": "/run/secrets/minio_password",
 }
 
 DOCKER_COMPOSE = shutil.which("docker-compose")
@@ -77,12 +81,18 @@ def test_resolved_config_shares_image_and_env() -> None:
         assert services[name]["environment"] == EXPECTED_ENV
 
 
-def test_web_and_worker_share_the_exports_volume(compose_yaml: dict) -> None:
-    """The worker writes export runs and web serves their files: one named volume."""
+def test_web_and_worker_keep_exports_in_minio(compose_yaml: dict) -> None:
+    """The worker writes export runs and web serves their files, both through MinIO's bucket
+    (made by the one-shot minio-bucket): no volume shared between them."""
     services = compose_yaml["services"]
     for name in ("web", "worker"):
-        assert "exports:/app/var/exports" in services[name]["volumes"], name
-    assert "exports" in compose_yaml["volumes"]
+        assert not any("exports" in volume for volume in services[name].get("volumes", [])), name
+        needed = services[name]["depends_on"]["minio-bucket"]["condition"]
+        assert needed == "service_completed_successfully", name
+    assert services["minio"]["image"] == "minio/minio"
+    assert "mc ready local" in _check_command(services["minio"])
+    assert "sprig/sprig-exports" in " ".join(services["minio-bucket"]["entrypoint"])
+    assert services["minio-bucket"]["depends_on"]["minio"]["condition"] == "service_healthy"
 
 
 def test_services_exist(compose_yaml: dict) -> None:
@@ -145,7 +155,7 @@ def test_services_wait_for_what_they_need_to_be_healthy(compose_yaml: dict) -> N
     for name, service in services.items():
         for needed, how in service.get("depends_on", {}).items():
             condition = how["condition"]
-            if needed == "migrate":
+            if needed in ONE_SHOT:
                 assert condition == "service_completed_successfully", name
             else:
                 assert condition == "service_healthy", (name, needed)
@@ -155,13 +165,21 @@ def test_services_wait_for_what_they_need_to_be_healthy(compose_yaml: dict) -> N
 
 def test_secrets_come_from_files_not_from_the_compose_file(compose_yaml: dict) -> None:
     declared = compose_yaml["secrets"]
-    assert set(declared) == {"postgres_password", "secret_key"}
+    assert set(declared) == {"postgres_password", "secret_key", "minio_user", "minio_password"}
     assert all(set(entry) == {"file"} for entry in declared.values())
     services = compose_yaml["services"]
     postgres = services["postgres"]
     assert "POSTGRES_PASSWORD" not in postgres["environment"]
     assert postgres["environment"]["POSTGRES_PASSWORD_FILE"] == "/run/secrets/postgres_password"
     assert postgres["secrets"] == ["postgres_password"]
+    minio = services["minio"]
+    assert minio["environment"] == {
+        "MINIO_ROOT_USER_FILE": "/run/secrets/minio_user",
+        "MINIO_ROOT_PASSWORD_FILE": "/run/secrets/minio_password",
+    }
+    assert (
+        minio["secrets"] == services["minio-bucket"]["secrets"] == ["minio_user", "minio_password"]
+    )
     for name in APP_SERVICES:
         assert set(services[name]["secrets"]) == set(declared), name
         env = services[name]["environment"]
