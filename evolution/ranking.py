@@ -178,7 +178,7 @@ def rating_levels(value: np.ndarray, is_thumb: np.ndarray | None = None) -> Rati
     return RatingLevels(code, levels)
 
 
-def _scale_of_kind(ratings: RatingLevels) -> tuple[np.ndarray, np.ndarray]:
+def scale_of_kind(ratings: RatingLevels) -> tuple[np.ndarray, np.ndarray]:
     """Per kind the centre and spread of the common scale (module docstring, 1); a kind with
     fewer than two ratings, or all of them equal, keeps its fallback scale."""
     counts = ratings.counts().astype(np.float64)
@@ -196,20 +196,29 @@ def _scale_of_kind(ratings: RatingLevels) -> tuple[np.ndarray, np.ndarray]:
     return centre, spread
 
 
-def common_scale_table(ratings: RatingLevels) -> np.ndarray:
-    """The common-scale value of each code, shape (2, L)."""
-    centre, spread = _scale_of_kind(ratings)
+def common_scale_table(
+    ratings: RatingLevels, scale: tuple[np.ndarray, np.ndarray] | None = None
+) -> np.ndarray:
+    """The common-scale value of each code, shape (2, L); ``scale`` (centre and spread per
+    kind) is taken from ``ratings`` themselves unless given."""
+    centre, spread = scale_of_kind(ratings) if scale is None else scale
     return (ratings.levels[None, :] - centre[:, None]) / spread[:, None]
 
 
-def to_common_scale(value: np.ndarray, is_thumb: np.ndarray | None = None) -> np.ndarray:
+def to_common_scale(
+    value: np.ndarray,
+    is_thumb: np.ndarray | None = None,
+    scale: tuple[np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
     """Stars and thumbs in standard units of their own kind (see the module docstring, 1)."""
     ratings = rating_levels(value, is_thumb)
-    return ratings.per_code(common_scale_table(ratings))
+    return ratings.per_code(common_scale_table(ratings, scale))
 
 
 def censoring_bounds(
-    value: np.ndarray, is_thumb: np.ndarray | None = None
+    value: np.ndarray,
+    is_thumb: np.ndarray | None = None,
+    scale: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """What an end-of-scale rating says, on the common scale (module docstring, 1b).
 
@@ -218,7 +227,7 @@ def censoring_bounds(
     thumbs down: "at most" the boundary with the next one up), 0 for a rating inside the scale
     (its own value is taken as it is; the bound is then that value)."""
     ratings = rating_levels(value, is_thumb)
-    centre, spread = _scale_of_kind(ratings)
+    centre, spread = scale_of_kind(ratings) if scale is None else scale
     level = ratings.levels[None, :]
     top, bottom = np.array([[5.0], [1.0]]), np.array([[1.0], [0.0]])
     direction = np.where(level >= top, 1, np.where(level <= bottom, -1, 0)).astype(np.int8)
@@ -308,12 +317,6 @@ def debias(
     corrected = buffer  # the ratings with the raters' offsets taken out
     np.take(user_offset, user_idx, out=corrected, mode="clip")
     np.subtract(centred, corrected, out=corrected)
-    corrected_sum = np.bincount(
-        item_idx, corrected * weight if weighted else corrected, minlength=n_items
-    )
-    item_evidence = np.divide(
-        corrected_sum, item_count, out=np.zeros(n_items), where=item_count > 0
-    )
     # Residual variance with the fitted effects' degrees of freedom taken out, so a sub-agent
     # with three ratings is not believed to be known to the third decimal. The effects are
     # ridge estimates, so each counts as n/(n + λ) of a parameter (its effective degrees of
@@ -329,19 +332,8 @@ def debias(
     squared = residual @ (residual * weight) if weighted else residual @ residual
     noise_var = float(squared / total * rating.size / dof) if total > 0 else 1.0
     noise_var = max(noise_var, 1e-6)
-    # Per sub-agent spread of its rater-corrected ratings around their mean, shrunk toward the
-    # pooled σ² with `noise_prior` pseudo-ratings: ratings pressed against the top of the scale
-    # agree with each other, and treating them as noisy as the catalog average would keep the
-    # best sub-agents needlessly uncertain (and needlessly explored).
-    spread = residual
-    np.take(item_evidence, item_idx, out=spread, mode="clip")
-    np.subtract(corrected, spread, out=spread)
-    spread *= spread
-    if weighted:
-        spread *= weight
-    squares = np.bincount(item_idx, spread, minlength=n_items)
-    item_noise_var = (squares + noise_prior * noise_var) / (
-        np.maximum(item_count - 1.0, 0.0) + noise_prior
+    item_evidence, item_noise_var = _item_evidence(
+        corrected, item_idx, weight if weighted else None, item_count, noise_var, noise_prior
     )
     return Baseline(
         global_mean=global_mean,
@@ -350,7 +342,80 @@ def debias(
         item_count=item_count,
         item_evidence=item_evidence,
         noise_var=noise_var,
-        item_noise_var=np.maximum(item_noise_var, 1e-6),
+        item_noise_var=item_noise_var,
+    )
+
+
+def _item_evidence(
+    corrected: np.ndarray,
+    item_idx: np.ndarray,
+    weight: np.ndarray | None,
+    item_count: np.ndarray,
+    noise_var: float,
+    noise_prior: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """y_v and σ_v² from the ratings with the raters' offsets taken out (module docstring, 2).
+
+    Each sub-agent's figures are sums over its own ratings only, so a sub-agent scored alone
+    (``baseline_given``) gets the very numbers a whole-catalog fit gives it. The spread of its
+    ratings around their mean is shrunk toward the pooled σ² with ``noise_prior``
+    pseudo-ratings: ratings pressed against the top of the scale agree with each other, and
+    treating them as noisy as the catalog average would keep the best sub-agents needlessly
+    uncertain (and needlessly explored)."""
+    n_items = item_count.size
+    corrected_sum = np.bincount(
+        item_idx, corrected * weight if weight is not None else corrected, minlength=n_items
+    )
+    item_evidence = np.divide(
+        corrected_sum, item_count, out=np.zeros(n_items), where=item_count > 0
+    )
+    spread = np.take(item_evidence, item_idx, mode="clip")
+    np.subtract(corrected, spread, out=spread)
+    spread *= spread
+    if weight is not None:
+        spread *= weight
+    squares = np.bincount(item_idx, spread, minlength=n_items)
+    item_noise_var = (squares + noise_prior * noise_var) / (
+        np.maximum(item_count - 1.0, 0.0) + noise_prior
+    )
+    return item_evidence, np.maximum(item_noise_var, 1e-6)
+
+
+def baseline_given(
+    user_idx: np.ndarray,
+    item_idx: np.ndarray,
+    rating: np.ndarray,
+    n_items: int,
+    *,
+    global_mean: float,
+    user_offset: np.ndarray,
+    noise_var: float,
+    weight: np.ndarray | None = None,
+    reg_item: float = 10.0,
+    noise_prior: float = 5.0,
+) -> Baseline:
+    """The per-sub-agent part of ``debias`` with its global part given (μ, every b_u, σ²), as
+    an incremental run has it from the last full fit: each sub-agent's evidence then depends on
+    its own ratings only, and equals what that fit gave it from the same ratings."""
+    user_idx = np.asarray(user_idx, dtype=np.int64)
+    item_idx = np.asarray(item_idx, dtype=np.int64)
+    weight = None if weight is None else np.asarray(weight, dtype=np.float64)
+    corrected = np.asarray(rating, dtype=np.float64) - global_mean
+    corrected -= np.take(user_offset, user_idx, mode="clip")
+    item_count = np.bincount(item_idx, weight, minlength=n_items).astype(np.float64)
+    item_evidence, item_noise_var = _item_evidence(
+        corrected, item_idx, weight, item_count, noise_var, noise_prior
+    )
+    return Baseline(
+        global_mean=global_mean,
+        user_offset=user_offset,
+        item_effect=np.divide(
+            item_evidence * item_count, reg_item + item_count, out=np.zeros(n_items)
+        ),
+        item_count=item_count,
+        item_evidence=item_evidence,
+        noise_var=noise_var,
+        item_noise_var=item_noise_var,
     )
 
 
@@ -641,20 +706,58 @@ def branch_drift(
     return BranchDrift(into=into, next_fork=next_fork)
 
 
+class NodeNoise:
+    """Standard normal draws keyed by sub-agent id and draw number, for ``sample_lineage``.
+
+    Draw j of the node with id i depends on (seed, the draws' first number and count, i, j)
+    only, never on which other nodes are sampled with it: a tree sampled alone gets the very
+    draws it gets inside the whole catalog, so an incremental run's branch values equal a full
+    run's. Ids are grouped in blocks of 4,096; each block's draws come from their own stream
+    (seeded by the block number), so the cost is that of the blocks a sample touches."""
+
+    BLOCK_BITS = 12
+
+    def __init__(self, seed: int):
+        self.seed = int(seed)
+
+    def draws(self, ids: np.ndarray, start: int, count: int) -> np.ndarray:
+        ids = np.asarray(ids, dtype=np.int64)
+        out = np.empty((ids.size, count), dtype=np.float32)
+        if ids.size == 0:
+            return out
+        if ids.min() < 0:
+            raise ValueError("NodeNoise needs non-negative ids")
+        block = ids >> self.BLOCK_BITS
+        # A 16-bit key sorts by radix; ids up to 2^28 (268 million) fit.
+        key = block.astype(np.uint16) if block.max() < 1 << 16 else block
+        by_block = np.argsort(key, kind="stable")
+        sorted_block = block[by_block]
+        edges = np.flatnonzero(np.r_[True, sorted_block[1:] != sorted_block[:-1], True])
+        mask = (1 << self.BLOCK_BITS) - 1
+        for lo, hi in zip(edges[:-1].tolist(), edges[1:].tolist(), strict=True):
+            rows = by_block[lo:hi]
+            stream = np.random.default_rng([self.seed, start, count, int(sorted_block[lo])])
+            table = stream.standard_normal((mask + 1, count), dtype=np.float32)
+            out[rows] = table[ids[rows] & mask]
+        return out
+
+
 def sample_lineage(
     forest: Forest,
     posterior: LineagePosterior,
     n_samples: int,
-    rng: np.random.Generator,
+    rng: np.random.Generator | NodeNoise,
     *,
     in_order: bool = False,
     dtype: type = np.float32,
+    first_draw: int = 0,
 ) -> np.ndarray:
     """Joint draws of θ for the whole forest, shape (n, n_samples): roots from their posterior,
     then each child given its parent's draw and its own subtree's evidence,
         θ_c | θ_p ~ N(a_c (θ_p + δ̄) + a_c τ² h_c,  a_c τ²),   a_c = 1 / (1 + τ² J_c),
     which is the exact joint posterior (forward filtering, backward sampling on a tree).
-    Rows follow ``forest.order`` if ``in_order``, else node indices."""
+    Rows follow ``forest.order`` if ``in_order``, else node indices. With a ``NodeNoise`` for
+    ``rng``, each node's draws are fixed by its id (``first_draw`` numbers the first one)."""
     order = forest.order
     # Coefficients in the draws' precision: the per-level arithmetic is memory-bound.
     gain = posterior.gain[order].astype(dtype)
@@ -662,11 +765,18 @@ def sample_lineage(
     step_var = posterior.drift_var[order]
     cond_shift = (posterior.gain[order] * step_var * posterior.up_info[order]).astype(dtype)
     cond_sd = np.sqrt(posterior.gain[order] * step_var).astype(dtype)
+    keyed = (
+        rng.draws(forest.ids[order], first_draw, n_samples) if isinstance(rng, NodeNoise) else None
+    )
+
+    def standard_normal(level: slice, shape: tuple[int, int]) -> np.ndarray:
+        return rng.standard_normal(shape, dtype=np.float32) if keyed is None else keyed[level]
+
     draws = np.empty((forest.n, n_samples), dtype=dtype)
     roots = forest.level_slice(0)
     root_nodes = order[roots]
     draws[roots] = posterior.mean[root_nodes, None] + posterior.sd[root_nodes, None] * (
-        rng.standard_normal((root_nodes.size, n_samples), dtype=np.float32)
+        standard_normal(roots, (root_nodes.size, n_samples))
     )
     for d in range(1, forest.n_levels):
         level = forest.level_slice(d)
@@ -674,7 +784,7 @@ def sample_lineage(
         block += step_mean[level, None]
         block *= gain[level, None]
         block += cond_shift[level, None]
-        noise = rng.standard_normal(block.shape, dtype=np.float32)
+        noise = standard_normal(level, block.shape)
         noise *= cond_sd[level, None]
         block += noise
         draws[level] = block
@@ -688,7 +798,7 @@ def sample_lineage(
 def branch_value(
     forest: Forest,
     posterior: LineagePosterior,
-    rng: np.random.Generator,
+    rng: np.random.Generator | NodeNoise,
     *,
     n_samples: int = BRANCH_SAMPLES,
     chunk: int = 16,
@@ -699,7 +809,7 @@ def branch_value(
     done = 0
     while done < n_samples:
         size = min(chunk, n_samples - done)
-        draws = sample_lineage(forest, posterior, size, rng, in_order=True)
+        draws = sample_lineage(forest, posterior, size, rng, in_order=True, first_draw=done)
         subtree_max = draws.copy()
         forest.combine_children_into_parents(subtree_max, np.maximum)
         excess += (subtree_max - draws).sum(axis=1, dtype=np.float64)
@@ -787,6 +897,7 @@ class Usage:
     recent_users: np.ndarray  # distinct users, last 7 days
     weekly_baseline: np.ndarray  # average weekly distinct users over the 28 days before
     trending: np.ndarray  # ln((recent + k) / (baseline + k))
+    retention_rate: float = 0.0  # r̄, the catalog-wide rate the retentions are shrunk toward
 
 
 def usage_stats(
@@ -799,16 +910,22 @@ def usage_stats(
     retention_days: float = 7.0,
     retention_prior: float = 10.0,
     trend_prior: float = 5.0,
+    retention_rate: float | None = None,
 ) -> Usage:
     """Usage and trending from raw usage events (one row per use; module docstring, 5). Repeated
-    events of one user count once: everything is per distinct (sub-agent, user)."""
+    events of one user count once: everything is per distinct (sub-agent, user). The
+    catalog-wide retention rate r̄ is measured from these events unless ``retention_rate``
+    gives it (an incremental run reads only the changed trees' events)."""
     item_idx = np.asarray(item_idx, dtype=np.int64)
     user_idx = np.asarray(user_idx, dtype=np.int64)
     age_days = np.asarray(age_days, dtype=np.float64)
     if item_idx.size == 0:  # nobody has used anything yet
         zeros = np.zeros(n_items)
         trend = np.zeros(n_items)  # ln(k / k)
-        return Usage(zeros, np.zeros(n_items), zeros.copy(), zeros.copy(), zeros.copy(), trend)
+        rate = retention_rate or 0.0
+        return Usage(
+            zeros, np.full(n_items, rate), zeros.copy(), zeros.copy(), zeros.copy(), trend, rate
+        )
     n_user_slots = int(user_idx.max()) + 1
     # One sort serves both questions: events ordered by (sub-agent, user, week bucket), buckets
     # 0..4 the last five weeks and 5 anything older. Runs of equal (sub-agent, user) give each
@@ -829,7 +946,10 @@ def usage_stats(
     cohort_weight = np.where(in_cohort, 0.5 ** (since_first / half_life), 0.0)
     cohort = np.bincount(pair_item, cohort_weight, minlength=n_items)
     retained = np.bincount(pair_item, cohort_weight * came_back, minlength=n_items)
-    overall = retained.sum() / cohort.sum() if cohort.sum() > 0 else 0.0
+    if retention_rate is not None:
+        overall = retention_rate
+    else:
+        overall = float(retained.sum() / cohort.sum()) if cohort.sum() > 0 else 0.0
     retention = (retained + retention_prior * overall) / (cohort + retention_prior)
 
     triple_start = np.flatnonzero(np.r_[True, key_sorted[1:] != key_sorted[:-1]])
@@ -845,6 +965,7 @@ def usage_stats(
         recent_users=recent,
         weekly_baseline=earlier,
         trending=np.log((recent + trend_prior) / (earlier + trend_prior)),
+        retention_rate=overall,
     )
 
 
@@ -856,6 +977,27 @@ class Ratings:
     value: np.ndarray  # stars 1..5 or thumbs 0/1
     is_thumb: np.ndarray | None = None
     age_days: np.ndarray | None = None  # for the evidence half-life; None = all fresh
+
+
+@dataclass(frozen=True)
+class GlobalFit:
+    """What a ranking run learns from the whole catalog at once (module docstring, 1, 2, 3):
+    the rating scale of each kind, μ, every rater's b_u, σ², and the lineage prior of each
+    reading of the evidence (the first, then one per censored round). Given these, every
+    other figure of a sub-agent is computed from its own tree alone, so a run that recomputes
+    only the trees that changed (``rank(..., fit=...)``) gives them exactly the numbers a whole
+    run with this fit gives them."""
+
+    scale_centre: tuple[float, float]  # stars, thumbs
+    scale_spread: tuple[float, float]
+    global_mean: float
+    noise_var: float
+    user_offset: np.ndarray  # b_u by rating user index
+    priors: tuple[LineagePrior, ...]
+
+    @property
+    def scale(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.asarray(self.scale_centre), np.asarray(self.scale_spread)
 
 
 @dataclass(frozen=True)
@@ -874,6 +1016,7 @@ class Scores:
     baseline: Baseline  # kept for warm starts
     prior: LineagePrior
     posterior: LineagePosterior
+    fit: GlobalFit | None = None  # the global part of the run (None after a ``roots`` update)
 
 
 def rank(
@@ -894,6 +1037,8 @@ def rank(
     eligible: np.ndarray | None = None,
     censored: bool = True,
     drift_pseudo_steps: float | None = BRANCH_DRIFT_PSEUDO_STEPS,
+    fit: GlobalFit | None = None,
+    noise_seed: int | None = None,
 ) -> Scores:
     """All scores of the module docstring in one pass.
 
@@ -904,25 +1049,50 @@ def rank(
     ``warm_user_offset`` (b_u stored by an earlier run, 0 for new raters) warm-starts the rater
     fit the same way when no ``previous`` Scores are in memory. ``eligible`` limits which nodes
     can be named a best descendant. ``censored`` reads end-of-scale ratings as bounds (2b);
-    ``drift_pseudo_steps`` (None: one catalog-wide δ̄) sets the branch drift's shrinkage (3b)."""
+    ``drift_pseudo_steps`` (None: one catalog-wide δ̄) sets the branch drift's shrinkage (3b).
+
+    Lineage updates: with ``fit`` (a ``GlobalFit`` of an earlier run, ``user_idx`` indexing its
+    ``user_offset``) nothing global is fitted, and the scores of ``forest`` (any set of whole
+    trees) are those a run over the whole catalog with that fit gives them. ``noise_seed``
+    keys the branch values' draws by sub-agent id (``NodeNoise``), which such updates need."""
     rng = np.random.default_rng(0) if rng is None else rng
+    draw_source = rng if noise_seed is None else NodeNoise(noise_seed)
     weight = None if ratings.age_days is None else 0.5 ** (np.asarray(ratings.age_days) / half_life)
-    warm = previous.baseline.user_offset if previous is not None else warm_user_offset
-    baseline = debias(
-        ratings.user_idx,
-        ratings.item_idx,
-        to_common_scale(ratings.value, ratings.is_thumb),
-        n_users,
-        forest.n,
-        weight=weight,
-        epochs=epochs if epochs is not None else (3 if warm is not None else 10),
-        init_user_offset=warm,
-    )
+    if fit is None:
+        levels = rating_levels(ratings.value, ratings.is_thumb)
+        scale = scale_of_kind(levels)
+        warm = previous.baseline.user_offset if previous is not None else warm_user_offset
+        baseline = debias(
+            ratings.user_idx,
+            ratings.item_idx,
+            levels.per_code(common_scale_table(levels, scale)),
+            n_users,
+            forest.n,
+            weight=weight,
+            epochs=epochs if epochs is not None else (3 if warm is not None else 10),
+            init_user_offset=warm,
+        )
+    else:
+        scale = fit.scale
+        baseline = baseline_given(
+            ratings.user_idx,
+            ratings.item_idx,
+            to_common_scale(ratings.value, ratings.is_thumb, scale),
+            forest.n,
+            global_mean=fit.global_mean,
+            user_offset=fit.user_offset,
+            noise_var=fit.noise_var,
+            weight=weight,
+        )
     rating_count = np.bincount(np.asarray(ratings.item_idx), minlength=forest.n).astype(float)
-    estimate_prior = prior is None
+    pinned_priors = list(fit.priors) if fit is not None else None
+    estimate_prior = prior is None and fit is None
     evidence, precision = baseline.item_evidence, baseline.item_precision
-    if estimate_prior:
+    if pinned_priors is not None:
+        prior = pinned_priors.pop(0)
+    elif estimate_prior:
         prior = estimate_lineage_prior(forest, evidence, precision)
+    priors = [prior]
     young = baseline.item_precision < YOUNG_RATINGS / baseline.noise_var
     # A fork is "recent" while it is new or while its evidence is still young: a branch forked
     # months ago that only now finds its users is rising too.
@@ -956,14 +1126,17 @@ def rank(
 
     drift = drift_of(evidence, precision, prior)
     posterior = posterior_of(evidence, precision, prior, drift)
-    if censored and ratings.item_idx.size:
+    # A lineage update reads the evidence as many times as the fit it follows did, even for
+    # trees without ratings: their beliefs moved with each round's prior in that run too.
+    rounds_to_follow = fit is not None and len(fit.priors) > 1
+    if censored and (ratings.item_idx.size or rounds_to_follow):
         # Laplace iterations (2b): re-read the end-of-scale ratings at the current belief, then
         # update the belief. Trees not recomputed keep their previous belief as the point.
         reading = CensoredReading(
             baseline,
             ratings.user_idx,
             ratings.item_idx,
-            *censoring_bounds(ratings.value, ratings.is_thumb),
+            *censoring_bounds(ratings.value, ratings.is_thumb, scale),
             weight,
         )
         at = np.array(baseline.item_evidence)
@@ -975,8 +1148,11 @@ def rank(
             evidence, precision = reading.evidence(at)
             # The prior follows the reading: values pressed against the top of the scale
             # understate both how far forks move and how much.
-            if estimate_prior:
+            if pinned_priors:
+                prior = pinned_priors.pop(0)
+            elif estimate_prior:
                 prior = estimate_lineage_prior(forest, evidence, precision)
+            priors.append(prior)
             drift = drift_of(evidence, precision, prior)
             posterior = posterior_of(evidence, precision, prior, drift)
     sd = posterior.sd
@@ -987,7 +1163,7 @@ def rank(
         "mean": posterior.mean,
         "sd": sd,
         "display": posterior.mean - LOWER_BOUND_Z * sd,
-        "branch_value": branch_value(part, posterior, rng, n_samples=n_samples),
+        "branch_value": branch_value(part, posterior, draw_source, n_samples=n_samples),
         "best_descendant": np.where(best >= 0, nodes[np.maximum(best, 0)], -1),
         "p_descendant_better": prob,
         "fork_gain": fork_gain(part, posterior.mean, drift.next_fork[nodes]),
@@ -1002,6 +1178,14 @@ def rank(
             baseline=baseline,
             prior=prior,
             posterior=posterior,
+            fit=GlobalFit(
+                scale_centre=tuple(float(c) for c in scale[0]),
+                scale_spread=tuple(float(c) for c in scale[1]),
+                global_mean=float(baseline.global_mean),
+                noise_var=float(baseline.noise_var),
+                user_offset=baseline.user_offset,
+                priors=tuple(priors),
+            ),
         )
     # Nodes added since ``previous`` must belong to the recomputed trees; until then they hold
     # NaN (or -1), which no ranking list picks up as a top entry.
@@ -1024,6 +1208,7 @@ def rank(
         baseline=baseline,
         prior=prior,
         posterior=merged_posterior,
+        fit=None,
     )
 
 
