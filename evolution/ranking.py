@@ -107,8 +107,11 @@ counts raw opens or installs, and nothing adds up descendants' popularity.
    The main agent fills its slates by Thompson sampling on the posterior of step 3, with 15% of
    slots kept for young sub-agents (step 4), and logs each choice's propensity.
 
-Incremental runs reuse the previous rater offsets (3 rounds instead of 10) and may recompute the
-lineage scores of only the trees that changed; the rater fit itself is always global.
+Incremental runs reuse the previous rater offsets (3 rounds instead of 10). What is fitted on the
+whole catalog at once (the scales of 1, μ, b_u and σ² of 2, the prior of 3 at each reading of the
+evidence) is a run's GlobalFit; given it, every figure of a sub-agent depends on its own tree
+only, so a run over the trees that changed, with the last full run's fit, gives them exactly what
+a full run with that fit would.
 """
 
 from __future__ import annotations

@@ -152,3 +152,17 @@ def test_keyed_draws_sample_the_same_posterior():
     whole = rank(forest, ratings, n_users=n_users)
     keyed = sample_lineage(forest, whole.posterior, 400, NodeNoise(2), dtype=np.float64)
     assert np.abs(keyed.mean(axis=1) - whole.posterior.mean).max() < 5 * whole.sd.max() / 20
+
+
+def test_usage_in_whole_days_sorts_keys_and_ages_together():
+    """The one-sort path for whole-day ages gives what the general path gives."""
+    rng = np.random.default_rng(2)
+    items, users = rng.integers(0, 50, 3000), rng.integers(0, 40, 3000)
+    days = rng.integers(0, 180, 3000).astype(np.float64)
+    whole = usage_stats(items, users, days, 50)
+    # A millionth of a day changes no week bucket and no decayed weight beyond 1e-7, but
+    # takes the general path (an argsort and two gathers).
+    general = usage_stats(items, users, days + 1e-6, 50)
+    for name in ("active_users", "retention", "score", "recent_users", "weekly_baseline"):
+        np.testing.assert_allclose(getattr(whole, name), getattr(general, name), rtol=1e-6)
+    np.testing.assert_array_equal(whole.trending, general.trending)
