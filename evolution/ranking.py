@@ -752,7 +752,6 @@ def sample_lineage(
     n_samples: int,
     rng: np.random.Generator | NodeNoise,
     *,
-    in_order: bool = False,
     dtype: type = np.float32,
     first_draw: int = 0,
 ) -> np.ndarray:
@@ -760,43 +759,70 @@ def sample_lineage(
     then each child given its parent's draw and its own subtree's evidence,
         θ_c | θ_p ~ N(a_c (θ_p + δ̄) + a_c τ² h_c,  a_c τ²),   a_c = 1 / (1 + τ² J_c),
     which is the exact joint posterior (forward filtering, backward sampling on a tree).
-    Rows follow ``forest.order`` if ``in_order``, else node indices. With a ``NodeNoise`` for
-    ``rng``, each node's draws are fixed by its id (``first_draw`` numbers the first one)."""
-    order = forest.order
-    # Coefficients in the draws' precision: the per-level arithmetic is memory-bound.
-    gain = posterior.gain[order].astype(dtype)
-    step_mean = posterior.drift_mean[order].astype(dtype)
-    step_var = posterior.drift_var[order]
-    cond_shift = (posterior.gain[order] * step_var * posterior.up_info[order]).astype(dtype)
-    cond_sd = np.sqrt(posterior.gain[order] * step_var).astype(dtype)
-    keyed = (
-        rng.draws(forest.ids[order], first_draw, n_samples) if isinstance(rng, NodeNoise) else None
-    )
-
-    def standard_normal(level: slice, shape: tuple[int, int]) -> np.ndarray:
-        return rng.standard_normal(shape, dtype=np.float32) if keyed is None else keyed[level]
-
-    draws = np.empty((forest.n, n_samples), dtype=dtype)
-    roots = forest.level_slice(0)
-    root_nodes = order[roots]
-    draws[roots] = posterior.mean[root_nodes, None] + posterior.sd[root_nodes, None] * (
-        standard_normal(roots, (root_nodes.size, n_samples))
-    )
-    for d in range(1, forest.n_levels):
-        level = forest.level_slice(d)
-        block = draws[forest.order_parent_pos[level]]  # parent draws (a copy)
-        block += step_mean[level, None]
-        block *= gain[level, None]
-        block += cond_shift[level, None]
-        noise = standard_normal(level, block.shape)
-        noise *= cond_sd[level, None]
-        block += noise
-        draws[level] = block
-    if in_order:
-        return draws
+    Rows are node indices. With a ``NodeNoise`` for ``rng``, each node's draws are fixed by
+    its id (``first_draw`` numbers the first one)."""
+    steps = _DrawSteps.of(forest, posterior, dtype)
+    draws = steps.draw_in_order(forest, n_samples, rng, first_draw)
     out = np.empty_like(draws)
-    out[order] = draws
+    out[forest.order] = draws
     return out
+
+
+@dataclass(frozen=True)
+class _DrawSteps:
+    """``sample_lineage``'s per-node coefficients, laid out in ``forest.order`` and in the
+    draws' precision (the per-level arithmetic is memory-bound): θ_c = scale·θ_p + shift + sd·z
+    with scale = a_c, shift = a_c (δ̄ + τ² h_c), sd = √(a_c τ²)."""
+
+    scale: np.ndarray
+    shift: np.ndarray
+    sd: np.ndarray
+    root_mean: np.ndarray
+    root_sd: np.ndarray
+
+    @classmethod
+    def of(cls, forest: Forest, posterior: LineagePosterior, dtype: type) -> _DrawSteps:
+        order = forest.order
+        gain = posterior.gain[order]
+        step_var = posterior.drift_var[order]
+        shift = gain * (posterior.drift_mean[order] + step_var * posterior.up_info[order])
+        root_nodes = order[forest.level_slice(0)]
+        return cls(
+            scale=gain.astype(dtype),
+            shift=shift.astype(dtype),
+            sd=np.sqrt(gain * step_var).astype(dtype),
+            root_mean=posterior.mean[root_nodes, None],
+            root_sd=posterior.sd[root_nodes, None],
+        )
+
+    def draw_in_order(
+        self,
+        forest: Forest,
+        n_samples: int,
+        rng: np.random.Generator | NodeNoise,
+        first_draw: int,
+    ) -> np.ndarray:
+        keyed = None
+        if isinstance(rng, NodeNoise):
+            keyed = rng.draws(forest.ids[forest.order], first_draw, n_samples)
+
+        def standard_normal(level: slice, rows: int) -> np.ndarray:
+            if keyed is None:
+                return rng.standard_normal((rows, n_samples), dtype=np.float32)
+            return keyed[level]
+
+        draws = np.empty((forest.n, n_samples), dtype=self.scale.dtype)
+        roots = forest.level_slice(0)
+        draws[roots] = self.root_mean + self.root_sd * standard_normal(roots, self.root_mean.size)
+        for d in range(1, forest.n_levels):
+            level = forest.level_slice(d)
+            block = draws[level]  # a view: each step writes into the draws themselves
+            np.multiply(draws[forest.order_parent_pos[level]], self.scale[level, None], out=block)
+            block += self.shift[level, None]
+            noise = standard_normal(level, block.shape[0])
+            noise *= self.sd[level, None]
+            block += noise
+        return draws
 
 
 def branch_value(
@@ -809,14 +835,16 @@ def branch_value(
 ) -> np.ndarray:
     """E[max of θ over each node's subtree] (module docstring, 4), ``chunk`` draws at a time so
     a million nodes stay within tens of megabytes per chunk."""
+    steps = _DrawSteps.of(forest, posterior, np.float32)
     excess = np.zeros(forest.n)
     done = 0
     while done < n_samples:
         size = min(chunk, n_samples - done)
-        draws = sample_lineage(forest, posterior, size, rng, in_order=True, first_draw=done)
-        subtree_max = draws.copy()
-        forest.combine_children_into_parents(subtree_max, np.maximum)
-        excess += (subtree_max - draws).sum(axis=1, dtype=np.float64)
+        draws = steps.draw_in_order(forest, size, rng, done)
+        # Σ(subtree max − θ) as Σ subtree max − Σ θ: the maxima overwrite the draws in place.
+        before = draws.sum(axis=1, dtype=np.float64)
+        forest.combine_children_into_parents(draws, np.maximum)
+        excess += draws.sum(axis=1, dtype=np.float64) - before
         done += size
     out = np.empty(forest.n)
     out[forest.order] = excess / n_samples
