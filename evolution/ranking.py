@@ -472,10 +472,10 @@ class CensoredReading:
         self.noise_var = baseline.noise_var
         self.sigma = math.sqrt(baseline.noise_var)
         exact = direction == 0
-        self.exact_count = np.bincount(item_idx[exact], weight[exact], minlength=self.n_items)
-        self.exact_total = np.bincount(
-            item_idx[exact], weight[exact] * relative[exact], minlength=self.n_items
-        )
+        exact_item, exact_weight = item_idx[exact], weight[exact]
+        self.exact_count = np.bincount(exact_item, exact_weight, minlength=self.n_items)
+        exact_weight *= relative[exact]
+        self.exact_total = np.bincount(exact_item, exact_weight, minlength=self.n_items)
         censored = ~exact
         self.item = item_idx[censored]
         sign = direction[censored].astype(np.float64)
@@ -700,8 +700,9 @@ def branch_drift(
     inv = np.divide(1.0, precision, out=np.zeros_like(precision), where=has)
     w = np.where(both, 1.0 / (prior.drift_var + inv + inv[parent]), 0.0)
     wd = np.where(both, w * (obs_mean - obs_mean[parent]), 0.0)
-    path_w = forest.path_sum(forest.reduce_children(w, "sum", 0.0))
-    path_wd = forest.path_sum(forest.reduce_children(wd, "sum", 0.0))
+    # Both sums in one pass over the tree: two columns.
+    path = forest.path_sum(forest.reduce_children(np.stack((w, wd), axis=1), "sum", 0.0))
+    path_w, path_wd = path[:, 0], path[:, 1]
     k = pseudo_steps / prior.drift_var
     next_fork = (path_wd + k * prior.drift_mean) / (path_w + k)
     into = (path_wd[parent] - wd + k * prior.drift_mean) / (path_w[parent] - w + k)
