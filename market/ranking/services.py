@@ -436,10 +436,15 @@ def run_ranking(
         offsets = dict(session.exec(select(RaterOffset.user_id, RaterOffset.leniency)).all())
         scores = compute(inputs, offsets, seed=seed)
     else:
+        raters = (
+            select(Feedback.user_id)
+            .join(SubAgent, SubAgent.id == Feedback.subagent_id)
+            .where(SubAgent.root_id.in_(roots))
+        )
         offsets = dict(
             session.exec(
                 select(RaterOffset.user_id, RaterOffset.leniency).where(
-                    RaterOffset.user_id.in_(inputs.user_ids.tolist())
+                    RaterOffset.user_id.in_(raters.scalar_subquery())
                 )
             ).all()
         )
