@@ -700,9 +700,8 @@ def branch_drift(
     inv = np.divide(1.0, precision, out=np.zeros_like(precision), where=has)
     w = np.where(both, 1.0 / (prior.drift_var + inv + inv[parent]), 0.0)
     wd = np.where(both, w * (obs_mean - obs_mean[parent]), 0.0)
-    # Both sums in one pass over the tree: two columns.
-    path = forest.path_sum(forest.reduce_children(np.stack((w, wd), axis=1), "sum", 0.0))
-    path_w, path_wd = path[:, 0], path[:, 1]
+    path_w = forest.path_sum(forest.reduce_children(w, "sum", 0.0))
+    path_wd = forest.path_sum(forest.reduce_children(wd, "sum", 0.0))
     k = pseudo_steps / prior.drift_var
     next_fork = (path_wd + k * prior.drift_mean) / (path_w + k)
     into = (path_wd[parent] - wd + k * prior.drift_mean) / (path_w[parent] - w + k)
@@ -984,8 +983,9 @@ def usage_stats(
     pair_sorted = key_sorted >> 3
     pair_start = np.flatnonzero(np.r_[True, pair_sorted[1:] != pair_sorted[:-1]])
     pair_item = pair_sorted[pair_start] // n_user_slots
-    since_last = np.minimum.reduceat(age_sorted, pair_start)  # youngest event of the pair
-    since_first = np.maximum.reduceat(age_sorted, pair_start)  # oldest event of the pair
+    # Ages ascend within each pair: its first event is the youngest, its last the oldest.
+    since_last = age_sorted[pair_start]
+    since_first = age_sorted[np.r_[pair_start[1:], pair_sorted.size] - 1]
 
     active = np.bincount(pair_item, 0.5 ** (since_last / half_life), minlength=n_items)
     in_cohort = since_first >= retention_days
@@ -1020,7 +1020,7 @@ def _sorted_usage_keys(
     item_idx: np.ndarray, user_idx: np.ndarray, age_days: np.ndarray, n_user_slots: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """The events' keys (sub-agent, user, week bucket) = (item · U + user) · 8 + bucket in
-    sorted order, and their ages in the same order.
+    sorted order, and their ages in the same order (ascending among equal keys).
 
     Ages in whole days under 256 (what a run reads: one row per day of use, 180 days back)
     ride in the low byte of the key itself, so one ``np.sort`` orders keys and ages together;
@@ -1041,7 +1041,7 @@ def _sorted_usage_keys(
         return key_sorted, age_byte.astype(np.float64)
     bucket = np.minimum(np.floor(np.maximum(age_days, 0.0) / 7.0), 5).astype(np.int64)
     key = (item_idx * n_user_slots + user_idx) * 8 + bucket
-    by_key = np.argsort(key)
+    by_key = np.lexsort((age_days, key))
     return key[by_key], age_days[by_key]
 
 
