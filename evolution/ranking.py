@@ -107,8 +107,11 @@ counts raw opens or installs, and nothing adds up descendants' popularity.
    The main agent fills its slates by Thompson sampling on the posterior of step 3, with 15% of
    slots kept for young sub-agents (step 4), and logs each choice's propensity.
 
-Incremental runs reuse the previous rater offsets (3 rounds instead of 10) and may recompute the
-lineage scores of only the trees that changed; the rater fit itself is always global.
+Incremental runs reuse the previous rater offsets (3 rounds instead of 10). What is fitted on the
+whole catalog at once (the scales of 1, μ, b_u and σ² of 2, the prior of 3 at each reading of the
+evidence) is a run's GlobalFit; given it, every figure of a sub-agent depends on its own tree
+only, so a run over the trees that changed, with the last full run's fit, gives them exactly what
+a full run with that fit would.
 """
 
 from __future__ import annotations
@@ -178,7 +181,7 @@ def rating_levels(value: np.ndarray, is_thumb: np.ndarray | None = None) -> Rati
     return RatingLevels(code, levels)
 
 
-def _scale_of_kind(ratings: RatingLevels) -> tuple[np.ndarray, np.ndarray]:
+def scale_of_kind(ratings: RatingLevels) -> tuple[np.ndarray, np.ndarray]:
     """Per kind the centre and spread of the common scale (module docstring, 1); a kind with
     fewer than two ratings, or all of them equal, keeps its fallback scale."""
     counts = ratings.counts().astype(np.float64)
@@ -196,20 +199,29 @@ def _scale_of_kind(ratings: RatingLevels) -> tuple[np.ndarray, np.ndarray]:
     return centre, spread
 
 
-def common_scale_table(ratings: RatingLevels) -> np.ndarray:
-    """The common-scale value of each code, shape (2, L)."""
-    centre, spread = _scale_of_kind(ratings)
+def common_scale_table(
+    ratings: RatingLevels, scale: tuple[np.ndarray, np.ndarray] | None = None
+) -> np.ndarray:
+    """The common-scale value of each code, shape (2, L); ``scale`` (centre and spread per
+    kind) is taken from ``ratings`` themselves unless given."""
+    centre, spread = scale_of_kind(ratings) if scale is None else scale
     return (ratings.levels[None, :] - centre[:, None]) / spread[:, None]
 
 
-def to_common_scale(value: np.ndarray, is_thumb: np.ndarray | None = None) -> np.ndarray:
+def to_common_scale(
+    value: np.ndarray,
+    is_thumb: np.ndarray | None = None,
+    scale: tuple[np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
     """Stars and thumbs in standard units of their own kind (see the module docstring, 1)."""
     ratings = rating_levels(value, is_thumb)
-    return ratings.per_code(common_scale_table(ratings))
+    return ratings.per_code(common_scale_table(ratings, scale))
 
 
 def censoring_bounds(
-    value: np.ndarray, is_thumb: np.ndarray | None = None
+    value: np.ndarray,
+    is_thumb: np.ndarray | None = None,
+    scale: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """What an end-of-scale rating says, on the common scale (module docstring, 1b).
 
@@ -218,7 +230,7 @@ def censoring_bounds(
     thumbs down: "at most" the boundary with the next one up), 0 for a rating inside the scale
     (its own value is taken as it is; the bound is then that value)."""
     ratings = rating_levels(value, is_thumb)
-    centre, spread = _scale_of_kind(ratings)
+    centre, spread = scale_of_kind(ratings) if scale is None else scale
     level = ratings.levels[None, :]
     top, bottom = np.array([[5.0], [1.0]]), np.array([[1.0], [0.0]])
     direction = np.where(level >= top, 1, np.where(level <= bottom, -1, 0)).astype(np.int8)
@@ -308,12 +320,6 @@ def debias(
     corrected = buffer  # the ratings with the raters' offsets taken out
     np.take(user_offset, user_idx, out=corrected, mode="clip")
     np.subtract(centred, corrected, out=corrected)
-    corrected_sum = np.bincount(
-        item_idx, corrected * weight if weighted else corrected, minlength=n_items
-    )
-    item_evidence = np.divide(
-        corrected_sum, item_count, out=np.zeros(n_items), where=item_count > 0
-    )
     # Residual variance with the fitted effects' degrees of freedom taken out, so a sub-agent
     # with three ratings is not believed to be known to the third decimal. The effects are
     # ridge estimates, so each counts as n/(n + λ) of a parameter (its effective degrees of
@@ -329,19 +335,8 @@ def debias(
     squared = residual @ (residual * weight) if weighted else residual @ residual
     noise_var = float(squared / total * rating.size / dof) if total > 0 else 1.0
     noise_var = max(noise_var, 1e-6)
-    # Per sub-agent spread of its rater-corrected ratings around their mean, shrunk toward the
-    # pooled σ² with `noise_prior` pseudo-ratings: ratings pressed against the top of the scale
-    # agree with each other, and treating them as noisy as the catalog average would keep the
-    # best sub-agents needlessly uncertain (and needlessly explored).
-    spread = residual
-    np.take(item_evidence, item_idx, out=spread, mode="clip")
-    np.subtract(corrected, spread, out=spread)
-    spread *= spread
-    if weighted:
-        spread *= weight
-    squares = np.bincount(item_idx, spread, minlength=n_items)
-    item_noise_var = (squares + noise_prior * noise_var) / (
-        np.maximum(item_count - 1.0, 0.0) + noise_prior
+    item_evidence, item_noise_var = _item_evidence(
+        corrected, item_idx, weight if weighted else None, item_count, noise_var, noise_prior
     )
     return Baseline(
         global_mean=global_mean,
@@ -350,7 +345,80 @@ def debias(
         item_count=item_count,
         item_evidence=item_evidence,
         noise_var=noise_var,
-        item_noise_var=np.maximum(item_noise_var, 1e-6),
+        item_noise_var=item_noise_var,
+    )
+
+
+def _item_evidence(
+    corrected: np.ndarray,
+    item_idx: np.ndarray,
+    weight: np.ndarray | None,
+    item_count: np.ndarray,
+    noise_var: float,
+    noise_prior: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """y_v and σ_v² from the ratings with the raters' offsets taken out (module docstring, 2).
+
+    Each sub-agent's figures are sums over its own ratings only, so a sub-agent scored alone
+    (``baseline_given``) gets the very numbers a whole-catalog fit gives it. The spread of its
+    ratings around their mean is shrunk toward the pooled σ² with ``noise_prior``
+    pseudo-ratings: ratings pressed against the top of the scale agree with each other, and
+    treating them as noisy as the catalog average would keep the best sub-agents needlessly
+    uncertain (and needlessly explored)."""
+    n_items = item_count.size
+    corrected_sum = np.bincount(
+        item_idx, corrected * weight if weight is not None else corrected, minlength=n_items
+    )
+    item_evidence = np.divide(
+        corrected_sum, item_count, out=np.zeros(n_items), where=item_count > 0
+    )
+    spread = np.take(item_evidence, item_idx, mode="clip")
+    np.subtract(corrected, spread, out=spread)
+    spread *= spread
+    if weight is not None:
+        spread *= weight
+    squares = np.bincount(item_idx, spread, minlength=n_items)
+    item_noise_var = (squares + noise_prior * noise_var) / (
+        np.maximum(item_count - 1.0, 0.0) + noise_prior
+    )
+    return item_evidence, np.maximum(item_noise_var, 1e-6)
+
+
+def baseline_given(
+    user_idx: np.ndarray,
+    item_idx: np.ndarray,
+    rating: np.ndarray,
+    n_items: int,
+    *,
+    global_mean: float,
+    user_offset: np.ndarray,
+    noise_var: float,
+    weight: np.ndarray | None = None,
+    reg_item: float = 10.0,
+    noise_prior: float = 5.0,
+) -> Baseline:
+    """The per-sub-agent part of ``debias`` with its global part given (μ, every b_u, σ²), as
+    an incremental run has it from the last full fit: each sub-agent's evidence then depends on
+    its own ratings only, and equals what that fit gave it from the same ratings."""
+    user_idx = np.asarray(user_idx, dtype=np.int64)
+    item_idx = np.asarray(item_idx, dtype=np.int64)
+    weight = None if weight is None else np.asarray(weight, dtype=np.float64)
+    corrected = np.asarray(rating, dtype=np.float64) - global_mean
+    corrected -= np.take(user_offset, user_idx, mode="clip")
+    item_count = np.bincount(item_idx, weight, minlength=n_items).astype(np.float64)
+    item_evidence, item_noise_var = _item_evidence(
+        corrected, item_idx, weight, item_count, noise_var, noise_prior
+    )
+    return Baseline(
+        global_mean=global_mean,
+        user_offset=user_offset,
+        item_effect=np.divide(
+            item_evidence * item_count, reg_item + item_count, out=np.zeros(n_items)
+        ),
+        item_count=item_count,
+        item_evidence=item_evidence,
+        noise_var=noise_var,
+        item_noise_var=item_noise_var,
     )
 
 
@@ -404,10 +472,10 @@ class CensoredReading:
         self.noise_var = baseline.noise_var
         self.sigma = math.sqrt(baseline.noise_var)
         exact = direction == 0
-        self.exact_count = np.bincount(item_idx[exact], weight[exact], minlength=self.n_items)
-        self.exact_total = np.bincount(
-            item_idx[exact], weight[exact] * relative[exact], minlength=self.n_items
-        )
+        exact_item, exact_weight = item_idx[exact], weight[exact]
+        self.exact_count = np.bincount(exact_item, exact_weight, minlength=self.n_items)
+        exact_weight *= relative[exact]
+        self.exact_total = np.bincount(exact_item, exact_weight, minlength=self.n_items)
         censored = ~exact
         self.item = item_idx[censored]
         sign = direction[censored].astype(np.float64)
@@ -641,68 +709,159 @@ def branch_drift(
     return BranchDrift(into=into, next_fork=next_fork)
 
 
+class NodeNoise:
+    """Standard normal draws keyed by sub-agent id and draw number, for ``sample_lineage``.
+
+    Draw j of the node with id i is a function of (seed, i, j) alone, never of which other
+    nodes are sampled with it: a tree sampled alone gets the very draws it gets inside the
+    whole catalog, so a lineage run's branch values equal a full run's, and its draws cost in
+    proportion to the nodes it samples. Each pair of draws is the Box–Muller transform of two
+    24-bit uniforms cut from one splitmix64 hash of (seed, i, j // 2): a stateless generator
+    (splitmix64 over a counter passes BigCrush), in a few vectorized passes."""
+
+    GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+    MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
+    MIX_2 = np.uint64(0x94D049BB133111EB)
+    MAX_PAIRS = 1 << 20  # draw numbers per id; ids below 2^43
+
+    def __init__(self, seed: int):
+        self.seed = np.uint64(int(seed) & 0xFFFFFFFFFFFFFFFF)
+
+    def draws(self, ids: np.ndarray, start: int, count: int) -> np.ndarray:
+        ids = np.asarray(ids, dtype=np.int64)
+        if ids.size and (ids.min() < 0 or ids.max() >= 1 << 43):
+            raise ValueError("NodeNoise needs ids in [0, 2^43)")
+        first_pair, n_pairs = start // 2, (start % 2 + count + 1) // 2
+        if first_pair + n_pairs > self.MAX_PAIRS:
+            raise ValueError("NodeNoise draws at most 2^21 numbers per id")
+        with np.errstate(over="ignore"):
+            counter = (ids.astype(np.uint64) * np.uint64(self.MAX_PAIRS))[:, None] + np.arange(
+                first_pair, first_pair + n_pairs, dtype=np.uint64
+            )
+            # splitmix64 of (counter + seed · golden), in place
+            counter += self.seed * self.GOLDEN + self.GOLDEN
+            counter ^= counter >> np.uint64(30)
+            counter *= self.MIX_1
+            counter ^= counter >> np.uint64(27)
+            counter *= self.MIX_2
+            counter ^= counter >> np.uint64(31)
+        scale = np.float32(2.0**-24)
+        # Two 24-bit uniforms per hash; the first in (0, 1] so its logarithm is finite.
+        radius = ((counter >> np.uint64(40)).astype(np.float32) + np.float32(1.0)) * scale
+        angle = (counter & np.uint64(0xFFFFFF)).astype(np.float32) * np.float32(
+            2 * math.pi * 2.0**-24
+        )
+        del counter
+        np.log(radius, out=radius)
+        radius *= np.float32(-2.0)
+        np.sqrt(radius, out=radius)
+        out = np.empty((ids.size, 2 * n_pairs), dtype=np.float32)
+        np.multiply(radius, np.cos(angle), out=out[:, 0::2])
+        np.sin(angle, out=angle)
+        np.multiply(radius, angle, out=out[:, 1::2])
+        offset = start % 2
+        return out[:, offset : offset + count]
+
+
 def sample_lineage(
     forest: Forest,
     posterior: LineagePosterior,
     n_samples: int,
-    rng: np.random.Generator,
+    rng: np.random.Generator | NodeNoise,
     *,
-    in_order: bool = False,
     dtype: type = np.float32,
+    first_draw: int = 0,
 ) -> np.ndarray:
     """Joint draws of θ for the whole forest, shape (n, n_samples): roots from their posterior,
     then each child given its parent's draw and its own subtree's evidence,
         θ_c | θ_p ~ N(a_c (θ_p + δ̄) + a_c τ² h_c,  a_c τ²),   a_c = 1 / (1 + τ² J_c),
     which is the exact joint posterior (forward filtering, backward sampling on a tree).
-    Rows follow ``forest.order`` if ``in_order``, else node indices."""
-    order = forest.order
-    # Coefficients in the draws' precision: the per-level arithmetic is memory-bound.
-    gain = posterior.gain[order].astype(dtype)
-    step_mean = posterior.drift_mean[order].astype(dtype)
-    step_var = posterior.drift_var[order]
-    cond_shift = (posterior.gain[order] * step_var * posterior.up_info[order]).astype(dtype)
-    cond_sd = np.sqrt(posterior.gain[order] * step_var).astype(dtype)
-    draws = np.empty((forest.n, n_samples), dtype=dtype)
-    roots = forest.level_slice(0)
-    root_nodes = order[roots]
-    draws[roots] = posterior.mean[root_nodes, None] + posterior.sd[root_nodes, None] * (
-        rng.standard_normal((root_nodes.size, n_samples), dtype=np.float32)
-    )
-    for d in range(1, forest.n_levels):
-        level = forest.level_slice(d)
-        block = draws[forest.order_parent_pos[level]]  # parent draws (a copy)
-        block += step_mean[level, None]
-        block *= gain[level, None]
-        block += cond_shift[level, None]
-        noise = rng.standard_normal(block.shape, dtype=np.float32)
-        noise *= cond_sd[level, None]
-        block += noise
-        draws[level] = block
-    if in_order:
-        return draws
+    Rows are node indices. With a ``NodeNoise`` for ``rng``, each node's draws are fixed by
+    its id (``first_draw`` numbers the first one)."""
+    steps = _DrawSteps.of(forest, posterior, dtype)
+    draws = steps.draw_in_order(forest, n_samples, rng, first_draw)
     out = np.empty_like(draws)
-    out[order] = draws
+    out[forest.order] = draws
     return out
+
+
+@dataclass(frozen=True)
+class _DrawSteps:
+    """``sample_lineage``'s per-node coefficients, laid out in ``forest.order`` and in the
+    draws' precision (the per-level arithmetic is memory-bound): θ_c = scale·θ_p + shift + sd·z
+    with scale = a_c, shift = a_c (δ̄ + τ² h_c), sd = √(a_c τ²)."""
+
+    scale: np.ndarray
+    shift: np.ndarray
+    sd: np.ndarray
+    root_mean: np.ndarray
+    root_sd: np.ndarray
+
+    @classmethod
+    def of(cls, forest: Forest, posterior: LineagePosterior, dtype: type) -> _DrawSteps:
+        order = forest.order
+        gain = posterior.gain[order]
+        step_var = posterior.drift_var[order]
+        shift = gain * (posterior.drift_mean[order] + step_var * posterior.up_info[order])
+        root_nodes = order[forest.level_slice(0)]
+        return cls(
+            scale=gain.astype(dtype),
+            shift=shift.astype(dtype),
+            sd=np.sqrt(gain * step_var).astype(dtype),
+            root_mean=posterior.mean[root_nodes, None],
+            root_sd=posterior.sd[root_nodes, None],
+        )
+
+    def draw_in_order(
+        self,
+        forest: Forest,
+        n_samples: int,
+        rng: np.random.Generator | NodeNoise,
+        first_draw: int,
+    ) -> np.ndarray:
+        keyed = None
+        if isinstance(rng, NodeNoise):
+            keyed = rng.draws(forest.ids[forest.order], first_draw, n_samples)
+
+        def standard_normal(level: slice, rows: int) -> np.ndarray:
+            if keyed is None:
+                return rng.standard_normal((rows, n_samples), dtype=np.float32)
+            return keyed[level]
+
+        draws = np.empty((forest.n, n_samples), dtype=self.scale.dtype)
+        roots = forest.level_slice(0)
+        draws[roots] = self.root_mean + self.root_sd * standard_normal(roots, self.root_mean.size)
+        for d in range(1, forest.n_levels):
+            level = forest.level_slice(d)
+            block = draws[level]  # a view: each step writes into the draws themselves
+            np.multiply(draws[forest.order_parent_pos[level]], self.scale[level, None], out=block)
+            block += self.shift[level, None]
+            noise = standard_normal(level, block.shape[0])
+            noise *= self.sd[level, None]
+            block += noise
+        return draws
 
 
 def branch_value(
     forest: Forest,
     posterior: LineagePosterior,
-    rng: np.random.Generator,
+    rng: np.random.Generator | NodeNoise,
     *,
     n_samples: int = BRANCH_SAMPLES,
     chunk: int = 16,
 ) -> np.ndarray:
     """E[max of θ over each node's subtree] (module docstring, 4), ``chunk`` draws at a time so
     a million nodes stay within tens of megabytes per chunk."""
+    steps = _DrawSteps.of(forest, posterior, np.float32)
     excess = np.zeros(forest.n)
     done = 0
     while done < n_samples:
         size = min(chunk, n_samples - done)
-        draws = sample_lineage(forest, posterior, size, rng, in_order=True)
-        subtree_max = draws.copy()
-        forest.combine_children_into_parents(subtree_max, np.maximum)
-        excess += (subtree_max - draws).sum(axis=1, dtype=np.float64)
+        draws = steps.draw_in_order(forest, size, rng, done)
+        # Σ(subtree max − θ) as Σ subtree max − Σ θ: the maxima overwrite the draws in place.
+        before = draws.sum(axis=1, dtype=np.float64)
+        forest.combine_children_into_parents(draws, np.maximum)
+        excess += draws.sum(axis=1, dtype=np.float64) - before
         done += size
     out = np.empty(forest.n)
     out[forest.order] = excess / n_samples
@@ -787,6 +946,7 @@ class Usage:
     recent_users: np.ndarray  # distinct users, last 7 days
     weekly_baseline: np.ndarray  # average weekly distinct users over the 28 days before
     trending: np.ndarray  # ln((recent + k) / (baseline + k))
+    retention_rate: float = 0.0  # r̄, the catalog-wide rate the retentions are shrunk toward
 
 
 def usage_stats(
@@ -799,29 +959,33 @@ def usage_stats(
     retention_days: float = 7.0,
     retention_prior: float = 10.0,
     trend_prior: float = 5.0,
+    retention_rate: float | None = None,
 ) -> Usage:
     """Usage and trending from raw usage events (one row per use; module docstring, 5). Repeated
-    events of one user count once: everything is per distinct (sub-agent, user)."""
+    events of one user count once: everything is per distinct (sub-agent, user). The
+    catalog-wide retention rate r̄ is measured from these events unless ``retention_rate``
+    gives it (an incremental run reads only the changed trees' events)."""
     item_idx = np.asarray(item_idx, dtype=np.int64)
     user_idx = np.asarray(user_idx, dtype=np.int64)
     age_days = np.asarray(age_days, dtype=np.float64)
     if item_idx.size == 0:  # nobody has used anything yet
         zeros = np.zeros(n_items)
         trend = np.zeros(n_items)  # ln(k / k)
-        return Usage(zeros, np.zeros(n_items), zeros.copy(), zeros.copy(), zeros.copy(), trend)
+        rate = retention_rate or 0.0
+        return Usage(
+            zeros, np.full(n_items, rate), zeros.copy(), zeros.copy(), zeros.copy(), trend, rate
+        )
     n_user_slots = int(user_idx.max()) + 1
     # One sort serves both questions: events ordered by (sub-agent, user, week bucket), buckets
     # 0..4 the last five weeks and 5 anything older. Runs of equal (sub-agent, user) give each
     # user's first and last use; runs of equal (sub-agent, user, bucket) give distinct weekly users.
-    bucket = np.minimum(np.floor(np.maximum(age_days, 0.0) / 7.0), 5).astype(np.int64)
-    key = (item_idx * n_user_slots + user_idx) * 8 + bucket
-    by_key = np.argsort(key)
-    key_sorted, age_sorted = key[by_key], age_days[by_key]
+    key_sorted, age_sorted = _sorted_usage_keys(item_idx, user_idx, age_days, n_user_slots)
     pair_sorted = key_sorted >> 3
     pair_start = np.flatnonzero(np.r_[True, pair_sorted[1:] != pair_sorted[:-1]])
     pair_item = pair_sorted[pair_start] // n_user_slots
-    since_last = np.minimum.reduceat(age_sorted, pair_start)  # youngest event of the pair
-    since_first = np.maximum.reduceat(age_sorted, pair_start)  # oldest event of the pair
+    # Ages ascend within each pair: its first event is the youngest, its last the oldest.
+    since_last = age_sorted[pair_start]
+    since_first = age_sorted[np.r_[pair_start[1:], pair_sorted.size] - 1]
 
     active = np.bincount(pair_item, 0.5 ** (since_last / half_life), minlength=n_items)
     in_cohort = since_first >= retention_days
@@ -829,7 +993,10 @@ def usage_stats(
     cohort_weight = np.where(in_cohort, 0.5 ** (since_first / half_life), 0.0)
     cohort = np.bincount(pair_item, cohort_weight, minlength=n_items)
     retained = np.bincount(pair_item, cohort_weight * came_back, minlength=n_items)
-    overall = retained.sum() / cohort.sum() if cohort.sum() > 0 else 0.0
+    if retention_rate is not None:
+        overall = retention_rate
+    else:
+        overall = float(retained.sum() / cohort.sum()) if cohort.sum() > 0 else 0.0
     retention = (retained + retention_prior * overall) / (cohort + retention_prior)
 
     triple_start = np.flatnonzero(np.r_[True, key_sorted[1:] != key_sorted[:-1]])
@@ -845,7 +1012,37 @@ def usage_stats(
         recent_users=recent,
         weekly_baseline=earlier,
         trending=np.log((recent + trend_prior) / (earlier + trend_prior)),
+        retention_rate=overall,
     )
+
+
+def _sorted_usage_keys(
+    item_idx: np.ndarray, user_idx: np.ndarray, age_days: np.ndarray, n_user_slots: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The events' keys (sub-agent, user, week bucket) = (item · U + user) · 8 + bucket in
+    sorted order, and their ages in the same order (ascending among equal keys).
+
+    Ages in whole days under 256 (what a run reads: one row per day of use, 180 days back)
+    ride in the low byte of the key itself, so one ``np.sort`` orders keys and ages together;
+    an ``argsort`` and two gathers by it cost about three times as much on millions of rows."""
+    n_items = int(item_idx.max()) + 1
+    whole_days = (
+        n_items * n_user_slots < 1 << 54
+        and age_days.min() >= 0
+        and age_days.max() < 256
+        and np.array_equal(age_days, np.floor(age_days))
+    )
+    if whole_days:
+        packed = (item_idx * n_user_slots + user_idx) << 8
+        packed |= age_days.astype(np.int64)
+        packed.sort()
+        age_byte = packed & 255
+        key_sorted = ((packed >> 8) << 3) | np.minimum(age_byte // 7, 5)
+        return key_sorted, age_byte.astype(np.float64)
+    bucket = np.minimum(np.floor(np.maximum(age_days, 0.0) / 7.0), 5).astype(np.int64)
+    key = (item_idx * n_user_slots + user_idx) * 8 + bucket
+    by_key = np.lexsort((age_days, key))
+    return key[by_key], age_days[by_key]
 
 
 # --------------------------------------------------------------------------- everything at once
@@ -856,6 +1053,27 @@ class Ratings:
     value: np.ndarray  # stars 1..5 or thumbs 0/1
     is_thumb: np.ndarray | None = None
     age_days: np.ndarray | None = None  # for the evidence half-life; None = all fresh
+
+
+@dataclass(frozen=True)
+class GlobalFit:
+    """What a ranking run learns from the whole catalog at once (module docstring, 1, 2, 3):
+    the rating scale of each kind, μ, every rater's b_u, σ², and the lineage prior of each
+    reading of the evidence (the first, then one per censored round). Given these, every
+    other figure of a sub-agent is computed from its own tree alone, so a run that recomputes
+    only the trees that changed (``rank(..., fit=...)``) gives them exactly the numbers a whole
+    run with this fit gives them."""
+
+    scale_centre: tuple[float, float]  # stars, thumbs
+    scale_spread: tuple[float, float]
+    global_mean: float
+    noise_var: float
+    user_offset: np.ndarray  # b_u by rating user index
+    priors: tuple[LineagePrior, ...]
+
+    @property
+    def scale(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.asarray(self.scale_centre), np.asarray(self.scale_spread)
 
 
 @dataclass(frozen=True)
@@ -874,6 +1092,7 @@ class Scores:
     baseline: Baseline  # kept for warm starts
     prior: LineagePrior
     posterior: LineagePosterior
+    fit: GlobalFit | None = None  # the global part of the run (None after a ``roots`` update)
 
 
 def rank(
@@ -894,6 +1113,8 @@ def rank(
     eligible: np.ndarray | None = None,
     censored: bool = True,
     drift_pseudo_steps: float | None = BRANCH_DRIFT_PSEUDO_STEPS,
+    fit: GlobalFit | None = None,
+    noise_seed: int | None = None,
 ) -> Scores:
     """All scores of the module docstring in one pass.
 
@@ -904,25 +1125,50 @@ def rank(
     ``warm_user_offset`` (b_u stored by an earlier run, 0 for new raters) warm-starts the rater
     fit the same way when no ``previous`` Scores are in memory. ``eligible`` limits which nodes
     can be named a best descendant. ``censored`` reads end-of-scale ratings as bounds (2b);
-    ``drift_pseudo_steps`` (None: one catalog-wide δ̄) sets the branch drift's shrinkage (3b)."""
+    ``drift_pseudo_steps`` (None: one catalog-wide δ̄) sets the branch drift's shrinkage (3b).
+
+    Lineage updates: with ``fit`` (a ``GlobalFit`` of an earlier run, ``user_idx`` indexing its
+    ``user_offset``) nothing global is fitted, and the scores of ``forest`` (any set of whole
+    trees) are those a run over the whole catalog with that fit gives them. ``noise_seed``
+    keys the branch values' draws by sub-agent id (``NodeNoise``), which such updates need."""
     rng = np.random.default_rng(0) if rng is None else rng
+    draw_source = rng if noise_seed is None else NodeNoise(noise_seed)
     weight = None if ratings.age_days is None else 0.5 ** (np.asarray(ratings.age_days) / half_life)
-    warm = previous.baseline.user_offset if previous is not None else warm_user_offset
-    baseline = debias(
-        ratings.user_idx,
-        ratings.item_idx,
-        to_common_scale(ratings.value, ratings.is_thumb),
-        n_users,
-        forest.n,
-        weight=weight,
-        epochs=epochs if epochs is not None else (3 if warm is not None else 10),
-        init_user_offset=warm,
-    )
+    if fit is None:
+        levels = rating_levels(ratings.value, ratings.is_thumb)
+        scale = scale_of_kind(levels)
+        warm = previous.baseline.user_offset if previous is not None else warm_user_offset
+        baseline = debias(
+            ratings.user_idx,
+            ratings.item_idx,
+            levels.per_code(common_scale_table(levels, scale)),
+            n_users,
+            forest.n,
+            weight=weight,
+            epochs=epochs if epochs is not None else (3 if warm is not None else 10),
+            init_user_offset=warm,
+        )
+    else:
+        scale = fit.scale
+        baseline = baseline_given(
+            ratings.user_idx,
+            ratings.item_idx,
+            to_common_scale(ratings.value, ratings.is_thumb, scale),
+            forest.n,
+            global_mean=fit.global_mean,
+            user_offset=fit.user_offset,
+            noise_var=fit.noise_var,
+            weight=weight,
+        )
     rating_count = np.bincount(np.asarray(ratings.item_idx), minlength=forest.n).astype(float)
-    estimate_prior = prior is None
+    pinned_priors = list(fit.priors) if fit is not None else None
+    estimate_prior = prior is None and fit is None
     evidence, precision = baseline.item_evidence, baseline.item_precision
-    if estimate_prior:
+    if pinned_priors is not None:
+        prior = pinned_priors.pop(0)
+    elif estimate_prior:
         prior = estimate_lineage_prior(forest, evidence, precision)
+    priors = [prior]
     young = baseline.item_precision < YOUNG_RATINGS / baseline.noise_var
     # A fork is "recent" while it is new or while its evidence is still young: a branch forked
     # months ago that only now finds its users is rising too.
@@ -956,14 +1202,17 @@ def rank(
 
     drift = drift_of(evidence, precision, prior)
     posterior = posterior_of(evidence, precision, prior, drift)
-    if censored and ratings.item_idx.size:
+    # A lineage update reads the evidence as many times as the fit it follows did, even for
+    # trees without ratings: their beliefs moved with each round's prior in that run too.
+    rounds_to_follow = fit is not None and len(fit.priors) > 1
+    if censored and (ratings.item_idx.size or rounds_to_follow):
         # Laplace iterations (2b): re-read the end-of-scale ratings at the current belief, then
         # update the belief. Trees not recomputed keep their previous belief as the point.
         reading = CensoredReading(
             baseline,
             ratings.user_idx,
             ratings.item_idx,
-            *censoring_bounds(ratings.value, ratings.is_thumb),
+            *censoring_bounds(ratings.value, ratings.is_thumb, scale),
             weight,
         )
         at = np.array(baseline.item_evidence)
@@ -975,8 +1224,11 @@ def rank(
             evidence, precision = reading.evidence(at)
             # The prior follows the reading: values pressed against the top of the scale
             # understate both how far forks move and how much.
-            if estimate_prior:
+            if pinned_priors:
+                prior = pinned_priors.pop(0)
+            elif estimate_prior:
                 prior = estimate_lineage_prior(forest, evidence, precision)
+            priors.append(prior)
             drift = drift_of(evidence, precision, prior)
             posterior = posterior_of(evidence, precision, prior, drift)
     sd = posterior.sd
@@ -987,7 +1239,7 @@ def rank(
         "mean": posterior.mean,
         "sd": sd,
         "display": posterior.mean - LOWER_BOUND_Z * sd,
-        "branch_value": branch_value(part, posterior, rng, n_samples=n_samples),
+        "branch_value": branch_value(part, posterior, draw_source, n_samples=n_samples),
         "best_descendant": np.where(best >= 0, nodes[np.maximum(best, 0)], -1),
         "p_descendant_better": prob,
         "fork_gain": fork_gain(part, posterior.mean, drift.next_fork[nodes]),
@@ -1002,6 +1254,14 @@ def rank(
             baseline=baseline,
             prior=prior,
             posterior=posterior,
+            fit=GlobalFit(
+                scale_centre=tuple(float(c) for c in scale[0]),
+                scale_spread=tuple(float(c) for c in scale[1]),
+                global_mean=float(baseline.global_mean),
+                noise_var=float(baseline.noise_var),
+                user_offset=baseline.user_offset,
+                priors=tuple(priors),
+            ),
         )
     # Nodes added since ``previous`` must belong to the recomputed trees; until then they hold
     # NaN (or -1), which no ranking list picks up as a top entry.
@@ -1024,6 +1284,7 @@ def rank(
         baseline=baseline,
         prior=prior,
         posterior=merged_posterior,
+        fit=None,
     )
 
 

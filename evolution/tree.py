@@ -278,13 +278,18 @@ class Forest:
     def path_sum(self, values: np.ndarray) -> np.ndarray:
         """For each node, the sum of ``values`` over its root path (root and itself included).
 
-        A +value at the start and a -value at the end of each node's preorder range: the prefix
-        sum at a position then counts exactly the ranges that contain it, i.e. its ancestors."""
+        Level by level from the roots, each node its parent's sum plus its own value: a node's
+        sum is then made of its own path's values alone, bit for bit the same whether its tree
+        is summed alone or with the whole catalog (a prefix sum over the preorder layout would
+        carry other trees' rounding into it)."""
         values = np.asarray(values, dtype=np.float64)
-        marks = np.zeros((self.n + 1, *values.shape[1:]), dtype=np.float64)
-        marks[self.preorder] += values
-        np.subtract.at(marks, self.subtree_end, values)
-        return np.cumsum(marks, axis=0)[self.preorder]
+        in_order = values[self.order]
+        for d in range(1, self.n_levels):
+            level = self.level_slice(d)
+            in_order[level] += in_order[self.order_parent_pos[level]]
+        out = np.empty_like(in_order)
+        out[self.order] = in_order
+        return out
 
     def reduce_children(self, values: np.ndarray, op: str, empty: float) -> np.ndarray:
         """For each node, ``op`` over its direct children's ``values`` (``empty`` for a leaf).

@@ -128,9 +128,13 @@ def rollup() -> None:
 
 
 @main.command()
-@click.option("--force", is_flag=True, help="Recompute even if nothing changed.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="A full run: refit and rescore everything, even if nothing changed.",
+)
 def rank(force: bool) -> None:
-    """Recompute ranking scores of every sub-agent (what Celery beat runs every 5 minutes)."""
+    """Rank what changed since the last run (what Celery beat runs every 5 minutes)."""
     from market.ranking.services import run_ranking
 
     with session_scope(_engine()) as session:

@@ -5,14 +5,23 @@ every rating (user, sub-agent, value, scale, age), and one row per distinct (sub
 day) of use over the last 180 days (older use weighs under 2^-6 with the 30-day half-life).
 It runs :func:`evolution.ranking.rank` and writes one ``subagent_score`` row per sub-agent.
 
-Incremental where it can be:
-* a run with nothing new since the last one (no rating, fork, publish or usage day after its
-  watermark) does nothing (``mode = "skipped"``);
-* rater leniencies are stored (``rater_offset``) and warm-start the next fit (3 rounds, not 10);
-* only rows whose figures changed are written (on PostgreSQL through COPY into a temporary
-  table and one upsert), so a quiet catalog costs reads, not writes.
-The lineage pass itself is always over the whole forest: it is a few numpy passes (a million
-sub-agents in seconds, bench/evolution_scale.py), cheaper than deciding which trees to skip.
+Two kinds of run:
+* a full run (``mode = "full"``: the first one, one a day, ``sprig rank --force``) fits what
+  is global (the rating scales, every rater's leniency, the lineage prior of each round:
+  ``evolution.ranking.GlobalFit``) and scores every sub-agent; it stores the fit (leniencies in
+  ``rater_offset``, the rest in its ``parameters``). Rater leniencies also warm-start the next
+  full fit (3 rounds, not 10).
+* a lineage run (``mode = "incremental"``, the 5-minute beat in between) finds the root
+  families that changed since the last run's watermark (a sub-agent published, forked,
+  edited or its visibility changed; a rating written; a usage event received), reads those
+  families only, and scores them with the last full run's fit: each gets exactly the figures
+  a full run with that fit gives it (``evolution.ranking.rank(fit=...)``); every other row is
+  left as it is. The next full run refits the global part and refreshes every row (usage and
+  rating ages decay with time, so figures of quiet families drift until then).
+A run with nothing new since the last one does nothing (``mode = "skipped"``). Only rows whose
+figures changed are written (on PostgreSQL through COPY into a temporary table and one upsert).
+A run holds a lock for its transaction (``_hold_ranking_lock``), so two workers never rank at
+once: the second waits, then finds nothing new and skips.
 """
 
 from __future__ import annotations
@@ -22,26 +31,51 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 
 import numpy as np
-from sqlalchemy import func, or_, select, text
+from sqlalchemy import func, or_, select, text, true
 from sqlmodel import Session
 
 from evolution.language import language_of, reads
-from evolution.ranking import BEST_DESCENDANT_CONFIDENCE, Ratings, Scores, rank, usage_stats
+from evolution.ranking import (
+    BEST_DESCENDANT_CONFIDENCE,
+    GlobalFit,
+    LineagePrior,
+    Ratings,
+    Scores,
+    rank,
+    usage_stats,
+)
 from evolution.tree import Forest
 from market.catalog.models import SubAgent
 from market.catalog.services import mark_catalog_changed
 from market.identity.access import can_view, publicly_listed, publicly_listed_clause
 from market.platform import metrics
-from market.platform.db import UnitOfWork
+from market.platform.db import UnitOfWork, begin_writing
 from market.platform.time import utcnow
 from market.ranking.models import RankingRun, RaterOffset, SubAgentScore
 from market.usage.models import COUNTED_RATING, Feedback, UsageEvent
 
 USAGE_WINDOW_DAYS = 180
+# A full run refits the global part (and refreshes every row's time decay) this often; the
+# runs in between recompute only the families that changed.
+FULL_RUN_EVERY = timedelta(hours=24)
+# A lineage run re-reads changes this far before the last watermark: a transaction that
+# stamped its rows before the last run read it but committed after is still seen (its rows
+# are stamped when written, committed up to a request's or an ingest batch's length later;
+# recomputing a family twice gives the same figures).
+DIRTY_LOOKBACK = timedelta(minutes=2)
+# Ingest rejects events that happened more than 7 days before they arrive, so an event
+# received since the watermark has a day at most this far before it.
+EVENT_MAX_LATENESS = timedelta(days=8)
+# With more changed families than this, a full run is taken instead: it costs little more
+# than reading that many families (a fifth of a million-sub-agent catalog's) one by one, and
+# it refreshes everything.
+INCREMENTAL_MAX_ROOTS = 20_000
+# pg_advisory_xact_lock key of the ranking run ("rank" in ASCII).
+RANKING_LOCK_KEY = 0x72616E6B
 # Scores are rounded before they are compared and stored: a change in the 7th digit is not a
 # change anyone can see, and rewriting every row for it would make every run a full write.
 STORED_DIGITS = 6
@@ -74,6 +108,7 @@ class RankingInputs:
     usage_user: np.ndarray
     usage_age: np.ndarray
     watermark: dict
+    roots: list[int] | None = None  # the families read; None: the whole catalog
 
 
 def _as_utc(moment: datetime) -> datetime:
@@ -98,13 +133,20 @@ def watermark(session: Session) -> dict:
     }
 
 
-def load_inputs(session: Session, now: datetime, mark: dict) -> RankingInputs:
-    """Everything a run reads; ``mark`` is the watermark the caller checked before loading."""
+def load_inputs(
+    session: Session, now: datetime, mark: dict, roots: list[int] | None = None
+) -> RankingInputs:
+    """Everything a run reads; ``mark`` is the watermark the caller checked before loading.
+    With ``roots``, only those root families (whole trees) and their ratings and usage.
+
+    Rows are read in id order: a sub-agent's ratings are then summed in the same order
+    whether its family is read alone or with the whole catalog, so both give the same bits."""
+    in_families = SubAgent.root_id.in_(roots) if roots is not None else true()
     rows = session.exec(
         select(
             SubAgent.id, SubAgent.parent_id, SubAgent.visibility, SubAgent.status,
             SubAgent.created_at,
-        )
+        ).where(in_families).order_by(SubAgent.id)
     ).all()  # fmt: skip
     ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
     parents = np.fromiter(
@@ -119,10 +161,15 @@ def load_inputs(session: Session, now: datetime, mark: dict) -> RankingInputs:
     forest = Forest.from_parents(ids, parents)
     position = {int(i): k for k, i in enumerate(ids)}
 
-    ratings = session.exec(
-        select(Feedback.user_id, Feedback.subagent_id, Feedback.rating, Feedback.scale,
-               Feedback.updated_at).where(COUNTED_RATING)
-    ).all()  # fmt: skip
+    rating_query = select(
+        Feedback.user_id, Feedback.subagent_id, Feedback.rating, Feedback.scale,
+        Feedback.updated_at,
+    ).where(COUNTED_RATING).order_by(Feedback.id)  # fmt: skip
+    if roots is not None:
+        rating_query = rating_query.join(SubAgent, SubAgent.id == Feedback.subagent_id).where(
+            in_families
+        )
+    ratings = session.exec(rating_query).all()
     ratings = [r for r in ratings if r[1] in position]
     user_ids, user_idx = np.unique(
         np.fromiter((r[0] for r in ratings), dtype=np.int64, count=len(ratings)),
@@ -144,10 +191,15 @@ def load_inputs(session: Session, now: datetime, mark: dict) -> RankingInputs:
     since = today - timedelta(days=USAGE_WINDOW_DAYS)
     # Distinct (sub-agent, user, day): all usage_stats needs (first use, last use, weeks seen),
     # at a fraction of the rows of the raw events.
+    day_query = select(UsageEvent.subagent_id, UsageEvent.user_id, UsageEvent.occurred_day).where(
+        UsageEvent.occurred_day >= since
+    )
+    if roots is not None:
+        day_query = day_query.join(SubAgent, SubAgent.id == UsageEvent.subagent_id).where(
+            in_families
+        )
     days = session.exec(
-        select(UsageEvent.subagent_id, UsageEvent.user_id, UsageEvent.occurred_day)
-        .where(UsageEvent.occurred_day >= since)
-        .group_by(UsageEvent.subagent_id, UsageEvent.user_id, UsageEvent.occurred_day)
+        day_query.group_by(UsageEvent.subagent_id, UsageEvent.user_id, UsageEvent.occurred_day)
     ).all()
     days = [d for d in days if d[0] in position]
     usage_item = np.fromiter((position[d[0]] for d in days), np.int64, len(days))
@@ -163,6 +215,7 @@ def load_inputs(session: Session, now: datetime, mark: dict) -> RankingInputs:
         usage_user=usage_user,
         usage_age=usage_age,
         watermark=mark,
+        roots=roots,
     )
 
 
@@ -170,24 +223,79 @@ def _day(value) -> date:
     return value if isinstance(value, date) else date.fromisoformat(str(value))
 
 
-def compute(inputs: RankingInputs, warm_offsets: dict[int, float], seed: int = 0) -> Scores:
-    """The pure part of a run (what bench/evolution_scale.py times)."""
+@dataclass(frozen=True)
+class StoredFit:
+    """A full run's global fit as stored: ``fit`` with ``user_offset`` empty (the leniencies
+    live in ``rater_offset``), the catalog-wide retention rate, and the run that made it."""
+
+    fit: GlobalFit
+    retention_rate: float
+    run_id: int | None = None
+
+    def as_parameters(self) -> dict:
+        return {
+            "scale_centre": list(self.fit.scale_centre),
+            "scale_spread": list(self.fit.scale_spread),
+            "global_mean": self.fit.global_mean,
+            "noise_var": self.fit.noise_var,
+            "priors": [
+                [p.prior_mean, p.prior_var, p.drift_mean, p.drift_var] for p in self.fit.priors
+            ],
+            "retention_rate": self.retention_rate,
+        }
+
+    @classmethod
+    def from_run(cls, run: RankingRun) -> StoredFit | None:
+        stored = run.parameters.get("fit")
+        if stored is None:
+            return None
+        fit = GlobalFit(
+            scale_centre=tuple(stored["scale_centre"]),
+            scale_spread=tuple(stored["scale_spread"]),
+            global_mean=stored["global_mean"],
+            noise_var=stored["noise_var"],
+            user_offset=np.zeros(0),
+            priors=tuple(LineagePrior(*p) for p in stored["priors"]),
+        )
+        return cls(fit=fit, retention_rate=stored["retention_rate"], run_id=run.id)
+
+
+def compute(
+    inputs: RankingInputs,
+    offsets: dict[int, float],
+    seed: int = 0,
+    fit: StoredFit | None = None,
+) -> Scores:
+    """The pure part of a run (what bench/evolution_scale.py times). Without ``fit``, a full
+    run: ``offsets`` (rater leniencies by user id) warm-start the rater fit. With the ``fit`` of
+    a full run, a lineage run over the families in ``inputs``: ``offsets`` are that fit's."""
     forest = inputs.forest
     # User ids go in as they are: usage_stats only needs them bounded (32-bit ids times a
     # million sub-agents still fit its int64 keys), and re-indexing them cost a sort of its own.
-    usage = usage_stats(inputs.usage_item, inputs.usage_user, inputs.usage_age, forest.n)
-    warm = None
-    if warm_offsets:
-        warm = np.array([warm_offsets.get(int(u), 0.0) for u in inputs.user_ids])
+    usage = usage_stats(
+        inputs.usage_item,
+        inputs.usage_user,
+        inputs.usage_age,
+        forest.n,
+        retention_rate=None if fit is None else fit.retention_rate,
+    )
+    by_user = None
+    if offsets:
+        by_user = np.array([offsets.get(int(u), 0.0) for u in inputs.user_ids.tolist()])
+    pinned = None
+    if fit is not None:
+        user_offset = by_user if by_user is not None else np.zeros(len(inputs.user_ids))
+        pinned = replace(fit.fit, user_offset=user_offset)
     return rank(
         forest,
         inputs.ratings,
         n_users=len(inputs.user_ids),
         usage=usage,
         item_age_days=inputs.item_age_days,
-        rng=np.random.default_rng(seed),
-        warm_user_offset=warm,
+        warm_user_offset=by_user if fit is None else None,
         eligible=inputs.eligible,
+        fit=pinned,
+        noise_seed=seed,
     )
 
 
@@ -219,12 +327,14 @@ def score_rows(inputs: RankingInputs, scores: Scores) -> list[tuple]:
     return list(zip(ids.tolist(), *lists, strict=True))
 
 
-def _previous_rows(session: Session) -> dict[int, tuple]:
+def _previous_rows(session: Session, roots: list[int] | None) -> dict[int, tuple]:
     columns = [getattr(SubAgentScore, name) for name in SCORE_COLUMNS]
-    return {
-        row[0]: tuple(row[1:])
-        for row in session.exec(select(SubAgentScore.subagent_id, *columns)).all()
-    }
+    query = select(SubAgentScore.subagent_id, *columns)
+    if roots is not None:
+        query = query.join(SubAgent, SubAgent.id == SubAgentScore.subagent_id).where(
+            SubAgent.root_id.in_(roots)
+        )
+    return {row[0]: tuple(row[1:]) for row in session.exec(query).all()}
 
 
 def _same(old: tuple, new: tuple) -> bool:
@@ -237,13 +347,73 @@ def _same(old: tuple, new: tuple) -> bool:
     return True
 
 
+def _moment(stamp: str | None) -> datetime | None:
+    return datetime.fromisoformat(stamp) if stamp else None
+
+
+def changed_families(
+    session: Session, since: dict, lookback: timedelta = DIRTY_LOOKBACK
+) -> list[int]:
+    """The root ids of the families with something new after the watermark ``since`` (less
+    ``lookback``): a sub-agent written (published, forked, edited, visibility or status
+    changed), a counted rating written, a usage event received."""
+    family = func.coalesce(SubAgent.root_id, SubAgent.id)
+    found: set[int] = set()
+    newest_subagent = _moment(since["subagents"][0])
+    query = select(family).distinct()
+    if newest_subagent is not None:
+        query = query.where(SubAgent.updated_at > newest_subagent - lookback)
+    found.update(session.scalars(query).all())
+    newest_rating = _moment(since["ratings"][0])
+    query = select(family).distinct().join(Feedback, Feedback.subagent_id == SubAgent.id)
+    if newest_rating is not None:
+        query = query.where(Feedback.updated_at > newest_rating - lookback)
+    found.update(session.scalars(query).all())
+    newest_event = _moment(since["events"])
+    used = select(UsageEvent.subagent_id).distinct()
+    if newest_event is not None:
+        used = used.where(
+            UsageEvent.occurred_day >= (newest_event - EVENT_MAX_LATENESS).date(),
+            UsageEvent.received_at > newest_event - lookback,
+        )
+    query = select(family).distinct().where(SubAgent.id.in_(used.scalar_subquery()))
+    found.update(session.scalars(query).all())
+    return sorted(int(root) for root in found)
+
+
+def _last_full_run(session: Session) -> RankingRun | None:
+    return session.scalars(
+        select(RankingRun).where(RankingRun.mode == "full").order_by(RankingRun.id.desc())
+    ).first()
+
+
+def _hold_ranking_lock(session: Session) -> None:
+    """One run at a time across every worker, until the run's transaction ends: a transaction
+    advisory lock on PostgreSQL (writers elsewhere carry on), the write lock on SQLite (its
+    only writer lock; the embedded default's runs take well under a second)."""
+    if session.connection().dialect.name == "postgresql":
+        session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": RANKING_LOCK_KEY})
+    else:
+        begin_writing(session)
+
+
 def run_ranking(
-    session: Session, *, now: datetime | None = None, force: bool = False, seed: int = 0
+    session: Session,
+    *,
+    now: datetime | None = None,
+    force: bool = False,
+    seed: int = 0,
+    lookback: timedelta = DIRTY_LOOKBACK,
 ) -> RankingRun:
-    """Recompute every score; skip when nothing changed since the last run (unless ``force``).
-    Commits nothing itself: the caller's transaction holds the run, its scores and offsets."""
+    """Rank what changed since the last run (module docstring): a lineage run over the changed
+    families, or a full run when ``force`` is set, when no full run has stored its
+    fit yet, when the last one is older than ``FULL_RUN_EVERY`` or when more than
+    ``INCREMENTAL_MAX_ROOTS`` families changed.
+    Skips when nothing changed since the last run (unless ``force``). Commits nothing itself:
+    the caller's transaction holds the run, its scores and offsets."""
     started = time.perf_counter()
     now = now or utcnow()
+    _hold_ranking_lock(session)
     last = session.scalars(
         select(RankingRun).where(RankingRun.mode != "skipped").order_by(RankingRun.id.desc())
     ).first()
@@ -252,37 +422,69 @@ def run_ranking(
         metrics.record_ranking(time.perf_counter() - started, "skipped")
         return RankingRun(mode="skipped", parameters={"watermark": mark})
 
-    inputs = load_inputs(session, now, mark)
-    warm = dict(session.exec(select(RaterOffset.user_id, RaterOffset.leniency)).all())
-    scores = compute(inputs, warm, seed=seed)
+    last_full = _last_full_run(session)
+    stored = StoredFit.from_run(last_full) if last_full is not None else None
+    roots = None
+    if not (force or stored is None or last is None) and (
+        now - _as_utc(last_full.started_at) < FULL_RUN_EVERY
+    ):
+        roots = changed_families(session, last.parameters["watermark"], lookback)
+        if len(roots) > INCREMENTAL_MAX_ROOTS:
+            roots = None
+    inputs = load_inputs(session, now, mark, roots)
+    if roots is None:
+        offsets = dict(session.exec(select(RaterOffset.user_id, RaterOffset.leniency)).all())
+        scores = compute(inputs, offsets, seed=seed)
+    else:
+        raters = (
+            select(Feedback.user_id)
+            .join(SubAgent, SubAgent.id == Feedback.subagent_id)
+            .where(SubAgent.root_id.in_(roots))
+        )
+        offsets = dict(
+            session.exec(
+                select(RaterOffset.user_id, RaterOffset.leniency).where(
+                    RaterOffset.user_id.in_(raters.scalar_subquery())
+                )
+            ).all()
+        )
+        scores = compute(inputs, offsets, seed=seed, fit=stored)
+    parameters = {
+        "watermark": inputs.watermark,
+        "prior": {
+            "mu0": scores.prior.prior_mean,
+            "sigma0_sq": scores.prior.prior_var,
+            "drift_mean": scores.prior.drift_mean,
+            "drift_var": scores.prior.drift_var,
+        },
+        "noise_var": scores.baseline.noise_var,
+        "global_mean": scores.baseline.global_mean,
+    }
+    if roots is None:
+        parameters["fit"] = StoredFit(
+            fit=scores.fit, retention_rate=scores.usage.retention_rate
+        ).as_parameters()
+    else:
+        parameters["fit_run_id"] = stored.run_id
     run = RankingRun(
         started_at=now,
-        mode="incremental" if warm else "full",
+        mode="full" if roots is None else "incremental",
         subagents=inputs.forest.n,
         ratings=int(inputs.ratings.item_idx.size),
         trees_recomputed=int(np.count_nonzero(inputs.forest.parent < 0)),
-        parameters={
-            "watermark": inputs.watermark,
-            "prior": {
-                "mu0": scores.prior.prior_mean,
-                "sigma0_sq": scores.prior.prior_var,
-                "drift_mean": scores.prior.drift_mean,
-                "drift_var": scores.prior.drift_var,
-            },
-            "noise_var": scores.baseline.noise_var,
-            "global_mean": scores.baseline.global_mean,
-        },
+        parameters=parameters,
     )
     session.add(run)
     session.flush()
 
     rows = score_rows(inputs, scores)
-    previous = _previous_rows(session)
+    previous = _previous_rows(session, roots)
     changed = [r for r in rows if r[0] not in previous or not _same(previous[r[0]], r[1:])]
     _write_scores(session, changed, run.id, now)
     if changed:
         mark_catalog_changed(session)  # cached pages and sorts show the new order
-    _write_offsets(session, inputs.user_ids, scores.baseline.user_offset, warm)
+    if roots is None:
+        _write_offsets(session, inputs.user_ids, scores.baseline.user_offset, offsets)
     run.parameters = {**run.parameters, "rows_written": len(changed)}
     run.finished_at = utcnow()
     run.seconds = round(time.perf_counter() - started, 3)
@@ -352,11 +554,12 @@ def _copy_text(value) -> str:
 def _write_offsets(
     session: Session, user_ids: np.ndarray, offsets: np.ndarray, previous: dict[int, float]
 ) -> None:
+    """Store the fit's leniencies exactly as it used them (not rounded): the lineage runs until
+    the next full run score with these very numbers."""
     changed = [
-        {"user_id": int(u), "leniency": round(float(b), STORED_DIGITS)}
+        {"user_id": u, "leniency": b}
         for u, b in zip(user_ids.tolist(), offsets.tolist(), strict=True)
-        if abs(previous.get(int(u), float("nan")) - b) > 10**-STORED_DIGITS
-        or int(u) not in previous
+        if previous.get(u) != b
     ]
     if not changed:
         return

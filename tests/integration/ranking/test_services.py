@@ -161,7 +161,7 @@ def test_nothing_new_means_nothing_recomputed(client, engine, family):
     assert first.parameters["rows_written"] == 4
     assert rank(engine).mode == "skipped"
     forced = rank(engine, force=True)
-    assert forced.mode == "incremental"  # warm-started from the stored rater offsets
+    assert forced.mode == "full"  # forced: refits, warm-started from the stored rater offsets
     assert forced.parameters["rows_written"] == 0  # same inputs, same scores: no writes
     rate(client, family["service"], family["raters"][1], version(family["good"]), 5)
     again = rank(engine)
