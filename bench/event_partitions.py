@@ -220,6 +220,16 @@ def main() -> None:
             attach(conn, side, months)
             detach(conn, side, months)
             print(f"{side} history indexed in {time.perf_counter() - index_started:.0f} s")
+        # What a stored event costs on disk, heap and every index together: the capacity plan
+        # (docs/capacity.md) multiplies it by the events a year brings.
+        large_bytes = sum(
+            conn.execute(
+                "SELECT pg_total_relation_size(%s)", (f"large_{partition_name(m)}",)
+            ).fetchone()[0]
+            for m in months
+        )
+        bytes_per_event = large_bytes / counts["large"]
+        print(f"large history: {large_bytes / 2**30:.2f} GiB, {bytes_per_event:.0f} bytes/event")
         attach(conn, "small", months)
         attached = "small"
         measure_slice(conn, engine, world, live, args.batches, seed=999)
@@ -274,6 +284,7 @@ def main() -> None:
                 "ratio_min": round(min(ratios), 3),
                 "ratio_max": round(max(ratios), 3),
                 "fill_seconds": round(both_fills_seconds),
+                "bytes_per_event": round(bytes_per_event),
                 "verdict": verdict,
             }
         )
