@@ -10,6 +10,7 @@ from sqlmodel import SQLModel
 
 from market.platform.config import load_settings
 from market.platform.schema_registry import import_all_models
+from market.usage.partitions import is_partition
 
 config = context.config
 if config.config_file_name is not None and config.attributes.get("configure_logging", True):
@@ -46,10 +47,17 @@ def run_migrations_online() -> None:
         _run(connection)
 
 
+def _not_an_event_partition(name, type_, _parent_names) -> bool:
+    """The event table's monthly partitions come and go with the calendar (beat makes and
+    drops them); the partitioned table itself is the schema that migrations own."""
+    return not (type_ == "table" and is_partition(name))
+
+
 def _run(connection) -> None:
     context.configure(
         connection=connection,
         target_metadata=target_metadata,
+        include_name=_not_an_event_partition,
         # SQLite cannot ALTER most things; batch mode recreates tables where needed.
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,

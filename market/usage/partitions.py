@@ -80,6 +80,15 @@ def partition_name(month: date) -> str:
     return f"{TABLE}_y{month.year:04d}m{month.month:02d}"
 
 
+_PARTITION_NAME = re.compile(rf"{TABLE}_(?:y\d{{4}}m\d{{2}}|default)")
+
+
+def is_partition(table_name: str) -> bool:
+    """Whether ``table_name`` is one of the event table's partitions: made and dropped by the
+    beat tasks here, not by migrations, so the schema check leaves them out."""
+    return _PARTITION_NAME.fullmatch(table_name) is not None
+
+
 def months_to_keep_ready(today: date, months_ahead: int = MONTHS_AHEAD) -> list[date]:
     """First days of the months that must have a partition: every month an event may still be
     accepted for (back to ``MAX_EVENT_AGE``), the current one, and ``months_ahead`` more."""

@@ -10,6 +10,7 @@ from market.usage.partitions import (
     MIN_RETENTION_DAYS,
     ROLLUP_READ_BACK,
     expired_months,
+    is_partition,
     months_to_keep_ready,
     next_month,
     partition_name,
@@ -52,3 +53,11 @@ def test_the_shortest_retention_outlasts_every_reader_of_raw_events():
     # The ranking's window, and a late event's cohorts (a week late, then 30 days back).
     assert MIN_RETENTION_DAYS > USAGE_WINDOW_DAYS
     assert timedelta(days=MIN_RETENTION_DAYS) > MAX_EVENT_AGE + ROLLUP_READ_BACK
+
+
+def test_the_schema_check_knows_the_partitions_and_nothing_else():
+    """``alembic check`` leaves out what the beat tasks make (months and the default), never
+    the partitioned table itself nor a look-alike."""
+    assert is_partition("usage_event_y2026m12") and is_partition("usage_event_default")
+    for name in ("usage_event", "usage_event_y2026m1", "large_usage_event_y2026m12", "feedback"):
+        assert not is_partition(name)
