@@ -80,6 +80,8 @@ FAULTS = ("web worker", "celery worker", "gunicorn master", "redis", "postgresql
 # A request belongs to a fault's window from the fault's start until this long after the
 # service is back: where clients see the fault and its recovery.
 FAULT_WINDOW_AFTER_S = 10.0
+# Traffic goes on at least this long after the last fault was recovered from.
+QUIET_TAIL_S = 30.0
 SAMPLE_EVERY_S = 5.0
 LIMITS_OFF = ("EVENTS", "PUBLISH", "FORK", "SEARCH", "SUGGESTIONS", "RECOMMENDATIONS")
 # Resident memory "grows" when the last third's median is this much above the first's
@@ -89,6 +91,7 @@ GROWTH_MB = 30.0
 # Memory samples from before this (seconds, or share of the run if longer) are the warm-up.
 WARM_UP_S = 30.0
 WARM_UP_SHARE = 0.15
+MIN_SAMPLES = 6  # an incarnation with fewer samples after its warm-up is not judged
 CATCH_UP_S = 240.0
 PEOPLE_WITH_TOKENS = 60
 SUGGESTION_REQUESTS = ("water tracker", "sleep diary", "budget for groceries", "yoga timer")
@@ -129,6 +132,18 @@ def rss_mb(pid: int, *, private: bool = False) -> float | None:
         return None
     resident, shared = int(pages[1]), int(pages[2])
     return (resident - shared if private else resident) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def threads_waiting(pid: int) -> dict[str, int]:
+    """What the threads of ``pid`` wait in (kernel wait channel: a socket read, a futex...),
+    counted: tells a process stuck on its threads at exit from one that is busy."""
+    found = collections.Counter()
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found[(task / "wchan").read_text().strip() or "running"] += 1
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return dict(found)
 
 
 def wait_for(predicate, timeout: float, step: float = 0.1) -> bool:
@@ -570,12 +585,12 @@ class Traffic:
         else:
             self.refuse("rating")
 
-    def drive(self, plan: list[tuple[float, str]], start: float, threads: int, stop_event):
-        """Submit each request at its moment; a busy pool queues it, and its latency still
-        counts from the moment it was due."""
+    def drive(self, plan: list[tuple[float, str]], start: float, threads: int, done) -> None:
+        """Submit each request at its moment until ``done()``; a busy pool queues it, and its
+        latency still counts from the moment it was due."""
         with ThreadPoolExecutor(max_workers=threads) as pool:
             for index, (offset, kind) in enumerate(plan):
-                if stop_event.is_set():
+                if done():
                     break
                 due = start + offset
                 delay = due - time.monotonic()
@@ -661,12 +676,12 @@ def inject(name: str, stack: Stack, services: Services, work: Path) -> str:
         # timeout) and exit; until then they hold the port.
         gone = wait_for(lambda: not any(alive(pid) for pid in workers), 30)
         orphans_s = time.monotonic() - killed_at
-        for pid in workers:
-            if alive(pid):
-                os.kill(pid, signal.SIGKILL)
+        stuck = {pid: threads_waiting(pid) for pid in workers if alive(pid)}
+        for pid in stuck:
+            os.kill(pid, signal.SIGKILL)
         stack.start_web()
         stack.restarts["gunicorn master"] += 1
-        orphans = "exited" if gone else "lingered past 30 s, killed"
+        orphans = "exited" if gone else f"lingered past 30 s, killed (threads waiting in {stuck})"
         return f"killed {master}; its workers {orphans} after {orphans_s:.1f} s"
     if name == "redis":
         services.kill_redis()
@@ -686,6 +701,24 @@ def fault_schedule(seconds: float, quick: bool) -> list[tuple[float, str]]:
     count = len(FAULTS) if quick else max(len(FAULTS), int((last - first) / 90) + 1)
     step = (last - first) / max(1, count - 1)
     return [(first + i * step, FAULTS[i % len(FAULTS)]) for i in range(count)]
+
+
+# The memory roles whose processes a fault replaces.
+RESTARTED_BY = {
+    "web worker": ("web workers",),
+    "celery worker": ("celery worker",),
+    "gunicorn master": ("gunicorn master", "web workers"),
+    "redis": ("redis",),
+    "postgresql": ("postgresql",),
+}
+
+
+def restarted_roles(faults: list[Fault]) -> dict[str, list[float]]:
+    restarts = collections.defaultdict(list)
+    for fault in faults:
+        for role in RESTARTED_BY[fault.name]:
+            restarts[role].append(fault.recovered or fault.started)
+    return dict(restarts)
 
 
 def run_faults(schedule, start, stack, services, work, faults: list[Fault], stop_event) -> None:
@@ -742,24 +775,36 @@ class MemorySampler:
         while not stop_event.wait(SAMPLE_EVERY_S):
             self.sample()
 
-    def report(self, warmed_up: float) -> dict:
-        """Per role: the median of the first and of the last third of the samples taken after
-        ``warmed_up`` (a fresh process grows while it fills its pools, caches and indexes:
-        that is not a leak), flagged when the last is well above the first."""
+    def report(self, warmed_up: float, restarts: dict[str, list[float]] | None = None) -> dict:
+        """Per role, over each incarnation of its processes (a fault that restarts them starts
+        a new one): the median of the first and of the last third of the samples taken once
+        it warmed up (``warmed_up`` for the first, WARM_UP_S after a restart: a fresh process
+        grows while it fills its pools, caches and indexes, which is not a leak). Flagged when
+        the last is well above the first in any incarnation with enough samples; the figures
+        shown are the longest incarnation's."""
         rows = {}
         for role, points in self.samples.items():
-            values = [mb for moment, mb in points if moment >= warmed_up] or [
-                mb for _moment, mb in points
-            ]
-            third = max(1, len(values) // 3)
-            first, last = statistics.median(values[:third]), statistics.median(values[-third:])
-            growing = last > first * GROWTH_RATIO and last - first > GROWTH_MB
+            starts = sorted((restarts or {}).get(role, []))
+            bounds = [warmed_up, *(moment + WARM_UP_S for moment in starts)]
+            ends = [*starts, float("inf")]
+            judged = []
+            for low, high in zip(bounds, ends, strict=True):
+                values = [mb for moment, mb in points if low <= moment < high]
+                if len(values) < MIN_SAMPLES:
+                    continue
+                third = len(values) // 3
+                first = statistics.median(values[:third])
+                last = statistics.median(values[-third:])
+                growing = last > first * GROWTH_RATIO and last - first > GROWTH_MB
+                judged.append((len(values), first, last, growing))
+            longest = max(judged, default=None)
             rows[role] = {
-                "first_mb": round(first, 1),
-                "last_mb": round(last, 1),
-                "max_mb": round(max(values), 1),
-                "samples": len(values),
-                "flat": not growing,
+                "first_mb": round(longest[1], 1) if longest else None,
+                "last_mb": round(longest[2], 1) if longest else None,
+                "max_mb": round(max(mb for _moment, mb in points), 1),
+                "samples": len(points),
+                "incarnations_judged": len(judged),
+                "flat": not any(growing for *_figures, growing in judged),
             }
         return rows
 
@@ -937,14 +982,16 @@ def fault_row(fault: Fault, start: float) -> dict:
 def route_table(outcomes: list[Outcome], faults: list[Fault]) -> dict:
     windows = [(f.started, (f.recovered or f.started) + FAULT_WINDOW_AFTER_S) for f in faults]
 
-    def in_fault(moment: float) -> bool:
-        return any(low <= moment <= high for low, high in windows)
+    def in_fault(outcome: Outcome) -> bool:
+        """Whether the request was due or still waiting for its answer in a fault's window."""
+        low, high = outcome.scheduled, outcome.scheduled + outcome.latency_ms / 1000
+        return any(low <= end and start <= high for start, end in windows)
 
     table = {}
     for route in sorted({o.route for o in outcomes}):
         row = {}
         for label, wanted in (("faults", True), ("steady", False)):
-            chosen = [o for o in outcomes if o.route == route and in_fault(o.scheduled) == wanted]
+            chosen = [o for o in outcomes if o.route == route and in_fault(o) == wanted]
             ok = [o.latency_ms for o in chosen if 0 < o.status < 500]
             errors = [o for o in chosen if o.status >= 500 or o.status <= 0]
             row[label] = {
@@ -994,8 +1041,9 @@ def print_report(report: dict) -> None:
     print("\nresident memory (MB, summed per role; medians of the first and last thirds "
           "after warm-up):")  # fmt: skip
     for role, row in report["memory"].items():
-        print(f"  {role:<16} {row['first_mb']:>8.1f} -> {row['last_mb']:>8.1f} (max "
-              f"{row['max_mb']:.1f}, {row['samples']} samples) "
+        first, last = row["first_mb"] or float("nan"), row["last_mb"] or float("nan")
+        print(f"  {role:<16} {first:>8.1f} -> {last:>8.1f} (max {row['max_mb']:.1f}, "
+              f"{row['samples']} samples, {row['incarnations_judged']} incarnations judged) "
               f"{'flat' if row['flat'] else 'GROWING'}")  # fmt: skip
     print("\nchecks: " + ("all passed" if not report["failed"] else
                           "FAILED " + ", ".join(report["failed"])))  # fmt: skip
@@ -1067,7 +1115,9 @@ def main() -> None:
         stack.start_web()
         traffic = Traffic(stack.base, world, ledger, args.timeout, args.seed)
         sampler = MemorySampler(stack, services)
-        plan = traffic.plan(args.rate, seconds)
+        # Planned for twice the time: a fault that overran its slot (a slow restart) delays the
+        # next ones, and traffic goes on until the last has been recovered from.
+        plan = traffic.plan(args.rate, 2 * seconds)
         since = datetime.now(UTC)
         start = time.monotonic() + 1
         schedule = fault_schedule(seconds, args.quick)
@@ -1089,8 +1139,18 @@ def main() -> None:
 
         exporter = threading.Thread(target=export_later, daemon=True)
         exporter.start()
-        print(f"driving {len(plan)} requests over {minutes:g} min ...", flush=True)
-        traffic.drive(plan, start, args.threads, stop_event)
+        print(f"driving {args.rate:g} requests/s for {minutes:g} min and until the faults "
+              "are over ...", flush=True)  # fmt: skip
+        fault_thread = threads[1]
+
+        def done() -> bool:
+            now = time.monotonic()
+            if now < start + seconds or fault_thread.is_alive():
+                return False
+            last = max((f.recovered or now for f in faults), default=start)
+            return now > last + QUIET_TAIL_S
+
+        traffic.drive(plan, start, args.threads, done)
         stop_event.set()
         for thread in threads:
             thread.join(timeout=180)
@@ -1101,7 +1161,7 @@ def main() -> None:
         caught = catch_up(url, redis_url)
         report = {
             "bench": "soak",
-            "minutes": minutes,
+            "minutes": round((time.monotonic() - start) / 60, 1),
             "rate": args.rate,
             "requests": len(traffic.outcomes),
             "loadavg_1m": round(os.getloadavg()[0], 2),
@@ -1109,13 +1169,18 @@ def main() -> None:
             "timeout_s": args.timeout,
             "faults": [fault_row(fault, start) for fault in faults],
             "routes": route_table(traffic.outcomes, faults),
+            "hung": [
+                [o.route, round(o.scheduled - start, 1)] for o in traffic.outcomes if o.status == -1
+            ],
             "writes": check_writes(url, ledger),
             "refused": dict(ledger.refused),
             "catch_up": caught,
             "rollup_recount": recount_rollup(url, since),
             "counters_recount": recount_counters(url),
             "export": export_result or {"status": "not finished"},
-            "memory": sampler.report(start + max(WARM_UP_S, WARM_UP_SHARE * seconds)),
+            "memory": sampler.report(
+                start + max(WARM_UP_S, WARM_UP_SHARE * seconds), restarted_roles(faults)
+            ),
             "restarts": dict(stack.restarts),
         }
     finally:

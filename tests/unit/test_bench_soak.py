@@ -23,12 +23,14 @@ def test_requests_due_in_a_fault_window_are_counted_apart_and_hangs_and_bare_5xx
     outcomes = [
         Outcome("detail", 50.0, 10.0, 200),
         Outcome("detail", 60.0, 30.0, 200),
+        Outcome("detail", 95.0, 6000.0, 0),  # due before the fault, cut off by it
         Outcome("detail", 101.0, 900.0, 503, retry_after=True),
         Outcome("detail", 111.0, 30_000.0, -1),  # hung, inside the 10 s after recovery
         Outcome("detail", 130.0, 5.0, 500),  # after the window: a bare 5xx in steady state
     ]
     row = route_table(outcomes, [fault])["detail"]
-    assert row["faults"]["requests"] == 2
+    assert row["faults"]["requests"] == 3
+    assert row["faults"]["no_answer"] == 1
     assert row["faults"]["hung"] == 1
     assert row["faults"]["5xx"] == 1 and row["faults"]["5xx_without_retry_after"] == 0
     assert row["faults"]["error_rate"] == 1.0
@@ -52,7 +54,12 @@ def test_memory_is_flagged_only_when_it_keeps_growing_after_the_warm_up():
     sampler.samples["warming"] = [(t, 100.0 if t < 30 else 400.0) for t in range(0, 300, 5)]
     sampler.samples["leaking"] = [(t, 100.0 + t) for t in range(0, 300, 5)]
     sampler.samples["small noise"] = [(t, 10.0 + (t % 20)) for t in range(0, 300, 5)]
-    report = sampler.report(warmed_up=30.0)
+    # Restarted at 150 s: it starts small again and refills, which is not growth.
+    sampler.samples["restarted"] = [
+        (t, 400.0 if t < 150 else (100.0 if t < 170 else 400.0)) for t in range(0, 300, 5)
+    ]
+    report = sampler.report(warmed_up=30.0, restarts={"restarted": [150.0]})
     assert report["warming"]["flat"]
     assert not report["leaking"]["flat"]
     assert report["small noise"]["flat"]
+    assert report["restarted"]["flat"] and report["restarted"]["incarnations_judged"] == 2
