@@ -83,6 +83,8 @@ FAULT_WINDOW_AFTER_S = 10.0
 # Traffic goes on at least this long after the last fault was recovered from.
 QUIET_TAIL_S = 30.0
 SAMPLE_EVERY_S = 5.0
+# How long gunicorn may take to serve after a start (a loaded machine boots workers slowly).
+WEB_START_S = 300.0
 LIMITS_OFF = ("EVENTS", "PUBLISH", "FORK", "SEARCH", "SUGGESTIONS", "RECOMMENDATIONS")
 # Resident memory "grows" when the last third's median is this much above the first's
 # (both ratio and absolute, so a small process's noise is not flagged).
@@ -285,14 +287,14 @@ class Stack:
             str(BIN / "gunicorn"), "-c", "python:market.entrypoints.gunicorn_conf",
             "--bind", f"127.0.0.1:{self.port}", "market.app:create_app()",
         ])  # fmt: skip
-        if not wait_for(self.web_ready, 90, 0.25):
+        if not wait_for(self.web_ready, WEB_START_S, 0.5):
             raise RuntimeError(f"gunicorn did not serve; see {self.work / 'gunicorn.log'}")
 
     def web_ready(self) -> bool:
         if len(self.web_workers()) < 2:
             return False
         try:
-            return requests.get(self.base + API + "/health", timeout=2).status_code == 200
+            return requests.get(self.base + API + "/health", timeout=5).status_code == 200
         except requests.RequestException:
             return False
 
