@@ -91,7 +91,7 @@ LIMITS_OFF = ("EVENTS", "PUBLISH", "FORK", "SEARCH", "SUGGESTIONS", "RECOMMENDAT
 GROWTH_RATIO = 1.25
 GROWTH_MB = 30.0
 # Memory samples from before this (seconds, or share of the run if longer) are the warm-up.
-WARM_UP_S = 30.0
+WARM_UP_S = 120.0
 WARM_UP_SHARE = 0.15
 MIN_SAMPLES = 6  # an incarnation with fewer samples after its warm-up is not judged
 CATCH_UP_S = 240.0

@@ -51,14 +51,14 @@ def test_each_fault_comes_once_when_quick_and_cycles_in_a_long_run():
 
 def test_memory_is_flagged_only_when_it_keeps_growing_after_the_warm_up():
     sampler = MemorySampler(stack=None, services=None)
-    sampler.samples["warming"] = [(t, 100.0 if t < 30 else 400.0) for t in range(0, 300, 5)]
-    sampler.samples["leaking"] = [(t, 100.0 + t) for t in range(0, 300, 5)]
-    sampler.samples["small noise"] = [(t, 10.0 + (t % 20)) for t in range(0, 300, 5)]
+    sampler.samples["warming"] = [(t, 100.0 if t < 30 else 400.0) for t in range(0, 600, 5)]
+    sampler.samples["leaking"] = [(t, 100.0 + t) for t in range(0, 600, 5)]
+    sampler.samples["small noise"] = [(t, 10.0 + (t % 20)) for t in range(0, 600, 5)]
     # Restarted at 150 s: it starts small again and refills, which is not growth.
     sampler.samples["restarted"] = [
-        (t, 400.0 if t < 150 else (100.0 if t < 170 else 400.0)) for t in range(0, 300, 5)
+        (t, 400.0 if t < 300 else (100.0 if t < 330 else 400.0)) for t in range(0, 600, 5)
     ]
-    report = sampler.report(warmed_up=30.0, restarts={"restarted": [150.0]})
+    report = sampler.report(warmed_up=30.0, restarts={"restarted": [300.0]})
     assert report["warming"]["flat"]
     assert not report["leaking"]["flat"]
     assert report["small noise"]["flat"]
