@@ -54,9 +54,9 @@ bench-quick: install
 
 # The whole system for 30 minutes under mixed traffic and scheduled faults (bench/soak.py; it
 # starts its own PostgreSQL and Redis). BENCH_ARGS=--quick for about three minutes. Not part
-# of `make test`.
+# of `make test`. The script nices its own data loading (the machine may be shared).
 bench-soak: install
-	nice -n 5 $(BIN)/python bench/soak.py $(BENCH_ARGS)
+	$(BIN)/python bench/soak.py $(BENCH_ARGS)
 
 # TRL's RewardTrainer, DPOTrainer and KTOTrainer, unchanged, on a fresh demo export made by
 # .venv's sprig (bench/trainers.py; BENCH_ARGS=--quick for one step each). torch, transformers
