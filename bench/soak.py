@@ -1101,11 +1101,12 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="sprig-soak-"))
     print(f"soak: work dir {work} (logs), code {code_version()}", flush=True)
 
-    durable(url)
     loaded = time.monotonic()
     world = load_world(url, work)
     print(f"demo loaded in {time.monotonic() - loaded:.0f} s: {len(world.subagents)} public "
           f"sub-agents, {len(world.people)} people with tokens", flush=True)  # fmt: skip
+    # Durable from here on, before any fault: the load itself need not wait for the disk.
+    durable(url)
 
     stack = Stack(url, redis_url, work)
     ledger = Ledger()
