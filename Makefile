@@ -6,7 +6,7 @@ PORT ?= 8000
 STAMP := $(VENV)/.installed-stamp
 EMBEDDED_DB := sqlite:///var/sprig.db
 
-.PHONY: install run test test-inside lint migrations-check bench-quick bench-trainers messages clean
+.PHONY: install run test test-inside lint migrations-check bench-quick bench-soak bench-trainers messages clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -52,6 +52,12 @@ migrations-check:
 
 bench-quick: install
 	scripts/test-services.sh sh -c '$(BIN)/python bench/catalog.py --quick'
+
+# The whole system for 30 minutes under mixed traffic and scheduled faults (bench/soak.py; it
+# starts its own PostgreSQL and Redis). BENCH_ARGS=--quick for about three minutes. Not part
+# of `make test`. The script nices its own data loading (the machine may be shared).
+bench-soak: install
+	$(BIN)/python bench/soak.py $(BENCH_ARGS)
 
 # TRL's RewardTrainer, DPOTrainer and KTOTrainer, unchanged, on a fresh demo export made by
 # .venv's sprig (bench/trainers.py; BENCH_ARGS=--quick for one step each). torch, transformers

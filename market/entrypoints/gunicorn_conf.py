@@ -2,6 +2,8 @@
 
 import logging
 import os
+import signal
+import sys
 import tempfile
 from pathlib import Path
 
@@ -26,6 +28,30 @@ limit_request_line = 8190
 # gunicorn's control socket defaults to one path per user; several servers on a host (tests,
 # benchmarks) would overwrite each other's. Sprig does not use it.
 control_socket_disable = True
+
+
+# prctl(2): the signal the kernel sends this process when the process that forked it dies.
+_PR_SET_PDEATHSIG = 1
+
+
+def post_fork(server, worker) -> None:
+    """A worker dies with its master. A master killed outright (SIGKILL, the OOM killer)
+    leaves its workers orphaned: gunicorn's worker notices, but then finishes its requests
+    and tears its interpreter down first, holding the listening socket all along, so new
+    connections queue where nothing accepts them (clients hang) and a restarted master
+    cannot bind the port (bench/soak.py measured 30 s and more on a loaded host). Killed by
+    the kernel at once instead, the socket closes: clients are refused and retry, and the
+    next master binds. Linux only; elsewhere gunicorn's own check remains."""
+    import ctypes
+    import ctypes.util
+
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    # The master may have died between the fork and the prctl: then nothing would signal.
+    if os.getppid() != server.pid:
+        os._exit(0)
 
 
 def post_worker_init(worker) -> None:
