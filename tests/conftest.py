@@ -3,16 +3,19 @@
 SQLite always runs; PostgreSQL runs when ``SPRIG_TEST_POSTGRES_URL`` is set (``make test``
 starts a real server and sets it). Under CI a missing PostgreSQL is an error, not a skip.
 
-``make_app`` builds every test app (per test: ``app``; per module: ``demo_app`` with the demo
-community loaded, and the modules that seed a world of their own), so each starts and ends
-on an empty database and leaves no engine open.
+``make_app`` builds every test app (per test: ``app``; per module: the modules that seed a
+world of their own), so each starts and ends on an empty database and leaves no engine open.
+The demo community is loaded once per backend (``demo_template``); each module that reads it
+(``demo_app``) gets a copy of its own.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import time
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,7 +23,7 @@ from datetime import UTC, datetime
 
 import pytest
 from flask import Flask
-from sqlalchemy import text
+from sqlalchemy import make_url, text
 from sqlalchemy.engine import Engine
 from sqlmodel import SQLModel
 
@@ -93,11 +96,10 @@ def _wipe(engine) -> None:
 NO_RATE_LIMITS = {f"rate_limit_{name}": "" for name in LIMIT_CLASSES}
 
 
-@contextmanager
-def make_app(database_url: str, **settings) -> Iterator[Flask]:
+def configured_app(database_url: str, **settings) -> Flask:
     """A test app on ``database_url``: the read cache off (its own tests turn it on), so counts
-    are read fresh; the database wiped before and after, the engines disposed after."""
-    app = create_app(
+    are read fresh, and no rate limit."""
+    return create_app(
         {
             "database_url": database_url,
             "testing": True,
@@ -107,6 +109,12 @@ def make_app(database_url: str, **settings) -> Iterator[Flask]:
             **settings,
         }
     )
+
+
+@contextmanager
+def make_app(database_url: str, **settings) -> Iterator[Flask]:
+    """A :func:`configured_app` on a database wiped before and after, its engines disposed after."""
+    app = configured_app(database_url, **settings)
     state = app_state(app)
     _wipe(state.engine)  # whatever an earlier module left behind
     try:
@@ -138,14 +146,99 @@ class DemoApp:
     now: datetime  # the clock reading the whole demo is anchored at
 
 
-@pytest.fixture(scope="module")
-def demo_app(database_url) -> Iterator[DemoApp]:
-    """The demo community loaded once per module (it takes seconds): tests only read it."""
-    with make_app(database_url) as app:
-        engine = app_state(app).engine
+@dataclass
+class DemoTemplate:
+    url: str  # a database of its own holding the loaded demo, never served from
+    stats: dict[str, int]
+    seconds: float
+    now: datetime
+
+
+DEMO_TEMPLATE_DB = "sprig_demo_template"
+
+
+def _database_named(database_url: str, name: str) -> str:
+    return make_url(database_url).set(database=name).render_as_string(hide_password=False)
+
+
+def _admin(database_url: str, *statements: str) -> None:
+    """Run ``statements`` on the server's ``postgres`` database, outside a transaction
+    (``CREATE DATABASE`` and ``DROP DATABASE`` refuse to run inside one)."""
+    admin = make_engine(_database_named(database_url, "postgres"), autocommit=True)
+    try:
+        with admin.connect() as connection:
+            for statement in statements:
+                connection.execute(text(statement))
+    finally:
+        admin.dispose()
+
+
+def _dispose(app: Flask) -> None:
+    state = app_state(app)
+    state.engine.dispose()
+    state.read_engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def demo_template(database_url, tmp_path_factory) -> Iterator[DemoTemplate]:
+    """The demo community loaded once per backend (half a minute and more), into a database
+    of its own that each module using ``demo_app`` copies: a file copy on SQLite,
+    ``CREATE DATABASE … TEMPLATE`` on PostgreSQL."""
+    postgres = database_url.startswith("postgresql")
+    if postgres:
+        url = _database_named(database_url, DEMO_TEMPLATE_DB)
+        _admin(
+            database_url,
+            f'DROP DATABASE IF EXISTS "{DEMO_TEMPLATE_DB}" WITH (FORCE)',
+            f'CREATE DATABASE "{DEMO_TEMPLATE_DB}"',
+        )
+    else:
+        url = f"sqlite:///{tmp_path_factory.mktemp('demo-template') / 'sprig.db'}"
+    upgrade(url)
+    app = configured_app(url)
+    try:
         started, now = time.perf_counter(), datetime.now(UTC)
-        stats = load_demo(engine, seed=DEMO_SEED, now=now)
-        yield DemoApp(app, engine, stats, time.perf_counter() - started, now)
+        stats = load_demo(app_state(app).engine, seed=DEMO_SEED, now=now)
+        seconds = time.perf_counter() - started
+    finally:
+        _dispose(app)  # a template must have no open connection to be copied
+    yield DemoTemplate(url, stats, seconds, now)
+    if postgres:
+        _admin(database_url, f'DROP DATABASE IF EXISTS "{DEMO_TEMPLATE_DB}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="module")
+def demo_app(database_url, demo_template, request, tmp_path_factory) -> Iterator[DemoApp]:
+    """The demo community for one module, in a copy of the session's loaded template: tests
+    read it (and may write to it) without loading it again or touching other modules."""
+    postgres = database_url.startswith("postgresql")
+    if postgres:
+        name = f"sprig_demo_{zlib.crc32(request.module.__name__.encode()):08x}"
+        url = _database_named(database_url, name)
+        _admin(
+            database_url,
+            f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)',
+            f'CREATE DATABASE "{name}" TEMPLATE "{DEMO_TEMPLATE_DB}"',
+        )
+    else:
+        copy = tmp_path_factory.mktemp("demo") / "sprig.db"
+        source = sqlite3.connect(make_url(demo_template.url).database)
+        target = sqlite3.connect(copy)
+        with target:
+            source.backup(target)  # a consistent copy, whatever the journal mode
+        source.close()
+        target.close()
+        url = f"sqlite:///{copy}"
+    app = configured_app(url)
+    try:
+        yield DemoApp(
+            app, app_state(app).engine, demo_template.stats, demo_template.seconds,
+            demo_template.now,
+        )  # fmt: skip
+    finally:
+        _dispose(app)
+        if postgres:
+            _admin(database_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture
