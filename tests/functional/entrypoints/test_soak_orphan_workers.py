@@ -47,8 +47,17 @@ def test_workers_die_with_a_killed_master_and_free_the_port(tmp_path):
             time.sleep(0.05)
         assert all(_gone(pid) for pid in workers), gunicorn.Gunicorn.log_tail(served)
         port = int(served.base.rsplit(":", 1)[1])
-        with socket.socket() as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            probe.bind(("127.0.0.1", port))  # what a restarted master does first
+        # What a restarted master does first. The kernel releases the dead workers' sockets
+        # a moment after they go; a stopped orphan would hold the port for ever.
+        while True:
+            with socket.socket() as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                try:
+                    probe.bind(("127.0.0.1", port))
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise
+            time.sleep(0.1)
     finally:
         gunicorn.stop(served)
