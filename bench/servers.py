@@ -30,3 +30,18 @@ def server_stdout() -> IO[bytes] | int:
     bench counts its lines), else nowhere."""
     path = os.environ.get("SPRIG_BENCH_STDOUT")
     return open(path, "ab") if path else subprocess.DEVNULL
+
+
+def live_children(pid: int) -> list[int]:
+    """The child processes of ``pid`` that are still running (zombies left out), from /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(entry.name))
+    return sorted(found)

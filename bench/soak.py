@@ -56,7 +56,7 @@ sys.path.insert(0, str(ROOT))
 from bench.catalog import free_port  # noqa: E402
 from bench.ingest_harness import code_version, database_dsn  # noqa: E402
 from bench.loadgen import percentile  # noqa: E402
-from bench.servers import database_url_or_rerun_with_servers  # noqa: E402
+from bench.servers import database_url_or_rerun_with_servers, live_children  # noqa: E402
 
 BIN = Path(sys.executable).parent
 API = "/api/v1"
@@ -109,20 +109,6 @@ def alive(pid: int) -> bool:
     except (FileNotFoundError, ProcessLookupError, IndexError):
         return False
     return state != "Z"
-
-
-def children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (FileNotFoundError, ProcessLookupError, IndexError):
-            continue
-        if int(fields[1]) == pid and fields[0] != "Z":
-            found.append(int(entry.name))
-    return sorted(found)
 
 
 def rss_mb(pid: int, *, private: bool = False) -> float | None:
@@ -299,7 +285,7 @@ class Stack:
             return False
 
     def web_workers(self) -> list[int]:
-        return children(self.master.pid) if self.master else []
+        return live_children(self.master.pid) if self.master else []
 
     def start_worker(self) -> None:
         self.worker = self._spawn("celery-worker", [
@@ -315,7 +301,7 @@ class Stack:
         ])  # fmt: skip
 
     def worker_processes(self) -> list[int]:
-        return [self.worker.pid, *children(self.worker.pid)] if self.worker else []
+        return [self.worker.pid, *live_children(self.worker.pid)] if self.worker else []
 
     def stop_all(self) -> None:
         for process in (self.beat, self.worker, self.master):
@@ -761,7 +747,7 @@ class MemorySampler:
             "celery worker": (worker, False),
             "celery beat": ([stack.beat.pid] if stack.beat else [], False),
             # Backends share the buffer pool: count each one's own pages, the postmaster whole.
-            "postgresql": ([pg, *children(pg)] if pg else [], True),
+            "postgresql": ([pg, *live_children(pg)] if pg else [], True),
             "redis": ([redis_pid] if redis_pid else [], False),
         }
 
