@@ -172,10 +172,17 @@ class SliceResult(Result):
 
     completed: float = 0.0
     error_kinds: dict[str, int] = field(default_factory=dict)
+    # CPU the server used during the slice, when the bench can read it (``ServerCPU``).
+    cpu_seconds: float | None = None
 
     @property
     def rps(self) -> float:
         return self.completed / self.seconds if self.seconds else 0.0
+
+    @property
+    def per_cpu_second(self) -> float:
+        """Requests answered per second of the server's CPU: what one core could serve."""
+        return self.completed / self.cpu_seconds if self.cpu_seconds else 0.0
 
 
 @dataclass
@@ -186,6 +193,7 @@ class Interleaved:
     slices: list[Result] = field(default_factory=list)
     throughput: Judgement | None = None  # slice req/s over the baselines' around it
     latency: Judgement | None = None  # slice p50 over the baselines' p50 around it
+    capacity: Judgement | None = None  # slice req per CPU second over the baselines' around it
 
     @property
     def seconds(self) -> float:
@@ -229,6 +237,19 @@ class Interleaved:
         }
         if self.error_kinds:
             out["error_kinds"] = self.error_kinds
+        cpu = [s.cpu_seconds for s in self.slices if getattr(s, "cpu_seconds", None) is not None]
+        completed = sum(getattr(s, "completed", s.requests) for s in self.slices)
+        if cpu and len(cpu) == len(self.slices) and completed:
+            out["cpu_us_per_request"] = round(sum(cpu) / completed * 1e6, 1)
+        if self.capacity is not None:
+            out["capacity"] = {
+                "ratio": round(self.capacity.median, 4),
+                "ratio_q1": round(self.capacity.q1, 4),
+                "ratio_q3": round(self.capacity.q3, 4),
+                "spread": round(self.capacity.spread, 4),
+                "noisy": self.capacity.noisy,
+                "slice_ratios": [round(r, 4) for r in self.capacity.ratios],
+            }
         if self.throughput is not None:
             out.update(self.throughput.figures())
         if self.latency is not None:
@@ -248,7 +269,8 @@ def interleave(
     warmup_rounds: int = 1,
 ) -> dict[str, Interleaved]:
     """Run the ``schedule`` with ``run_slice(name, seconds)`` and judge every measured
-    workload's throughput (and p50 latency) against the baseline slices around it. The
+    workload's throughput (and p50 latency, and requests per server CPU second when the slices
+    carry ``cpu_seconds``) against the baseline slices around it. The
     baseline's own entry carries its slices and no comparison. ``warmup_rounds`` rounds run
     first and are not counted: caches fill and pools open in the same pattern as measured, so
     the first round is not the slow one."""
@@ -263,6 +285,10 @@ def interleave(
     rates = bracketed_ratios([(r.name, r.rps) for r in order], baseline)
     for name in measured:
         runs[name].throughput = judge(*rates[name], threshold)
+    if all(getattr(r, "cpu_seconds", None) for r in order):
+        capacities = [(r.name, r.per_cpu_second) for r in order]
+        for name, (ratios, steps) in bracketed_ratios(capacities, baseline).items():
+            runs[name].capacity = judge(ratios, steps, threshold)
     if all(r.latencies_ms for r in order):
         medians = [(r.name, statistics.median(r.latencies_ms)) for r in order]
         for name, (ratios, steps) in bracketed_ratios(medians, baseline).items():

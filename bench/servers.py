@@ -32,6 +32,19 @@ def server_stdout() -> IO[bytes] | int:
     return open(path, "ab") if path else subprocess.DEVNULL
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    """CPU time (user and system, every thread) the processes ``pids`` have used so far, from
+    /proc; a process that has gone counts nothing."""
+    ticks = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def live_children(pid: int) -> list[int]:
     """The child processes of ``pid`` that are still running (zombies left out), from /proc."""
     found = []

@@ -7,6 +7,8 @@ builds, so each test compares two scrapes and asserts deltas.
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -18,7 +20,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from market.exports.tasks import export_rewards_task  # noqa: F401 - the task registers
 from market.platform.errors import BadRequest
-from market.platform.metrics import install_task_metrics, serve_worker_metrics
+from market.platform.metrics import (
+    POOL_SAMPLE_SECONDS,
+    install_task_metrics,
+    serve_worker_metrics,
+)
 from market.ranking.tasks import rank_task
 from market.usage.tasks import rollup_task
 from tests.conftest import make_app
@@ -240,6 +246,31 @@ def test_the_pool_gauge_counts_connections_in_use(client, engine, monitor):
     in_use = "sprig_db_pool_checked_out"
     assert value(during, in_use, pool="write") == value(before, in_use, pool="write") + 1
     assert value(after, in_use, pool="write") == value(before, in_use, pool="write")
+
+
+def test_the_pool_gauge_follows_the_pool_between_scrapes(client, engine, monitor):
+    """Each process samples its pools once a second on a thread of its own: an idle worker,
+    never scraped itself, still reports what it holds (it is summed into another's scrape)."""
+    scrape(client, monitor)  # leaves the gauge at what the scrape itself held
+
+    def follows(expected: int) -> bool:
+        deadline = time.monotonic() + 10 * POOL_SAMPLE_SECONDS
+        while time.monotonic() < deadline:
+            sampled = REGISTRY.get_sample_value("sprig_db_pool_checked_out", {"pool": "write"})
+            if sampled == expected:
+                return True
+            time.sleep(POOL_SAMPLE_SECONDS / 10)
+        return False
+
+    assert follows(0)
+    held = [engine.connect(), engine.connect()]
+    try:
+        assert engine.pool.checkedout() == 2 and follows(2)
+    finally:
+        for connection in held:
+            connection.close()
+    assert follows(0)
+    assert any(thread.name == "sprig-pool-sampler" for thread in threading.enumerate())
 
 
 def usage_event(user_id: int, subagent_id: int, version_id: int) -> dict:

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import sys
+from datetime import datetime, timedelta
 
 import pytest
 
 from market.platform.logs import (
     REQUEST_ID_HEADER,
+    AccessLineHandler,
     ContextFilter,
     console_formatter,
     json_formatter,
@@ -112,6 +115,50 @@ def test_a_service_is_named_by_its_service_id(client, engine, lines):
     client.get(f"{API}/exports", headers=service.headers)
     (line,) = lines.parsed("market.access")
     assert line["service_id"] == service.id and "user_id" not in line
+
+
+def test_the_access_line_written_straight_is_the_json_formatters_line(
+    client, engine, lines, tmp_path
+):
+    """Production writes access lines past the logging machinery (AccessLineHandler); the line
+    must be the one a record through the JSON formatter makes: same keys, same order, same
+    values (all but the clock's)."""
+    alice = make_user(engine, "alice")
+    headers = {REQUEST_ID_HEADER: "same-1", **alice.headers}
+    access = logging.getLogger("market.access")
+    written = tmp_path / "access.log"
+    with written.open("w") as stream:
+        handler = AccessLineHandler(stream)
+        access.addHandler(handler)
+        access.propagate = False
+        try:
+            client.get(f"{API}/subagents/4242/lineage", headers=headers)
+        finally:
+            access.removeHandler(handler)
+            access.propagate = True
+    client.get(f"{API}/subagents/4242/lineage", headers=headers)  # as a record, this time
+
+    (direct_text,) = written.read_text().splitlines()
+    direct = json.loads(direct_text)
+    assert lines.parsed("market.access"), "the second request went through a record"
+    (formatted,) = lines.parsed("market.access")
+    assert list(direct) == list(formatted)
+    for line in (direct, formatted):
+        assert re.fullmatch(
+            r"GET /api/v1/subagents/<subagent_id>/lineage 404 \d+\.\dms", line.pop("message")
+        )
+        assert datetime.fromisoformat(line.pop("time")).utcoffset() == timedelta(0)
+        assert isinstance(line.pop("duration_ms"), float)
+    assert direct == formatted
+    assert direct["user_id"] == alice.id and direct["request_id"] == "same-1"
+    assert direct["ids"] == {"subagent_id": 4242} and direct["process"] == os.getpid()
+
+
+def test_the_json_configuration_sends_access_lines_straight_and_nothing_else(tmp_path):
+    config = logging_config("json")
+    assert config["handlers"]["access"]["()"] is AccessLineHandler
+    assert config["loggers"]["market.access"] == {"handlers": ["access"], "propagate": False}
+    assert "market.access" not in logging_config("console")["loggers"]
 
 
 def test_a_task_started_by_a_request_logs_with_its_request_id(app, lines, caplog):

@@ -11,6 +11,7 @@ from bench import interleave
 from bench.observability import (
     ACCESS_LOG,
     _assignments,
+    added_cost,
     server_environment,
     summarize,
 )
@@ -41,16 +42,25 @@ def test_overrides_are_key_value_pairs():
         _assignments(["SPRIG_METRICS"])
 
 
-def _alternated(off_rates: list[float], on_rates: list[float]) -> dict:
-    """A workload's OFF and ON slices as ``interleave`` measures them (OFF around each ON)."""
+def _alternated(
+    off_rates: list[float], on_rates: list[float], cpu_us: tuple[float, float] = (100.0, 100.0)
+) -> dict:
+    """A workload's OFF and ON slices as ``interleave`` measures them (OFF around each ON),
+    each request costing the server ``cpu_us`` (OFF's, ON's) of CPU."""
     pairs = zip(on_rates, off_rates[1:], strict=True)
     rates = iter([off_rates[0], *(rate for pair in pairs for rate in pair)])
+
+    def run_slice(name: str, seconds: float) -> interleave.SliceResult:
+        completed = next(rates) * seconds
+        cost = cpu_us[name == "on"] / 1e6
+        return interleave.SliceResult(
+            name, 10, 0, seconds, [1.0, 2.0, 3.0], completed=completed,
+            cpu_seconds=completed * cost,
+        )  # fmt: skip
+
     return interleave.interleave(
-        lambda name, seconds: interleave.SliceResult(
-            name, 10, 0, seconds, [1.0, 2.0, 3.0], completed=next(rates) * seconds
-        ),
-        "off", ["on"], rounds=len(on_rates), slice_seconds=1.0, warmup_rounds=0,
-    )  # fmt: skip
+        run_slice, "off", ["on"], rounds=len(on_rates), slice_seconds=1.0, warmup_rounds=0
+    )
 
 
 def test_change_is_the_median_on_slice_over_the_off_slices_around_it():
@@ -70,3 +80,21 @@ def test_change_is_the_median_on_slice_over_the_off_slices_around_it():
 def test_a_run_whose_slices_disagree_is_too_noisy_to_judge():
     wild = _alternated([1000.0] * 6, [400.0, 1500.0, 900.0, 300.0, 1400.0])
     assert summarize({"catalog tree": wild})["catalog tree"]["noisy"] is True
+
+
+def test_what_on_adds_is_its_cpu_in_process_over_what_a_served_request_costs():
+    # In process a cached page costs 200 µs OFF and 230 µs ON; served by gunicorn, 800 µs.
+    rows = summarize(
+        {
+            "catalog browse": _alternated([1000.0] * 4, [1000.0] * 3, cpu_us=(800.0, 800.0)),
+            "app browse": _alternated([5000.0] * 4, [4350.0] * 3, cpu_us=(200.0, 230.0)),
+            "ingest events": _alternated([9e4] * 4, [9e4] * 3, cpu_us=(15.0, 15.6)),
+        }
+    )
+    assert rows["app browse"]["cpu_change"] == pytest.approx(200 / 230 - 1, abs=1e-4)
+    added = added_cost(rows)
+    assert added["catalog browse"]["added_us"] == pytest.approx(30.0, abs=0.1)
+    assert added["catalog browse"]["served_us"] == pytest.approx(800.0)
+    assert added["catalog browse"]["share"] == pytest.approx(30 / 800, abs=1e-4)
+    # Ingest has no in-process twin: its server's own cost ratio.
+    assert added["ingest events"]["share"] == pytest.approx(1 - 15 / 15.6, abs=1e-4)
