@@ -28,9 +28,11 @@ from __future__ import annotations
 
 import io
 import math
+import os
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 
@@ -59,6 +61,10 @@ from market.ranking.models import RankingRun, RaterOffset, SubAgentScore
 from market.usage.models import COUNTED_RATING, Feedback, UsageEvent
 
 USAGE_WINDOW_DAYS = 180
+# Threads of one ranking run: usage counted beside the ratings' pass, and two chunks of the
+# branch values' draws at once (numpy lets go of the GIL in its loops). At a million
+# sub-agents that is most of the run's CPU; a third thread found nothing left to overlap.
+RANKING_THREADS = min(2, os.cpu_count() or 1)
 # A full run refits the global part (and refreshes every row's time decay) this often; the
 # runs in between recompute only the families that changed.
 FULL_RUN_EVERY = timedelta(hours=24)
@@ -270,33 +276,37 @@ def compute(
     run: ``offsets`` (rater leniencies by user id) warm-start the rater fit. With the ``fit`` of
     a full run, a lineage run over the families in ``inputs``: ``offsets`` are that fit's."""
     forest = inputs.forest
-    # User ids go in as they are: usage_stats only needs them bounded (32-bit ids times a
-    # million sub-agents still fit its int64 keys), and re-indexing them cost a sort of its own.
-    usage = usage_stats(
-        inputs.usage_item,
-        inputs.usage_user,
-        inputs.usage_age,
-        forest.n,
-        retention_rate=None if fit is None else fit.retention_rate,
-    )
-    by_user = None
-    if offsets:
-        by_user = np.array([offsets.get(int(u), 0.0) for u in inputs.user_ids.tolist()])
-    pinned = None
-    if fit is not None:
-        user_offset = by_user if by_user is not None else np.zeros(len(inputs.user_ids))
-        pinned = replace(fit.fit, user_offset=user_offset)
-    return rank(
-        forest,
-        inputs.ratings,
-        n_users=len(inputs.user_ids),
-        usage=usage,
-        item_age_days=inputs.item_age_days,
-        warm_user_offset=by_user if fit is None else None,
-        eligible=inputs.eligible,
-        fit=pinned,
-        noise_seed=seed,
-    )
+    with ThreadPoolExecutor(RANKING_THREADS) as pool:
+        # Usage figures need nothing of the ratings' pass: they are counted meanwhile. User
+        # ids go in as they are: usage_stats only needs them bounded (32-bit ids times a
+        # million sub-agents still fit its int64 keys), and re-indexing them cost a sort.
+        usage = pool.submit(
+            usage_stats,
+            inputs.usage_item,
+            inputs.usage_user,
+            inputs.usage_age,
+            forest.n,
+            retention_rate=None if fit is None else fit.retention_rate,
+        )
+        by_user = None
+        if offsets:
+            by_user = np.array([offsets.get(u, 0.0) for u in inputs.user_ids.tolist()])
+        pinned = None
+        if fit is not None:
+            user_offset = by_user if by_user is not None else np.zeros(len(inputs.user_ids))
+            pinned = replace(fit.fit, user_offset=user_offset)
+        scores = rank(
+            forest,
+            inputs.ratings,
+            n_users=len(inputs.user_ids),
+            item_age_days=inputs.item_age_days,
+            warm_user_offset=by_user if fit is None else None,
+            eligible=inputs.eligible,
+            fit=pinned,
+            noise_seed=seed,
+            threads=RANKING_THREADS,
+        )
+        return replace(scores, usage=usage.result())
 
 
 def score_rows(inputs: RankingInputs, scores: Scores) -> list[tuple]:

@@ -405,6 +405,26 @@ def test_branch_value_is_at_least_the_node_mean_and_sees_a_better_child():
     assert value[0] == pytest.approx(posterior.mean[1], abs=0.1)  # the root is worth its child
 
 
+def test_branch_value_in_threads_is_the_same_to_the_bit():
+    """Keyed draws make the chunks independent: run at once in threads, added in chunk order,
+    they give exactly the sequential answer; a Generator's draws stay in sequence."""
+    rng = np.random.default_rng(5)
+    parent = [-1] + [int(rng.integers(0, i)) for i in range(1, 400)]
+    forest = forest_of(parent)
+    posterior = posterior_of(
+        forest, rng.normal(size=400).tolist(), rng.uniform(0, 5, 400).tolist(), **PRIOR
+    )
+    keyed = ranking.NodeNoise(11)
+    alone = branch_value(forest, posterior, keyed, n_samples=64, chunk=8)
+    together = branch_value(forest, posterior, keyed, n_samples=64, chunk=8, threads=3)
+    assert np.array_equal(alone, together)
+    in_sequence = branch_value(forest, posterior, np.random.default_rng(2), n_samples=32, chunk=8)
+    asked_for_threads = branch_value(
+        forest, posterior, np.random.default_rng(2), n_samples=32, chunk=8, threads=2
+    )
+    assert np.array_equal(in_sequence, asked_for_threads)
+
+
 def test_best_descendant_only_when_clearly_better():
     forest = forest_of([-1, 0, 1, -1, 3])
     y = [0.0, 0.1, 2.0, 0.0, 0.3]
