@@ -43,8 +43,9 @@ def test_browse_and_a_subagent_page_in_the_chosen_language(page, screenshots, la
     page.set_viewport_size(SIZES[size])
     page.goto("/")
     assert page.locator("html").get_attribute("lang") == "en"
-    page.locator("footer .languages").get_by_role("link", name=chrome["switcher"]).click()
-    page.wait_for_load_state()
+    # Waits for the new page: right after the click, the old one may still be the one loaded.
+    with page.expect_navigation():
+        page.locator("footer .languages").get_by_role("link", name=chrome["switcher"]).click()
     assert page.locator("html").get_attribute("lang") == chrome["html_lang"]
     assert page.locator("h1").inner_text() == chrome["hero"]
     assert page.locator("form.search button").inner_text() == chrome["search"]
