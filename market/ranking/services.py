@@ -288,9 +288,7 @@ def compute(
             forest.n,
             retention_rate=None if fit is None else fit.retention_rate,
         )
-        by_user = None
-        if offsets:
-            by_user = np.array([offsets.get(u, 0.0) for u in inputs.user_ids.tolist()])
+        by_user = offsets_by_index(offsets, inputs.user_ids) if offsets else None
         pinned = None
         if fit is not None:
             user_offset = by_user if by_user is not None else np.zeros(len(inputs.user_ids))
@@ -307,6 +305,19 @@ def compute(
             threads=RANKING_THREADS,
         )
         return replace(scores, usage=usage.result())
+
+
+def offsets_by_index(offsets: dict[int, float], user_ids: np.ndarray) -> np.ndarray:
+    """The stored leniency of each of ``user_ids`` (0 for a rater not seen before), looked up
+    as sorted arrays: a dict lookup per rater took a tenth of a second at a million."""
+    known = np.fromiter(offsets.keys(), dtype=np.int64, count=len(offsets))
+    values = np.fromiter(offsets.values(), dtype=np.float64, count=len(offsets))
+    by_id = np.argsort(known)
+    known, values = known[by_id], values[by_id]
+    user_ids = np.asarray(user_ids, dtype=np.int64)
+    at = np.minimum(np.searchsorted(known, user_ids), max(known.size - 1, 0))
+    found = known[at] == user_ids if known.size else np.zeros(user_ids.size, dtype=bool)
+    return np.where(found, values[at] if known.size else 0.0, 0.0)
 
 
 def score_rows(inputs: RankingInputs, scores: Scores) -> list[tuple]:
