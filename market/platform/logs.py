@@ -97,13 +97,13 @@ class AccessLineHandler(logging.StreamHandler):
             self._fd: int | None = self.stream.fileno()
         except (AttributeError, OSError, ValueError):  # a stream without a file (captured)
             self._fd = None
-        self._process = os.getpid()
 
     def write_access(self, message: str, fields: dict) -> None:
         line = {
             "level": "INFO",
             "logger": access_log.name,
-            "process": self._process,
+            # Asked each time: gunicorn makes this handler in its master, before the fork.
+            "process": os.getpid(),
             "message": message,
             **fields,
         }

@@ -152,6 +152,9 @@ def test_each_request_writes_one_json_access_line(live):
     by_id = {line["request_id"]: line for line in lines}
     search = by_id["search-1"]
     assert search["logger"] == "market.access" and search["level"] == "INFO"
+    # Written by the worker that answered, not the master that set logging up before forking.
+    workers = set(gunicorn_server.children(live.web.process.pid))
+    assert {line["process"] for line in lines} <= workers
     assert (search["method"], search["route"], search["status"]) == ("GET", f"{API}/subagents", 200)
     assert search["user_id"] == live.carol.id and search["duration_ms"] >= 0
     detail = by_id["detail-1"]
