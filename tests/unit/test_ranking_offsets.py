@@ -15,7 +15,10 @@ def test_each_rater_gets_its_stored_offset_and_a_new_rater_zero():
 
 def test_the_lookup_equals_a_dict_lookup_per_rater():
     rng = np.random.default_rng(3)
-    stored = {int(k): float(v) for k, v in zip(rng.choice(10**6, 5000), rng.normal(size=5000))}
+    stored = {
+        int(k): float(v)
+        for k, v in zip(rng.choice(10**6, 5000), rng.normal(size=5000), strict=True)
+    }
     raters = rng.choice(10**6, 20_000)
     expected = [stored.get(int(u), 0.0) for u in raters]
     assert offsets_by_index(stored, raters).tolist() == expected
