@@ -63,7 +63,11 @@ from bench.ingest_harness import (  # noqa: E402
 )
 from bench.ingest_profile import print_profile, profile_ingest  # noqa: E402
 from bench.loadgen import Request, Result  # noqa: E402
-from bench.servers import database_url_or_rerun_with_servers, server_stdout  # noqa: E402
+from bench.servers import (  # noqa: E402
+    database_url_or_rerun_with_servers,
+    live_children,
+    server_stdout,
+)
 
 TARGET_RATIO = 0.25  # end to end must reach a quarter of the COPY rate
 STARTUP_SECONDS = 180  # for gunicorn to answer its first request
@@ -210,14 +214,6 @@ def _status_kib(pid: int, field: str) -> int:
     return 0
 
 
-def _children(pid: int) -> list[int]:
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(p) for p in f.read().split()]
-    except OSError:
-        return []
-
-
 class RssSampler(threading.Thread):
     """Polls the gunicorn master and workers: the peak of their summed RSS, and each
     process's own high-water mark (VmHWM), kept after it exits."""
@@ -230,7 +226,7 @@ class RssSampler(threading.Thread):
         self._halt = threading.Event()
 
     def sample(self) -> None:
-        pids = [self.master, *_children(self.master)]
+        pids = [self.master, *live_children(self.master)]
         self.peak_kib = max(self.peak_kib, sum(_status_kib(p, "VmRSS:") for p in pids))
         for pid in pids:
             self.hwm_kib[pid] = max(self.hwm_kib.get(pid, 0), _status_kib(pid, "VmHWM:"))

@@ -20,6 +20,9 @@ from pathlib import Path
 
 import requests
 
+# The live child processes of a pid (gunicorn's workers), read from /proc: the benches' walk.
+from bench.servers import live_children as children
+
 REPO = Path(__file__).resolve().parents[1]
 API = "/api/v1"
 
@@ -28,18 +31,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def children(pid: int) -> list[int]:
-    """The live child processes of ``pid`` (gunicorn's workers), read from /proc."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError, IndexError):
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-                if int(fields[1]) == pid and fields[0] != "Z":
-                    found.append(int(entry.name))
-    return found
 
 
 @dataclass

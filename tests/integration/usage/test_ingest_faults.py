@@ -43,6 +43,7 @@ import redis
 import requests
 from sqlalchemy.engine import make_url
 
+from bench.servers import live_children
 from market.app import create_app
 from market.platform.migrate import upgrade
 from market.platform.state import app_state
@@ -107,20 +108,6 @@ def _alive(pid: int) -> bool:
     except (FileNotFoundError, ProcessLookupError, IndexError):
         return False
     return state != "Z"  # a killed daemon may linger as a zombie of PID 1: that is gone
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (FileNotFoundError, ProcessLookupError, IndexError):
-            continue
-        if int(fields[1]) == pid and fields[0] != "Z":
-            found.append(int(entry.name))
-    return sorted(found)
 
 
 def _cpu_ticks(pid: int) -> int:
@@ -409,7 +396,7 @@ class Gunicorn:
         self.seen_workers: set[int] = set()
 
     def workers(self) -> list[int]:
-        found = _children(self.process.pid)
+        found = live_children(self.process.pid)
         self.seen_workers.update(found)
         return found
 
