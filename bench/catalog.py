@@ -32,7 +32,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import interleave  # noqa: E402
-from bench.servers import database_url_or_rerun_with_servers, server_stdout  # noqa: E402
+from bench.servers import (  # noqa: E402
+    database_url_or_rerun_with_servers,
+    live_children,
+    memory_mib,
+    server_stdout,
+)
 
 CATEGORIES = [
     "diet",
@@ -236,7 +241,14 @@ def catalog_endpoints(forest: dict, n: int, seed: int) -> dict[str, list[str]]:
     }
 
 
-def start_gunicorn(url: str, port: int, workers: int, threads: int, cache_seconds: int):
+def start_gunicorn(
+    url: str,
+    port: int,
+    workers: int,
+    threads: int,
+    cache_seconds: int,
+    startup_seconds: float = 180,
+):
     env = {
         **os.environ,
         "SPRIG_DATABASE_URL": url,
@@ -264,7 +276,8 @@ def start_gunicorn(url: str, port: int, workers: int, threads: int, cache_second
     )
     # Ready when a worker answers, not when the master listens: on a busy shared machine the
     # workers' import of the app alone can take 30s, and a bench's first requests would time out.
-    deadline = time.time() + 180
+    # The master builds the suggestion index before it forks them (minutes at 1M sub-agents).
+    deadline = time.time() + startup_seconds
     while time.time() < deadline and process.poll() is None:
         try:
             connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
@@ -313,7 +326,11 @@ def main() -> None:
     endpoints = catalog_endpoints(forest, n, args.seed)
     port = free_port()
     cache_seconds = 0 if args.no_read_cache else 30
-    server = start_gunicorn(url, port, args.workers, args.threads, cache_seconds)
+    started = time.perf_counter()
+    server = start_gunicorn(
+        url, port, args.workers, args.threads, cache_seconds, startup_seconds=180 + n / 2000
+    )
+    ready_seconds = round(time.perf_counter() - started, 1)
     baseline, *measured = endpoints
     rounds = interleave.rounds_for(seconds, slice_seconds)
     try:
@@ -326,6 +343,12 @@ def main() -> None:
                 slice_seconds=slice_seconds,
                 threshold=args.noise_threshold,
             )
+        # After the run: what the master (its index build) and each worker hold, and how
+        # much of it they share.
+        memory = {
+            "master": memory_mib(server.pid),
+            "workers": [memory_mib(pid) for pid in live_children(server.pid)],
+        }
     finally:
         stop_gunicorn(server)
 
@@ -337,6 +360,14 @@ def main() -> None:
         f"{forest['load_seconds']}s\n"
     )
     interleave.print_table(runs)
+    workers_rss = ", ".join(f"{w['rss']:,.0f}" for w in memory["workers"])
+    workers_pss = ", ".join(f"{w['pss']:,.0f}" for w in memory["workers"])
+    together = memory["master"]["pss"] + sum(w["pss"] for w in memory["workers"])
+    print(
+        f"\nserver ready {ready_seconds}s after start (the master's index build included); "
+        f"master RSS {memory['master']['rss']:,.0f} MiB; workers RSS {workers_rss} MiB, PSS "
+        f"(shared pages divided among them) {workers_pss} MiB; all together {together:,.0f} MiB"
+    )
     figures = {name.split()[0]: run.figures() for name, run in runs.items()}
     print(
         json.dumps(
@@ -353,6 +384,8 @@ def main() -> None:
                 "noise_threshold": args.noise_threshold,
                 "noisy": any(run.throughput and run.throughput.noisy for run in runs.values()),
                 "endpoints": figures,
+                "ready_seconds": ready_seconds,
+                "memory_mib": memory,
             }
         )
     )

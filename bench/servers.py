@@ -58,3 +58,15 @@ def live_children(pid: int) -> list[int]:
         if int(fields[1]) == pid and fields[0] != "Z":
             found.append(int(entry.name))
     return sorted(found)
+
+
+def memory_mib(pid: int) -> dict[str, float]:
+    """A process's resident memory in MiB from /proc/<pid>/smaps_rollup: ``rss`` counts every
+    page it maps in full; ``pss`` divides each shared page among the processes sharing it, so
+    the ``pss`` of a master and its forked workers add up to what they hold together."""
+    figures = {}
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name in ("Rss", "Pss"):
+            figures[name.lower()] = round(int(value.split()[0]) / 1024, 1)
+    return figures

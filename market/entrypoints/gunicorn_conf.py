@@ -54,8 +54,25 @@ def post_fork(server, worker) -> None:
         os._exit(0)
 
 
+def when_ready(server) -> None:
+    """The suggestion index is built here, once, before the first worker is forked; each
+    worker starts with it (``market.suggestions.services.build_before_fork``). A database not
+    ready yet only costs that: each worker then builds its own, as it would without this."""
+    from market.platform.db import make_engine
+    from market.suggestions.services import build_before_fork
+
+    engine = make_engine(_settings.database_url)
+    try:
+        build_before_fork(engine)
+    except Exception as error:  # whatever failed, each worker still builds its own
+        server.log.warning("suggestion index not built before forking: %s", error)
+    finally:
+        engine.dispose()  # no connection of the master's may reach a worker
+
+
 def post_worker_init(worker) -> None:
-    """Each worker builds its suggestion index as it starts, off the request path."""
+    """Each worker takes over the master's suggestion index (or builds its own) as it
+    starts, off the request path."""
     from market.suggestions.services import warm_up
 
     app = getattr(worker, "wsgi", None)

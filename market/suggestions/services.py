@@ -1,8 +1,10 @@
 """Fork suggestions for coding agents: the per-process index, kept fresh, and the answer.
 
-Each web worker (and ``sprig mcp``) keeps one :class:`SuggestionService`. It builds the text
-index of :mod:`evolution.text_index` on first use from the public, active sub-agents (their
-latest versions; never private or unlisted ones), then keeps it fresh without rebuilding:
+Each web worker (and ``sprig mcp``) keeps one :class:`SuggestionService`. Its text index
+(:mod:`evolution.text_index`) holds the public, active sub-agents (their latest versions;
+never private or unlisted ones). Under gunicorn the master builds it once before forking and
+every worker starts from that build (``build_before_fork``); elsewhere the service builds it
+on first use. Then it is kept fresh without rebuilding:
 
 * a publish, fork or new version made by this process is indexed right after its commit
   (``catalog`` records the sub-agent in ``session.info``; ``note_committed`` hands it over);
@@ -35,6 +37,7 @@ from __future__ import annotations
 import gc
 import json
 import logging
+import math
 import threading
 import time
 import zlib
@@ -195,6 +198,86 @@ def _document(row) -> SubAgentDocument:
     )
 
 
+@dataclass
+class IndexBuild:
+    """An index read from the database, with the marks that catching up starts from."""
+
+    index: SuggestionIndex
+    indexed_at: dict[int, object]  # sub-agent id → updated_at indexed
+    watermark: object  # newest subagent.updated_at at the build
+    version_mark: int  # newest version id at the build
+    versions_seen: set[int]
+    database: str  # the engine URL it was read through
+    inherited: bool = False
+
+    @classmethod
+    def read(cls, session: Session) -> IndexBuild:
+        started = time.perf_counter()
+        version_mark = session.execute(select(func.max(Version.id))).scalar() or 0
+        # The build read these; one that commits late is found by the sweep.
+        versions_seen = set(range(max(0, version_mark - VERSION_OVERLAP) + 1, version_mark + 1))
+        watermark = session.execute(select(func.max(SubAgent.updated_at))).scalar()
+        rows = session.execute(
+            select(*_DOCUMENT_COLUMNS)
+            .join(Version, Version.id == SubAgent.latest_version_id)
+            .where(*_LISTED)
+            .order_by(SubAgent.id)
+        ).all()
+        index = SuggestionIndex(_document(row) for row in rows)
+        log.info(
+            "suggestion index built: %d sub-agents in %.1fs",
+            len(rows),
+            time.perf_counter() - started,
+        )
+        return cls(
+            index=index,
+            indexed_at={row.id: row.updated_at for row in rows},
+            watermark=watermark,
+            version_mark=version_mark,
+            versions_seen=versions_seen,
+            database=_database_of(session.get_bind()),
+        )
+
+
+def _database_of(engine) -> str:
+    return engine.url.render_as_string(hide_password=True)
+
+
+# The build the gunicorn master made before forking its workers (build_before_fork); the
+# first suggestion service of a worker on the same database takes it over.
+_before_fork: IndexBuild | None = None
+_before_fork_lock = threading.Lock()
+
+
+def build_before_fork(engine) -> None:
+    """Build the index once, in the gunicorn master, for every worker it forks.
+
+    At a million sub-agents a build reads for minutes and holds ~3 GB; built in each worker,
+    a host paid that per worker, and a fresh worker answered no search until its own build
+    was done. Built here, a worker forked later starts with it: the arrays are shared
+    copy-on-write (a worker's pages are copied only where its updates write), and the first
+    catch-up reads what changed since. ``gc.freeze`` keeps the collector from walking, and so
+    touching, the shared objects in every child."""
+    global _before_fork
+    with Session(engine) as session:
+        built = IndexBuild.read(session)
+    built.inherited = True
+    with _before_fork_lock:
+        _before_fork = built
+    gc.freeze()
+
+
+def _inherited_build(engine) -> IndexBuild | None:
+    """The master's build, once, for a service reading the same database."""
+    global _before_fork
+    with _before_fork_lock:
+        built = _before_fork
+        if built is None or built.database != _database_of(engine):
+            return None
+        _before_fork = None  # one service owns (and updates) it
+        return built
+
+
 class SuggestionService:
     def __init__(
         self,
@@ -231,28 +314,23 @@ class SuggestionService:
                     self._build(session)
             return self._index
 
-    def _build(self, session: Session) -> None:
-        started = time.perf_counter()
-        self._version_mark = session.execute(select(func.max(Version.id))).scalar() or 0
-        # The build read these; one that commits late is found by the sweep.
-        self._versions_seen = set(
-            range(max(0, self._version_mark - VERSION_OVERLAP) + 1, self._version_mark + 1)
-        )
-        self._watermark = session.execute(select(func.max(SubAgent.updated_at))).scalar()
-        rows = session.execute(
-            select(*_DOCUMENT_COLUMNS)
-            .join(Version, Version.id == SubAgent.latest_version_id)
-            .where(*_LISTED)
-            .order_by(SubAgent.id)
-        ).all()
-        self._index = SuggestionIndex(_document(row) for row in rows)
-        self._indexed_at = {row.id: row.updated_at for row in rows}
-        self._checked_at = self._swept_at = time.monotonic()
-        log.info(
-            "suggestion index built: %d sub-agents in %.1fs",
-            len(rows),
-            time.perf_counter() - started,
-        )
+    def prepare(self) -> None:
+        """Have the index ready now: taken over or built, and caught up."""
+        with Session(self._engine) as session:
+            self.catch_up(session)
+
+    def _build(self, session: Session) -> bool:
+        """Take over the master's build or read one; whether it was taken over."""
+        built = _inherited_build(self._engine) or IndexBuild.read(session)
+        self._index = built.index
+        self._indexed_at = built.indexed_at
+        self._watermark = built.watermark
+        self._version_mark = built.version_mark
+        self._versions_seen = built.versions_seen
+        # A build read just now is current; one inherited from the gunicorn master may be
+        # hours old, so the next catch-up sweeps everything changed since it was read.
+        self._checked_at = self._swept_at = -math.inf if built.inherited else time.monotonic()
+        return built.inherited
 
     def _due(self, listening: bool) -> bool:
         """Whether to look for new versions although no change was announced: every
@@ -263,9 +341,8 @@ class SuggestionService:
     def catch_up(self, session: Session, force: bool = False) -> int:
         """Index what other processes changed; how many sub-agents were re-read."""
         with self._lock:
-            if self._index is None:
-                self._build(session)
-                return 0
+            if self._index is None and not self._build(session):
+                return 0  # read just now: nothing to catch up
             now = time.monotonic()
             generation = self._change_generation() if self._change_generation else None
             # A catalog change was announced (another process's publish, listing edit,
@@ -639,11 +716,11 @@ def _score_quality(row) -> Quality:
 
 
 def warm_up(app) -> threading.Thread:
-    """Build the app's suggestion index now, on a background thread. gunicorn calls this as
-    each worker starts (``market.entrypoints.gunicorn_conf.post_worker_init``): at 100,000
-    sub-agents the build takes seconds, and otherwise the first fork suggestion or search a
-    fresh worker serves would wait for it. A failed build (the database not up yet) is logged;
-    the first request that needs the index then builds it, as without a warm-up.
+    """Make the app's suggestion index ready now, on a background thread: take over the
+    master's build and catch up from it, or build one. gunicorn calls this as each worker
+    starts (``market.entrypoints.gunicorn_conf.post_worker_init``); otherwise the first fork
+    suggestion or search a fresh worker serves would wait for it. A failure (the database
+    not up yet) is logged; the first request that needs the index then builds it.
 
     Then everything loaded so far — modules, the index, the segmenters' and dictionaries'
     tables — is moved out of the garbage collector's sight (``gc.freeze``): it lives as long
@@ -652,7 +729,7 @@ def warm_up(app) -> threading.Thread:
 
     def build() -> None:
         try:
-            app_state(app).suggestions.index  # noqa: B018 - the property builds the index
+            app_state(app).suggestions.prepare()
         except Exception:
             log.exception("suggestion index warm-up failed; the first request will build it")
             return

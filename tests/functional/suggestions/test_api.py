@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import re
 import threading
 
@@ -12,7 +13,7 @@ from market.catalog import bundles
 from market.catalog import services as catalog
 from market.catalog.models import SubAgent
 from market.identity.models import User
-from market.platform.db import session_scope
+from market.platform.db import make_engine, session_scope
 from market.platform.state import app_state
 from market.ranking.models import SubAgentScore
 from tests.factories import bundle, fork, make_user, publish
@@ -336,6 +337,42 @@ def test_a_worker_builds_its_index_as_it_starts(app, client, creator):
     warm_up.join(timeout=60)
     assert service._index is not None
     assert listed["id"] in {match.subagent_id for match in service.index.search("water log")}
+
+
+def test_a_worker_takes_over_the_masters_build_once_and_catches_up(
+    app, client, creator, tmp_path, monkeypatch
+):
+    """The index the gunicorn master built before forking is taken over by the first service
+    on the same database (not rebuilt), by one service only, and brought up to date with what
+    was published after the master read it; another database's service builds its own."""
+    from types import SimpleNamespace
+
+    from market.entrypoints import gunicorn_conf
+    from market.suggestions import services as suggestions
+
+    monkeypatch.setattr(suggestions, "_before_fork", None)  # whatever happens, none is left
+    monkeypatch.setattr(gc, "freeze", lambda: None)  # the test process stays collectable
+    before = publish(client, creator, title="Quinoa soak timer")
+    suggestions.build_before_fork(app_state(app).engine)  # as gunicorn's master does
+    inherited = suggestions._before_fork
+    assert inherited is not None and before["id"] in inherited.index
+    after = publish(client, creator, title="Quinoa rinse counter")
+    assert after["id"] not in inherited.index
+
+    elsewhere = make_engine(f"sqlite:///{tmp_path / 'elsewhere.db'}")
+    assert suggestions._inherited_build(elsewhere) is None  # not this database's
+    elsewhere.dispose()
+
+    service = app_state(app).suggestions
+    service._index = None  # as in a worker fresh from the fork
+    started = set(threading.enumerate())
+    gunicorn_conf.post_worker_init(SimpleNamespace(wsgi=app))
+    (warm_up,) = [t for t in threading.enumerate() if t not in started]
+    warm_up.join(timeout=60)
+    assert service._index is inherited.index  # taken over, not rebuilt
+    assert suggestions._before_fork is None  # and by this service only
+    found = {match.subagent_id for match in service.index.search("quinoa")}
+    assert {before["id"], after["id"]} <= found
 
 
 @pytest.mark.parametrize(

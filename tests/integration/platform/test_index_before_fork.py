@@ -1,0 +1,140 @@
+"""The suggestion index under a real gunicorn: built once in the master, before its workers are
+forked, and taken over by each of them, a worker gunicorn forks again after a crash included.
+
+What only separate processes show: that no worker builds its own (one "built" log line, the
+master's), that both workers answer searches from the start, and that a worker forked long
+after the master's build (here, after a publish) still finds what was published since.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+import pytest
+import requests
+
+from market.platform.migrate import upgrade
+from tests import gunicorn_server, two_nodes
+from tests.factories import bundle
+
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+
+DATABASE = "sprig_index_before_fork"
+TIMEOUT = (5.0, 30.0)
+
+
+def log_records(server: gunicorn_server.Gunicorn) -> list[dict]:
+    records = []
+    for line in server.log_path.read_text(errors="replace").splitlines():
+        if line.startswith("{"):
+            records.append(json.loads(line))
+    return records
+
+
+def found_by_search(base: str, word: str, subagent_id: int) -> bool:
+    # A new connection each time, so either worker may answer.
+    response = requests.get(f"{base}/api/v1/subagents?q={word}&limit=20", timeout=TIMEOUT)
+    assert response.status_code == 200, response.text
+    return subagent_id in {item["id"] for item in response.json()["items"]}
+
+
+def searched_by(server: gunicorn_server.Gunicorn, since: int) -> set[int]:
+    """The worker processes that answered a browse or search in the log's records from
+    ``since`` on (an access line holds the route, never the query)."""
+    return {
+        record["process"]
+        for record in log_records(server)[since:]
+        if record.get("logger") == "market.access" and record.get("route") == "/api/v1/subagents"
+    }
+
+
+@pytest.fixture
+def server(tmp_path):
+    base_url = os.environ.get("SPRIG_TEST_POSTGRES_URL")
+    if not base_url:
+        pytest.skip("needs PostgreSQL (scripts/test-services.sh)")
+    url = two_nodes.fresh_database(base_url, DATABASE)
+    upgrade(url)
+    actors = two_nodes.make_actors(url)
+    settings = {
+        **two_nodes.node_settings(url, os.environ.get("SPRIG_TEST_REDIS_URL", "redis://x/0")),
+        "SPRIG_LOG_LEVEL": "INFO",
+        "SPRIG_LOG_FORMAT": "json",
+    }
+    return url, actors, settings, tmp_path / "gunicorn.log"
+
+
+def test_the_master_builds_once_and_every_worker_serves_from_its_build(server):
+    url, actors, settings, log_path = server
+    author = actors["author"].headers
+    # Listed before the server starts: in the master's build.
+    early_word = two_nodes.unique_word()
+    early = _publish_directly(url, actors, early_word)
+
+    served = gunicorn_server.start(settings, log_path, workers=2, startup_seconds=120)
+    try:
+        master = served.process.pid
+        builds = [r for r in log_records(served) if "suggestion index built" in r["message"]]
+        assert [r["process"] for r in builds] == [master], served.log_tail()
+
+        workers = set(gunicorn_server.children(master))
+        since = len(log_records(served))
+        deadline = time.monotonic() + 30
+        while searched_by(served, since) != workers and time.monotonic() < deadline:
+            assert found_by_search(served.base, early_word, early)
+        assert searched_by(served, since) == workers  # both answered, each found it
+
+        # Published through the server after the master's build, then a worker is killed:
+        # gunicorn forks a new one from the master, whose build predates the publish.
+        late_word = two_nodes.unique_word()
+        late = two_nodes.publish(served.base, author, late_word)
+        assert found_by_search(served.base, late_word, late)
+        victim = sorted(workers)[0]
+        os.kill(victim, signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            now = set(gunicorn_server.children(master))
+            if victim not in now and len(now) == 2:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("gunicorn did not replace the worker:\n" + served.log_tail())
+        (replacement,) = now - workers
+        since = len(log_records(served))
+        deadline = time.monotonic() + 30
+        while replacement not in searched_by(served, since) and time.monotonic() < deadline:
+            assert found_by_search(served.base, late_word, late)
+        assert replacement in searched_by(served, since), served.log_tail()
+        # Still one build: the new worker took over the master's and caught up from it.
+        builds = [r for r in log_records(served) if "suggestion index built" in r["message"]]
+        assert len(builds) == 1, served.log_tail()
+    finally:
+        gunicorn_server.stop(served)
+
+
+def _publish_directly(url: str, actors: dict, word: str) -> int:
+    """Publish through the app in this process, before any server runs."""
+    from market.app import create_app
+    from market.platform.state import app_state
+
+    app = create_app({"database_url": url, "secret_key": "two-nodes", "read_cache_seconds": 0})
+    try:
+        response = app.test_client().post(
+            "/api/v1/subagents",
+            json={
+                "title": f"{word} water tracker",
+                "summary": f"Counts glasses of water with the {word} method.",
+                "category": "hydration",
+                "tags": ["water"],
+                "bundle": bundle(word),
+            },
+            headers=actors["author"].headers,
+        )
+        assert response.status_code == 201, response.get_json()
+        return response.get_json()["id"]
+    finally:
+        app_state(app).engine.dispose()
+        app_state(app).read_engine.dispose()
