@@ -152,6 +152,7 @@ def load_forest(url: str, n: int, seed: int) -> dict:
                 "fork_count, created_at, updated_at) FROM STDIN"
             ) as copy:
                 fork_counts = [0] * n
+                created = [now - timedelta(minutes=n - i) for i in range(n)]
                 for i in range(n):
                     if parent[i] >= 0:
                         fork_counts[parent[i]] += 1
@@ -185,8 +186,10 @@ def load_forest(url: str, n: int, seed: int) -> dict:
                             f"bench:{i}",
                             installs[i],
                             fork_counts[i],
-                            now - timedelta(minutes=n - i),
-                            now,
+                            created[i],
+                            # Last changed when made: a catalog's rows are not all edited in
+                            # the same second, and the index's sweep re-reads the last seconds'.
+                            created[i],
                         )
                     )
             with cur.copy(
