@@ -7,8 +7,6 @@ nothing here goes over HTTP to the API.
 
 from __future__ import annotations
 
-import time
-
 from apiflask import APIBlueprint
 from flask import g, render_template, request
 from sqlalchemy.exc import InterfaceError, OperationalError
@@ -33,7 +31,6 @@ PAGE_CSP = (
 
 @bp.before_request
 def _before():
-    g.web_started = time.perf_counter()
     # Cookie sign-in is honoured on web pages only: the JSON API stays bearer-token only, so
     # a cross-site form can never spend a browser's session on an API write.
     g.session_principal = signin.session_principal()
@@ -44,10 +41,6 @@ def _before():
 
 @bp.after_request
 def _headers(response):
-    started = g.pop("web_started", None)
-    if started is not None:
-        # The server's own time, shown by browsers' dev tools and read by bench/pages.py.
-        response.headers["Server-Timing"] = f"app;dur={(time.perf_counter() - started) * 1000:.1f}"
     response.headers.setdefault("Content-Security-Policy", PAGE_CSP)
     response.headers.setdefault("Cross-Origin-Opener-Policy", "same-origin")
     response.headers.setdefault("Permissions-Policy", "camera=(), microphone=(), geolocation=()")

@@ -100,6 +100,9 @@ def test_one_access_line_per_request_with_route_status_caller_and_no_personal_te
     assert search_line["user_id"] == alice.id
     assert search_line["request_id"] == response.headers[REQUEST_ID_HEADER]
     assert isinstance(search_line["duration_ms"], float) and search_line["duration_ms"] >= 0
+    # The answer tells its own server time, the access line's figure (API and pages alike).
+    for answer, line in ((response, search_line), (detail, detail_line)):
+        assert answer.headers["Server-Timing"] == f"app;dur={line['duration_ms']:.1f}"
     assert detail_line["route"] == f"{API}/subagents/<subagent_id>"
     assert detail_line["ids"] == {"subagent_id": 4242}
     assert detail_line["status"] == detail.status_code == 404
