@@ -117,6 +117,7 @@ a full run with that fit would.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
@@ -1091,6 +1092,94 @@ class GlobalFit:
 
 
 @dataclass(frozen=True)
+class Belief:
+    """The belief in θ once the evidence is read (module docstring, 2, 2b, 3)."""
+
+    posterior: LineagePosterior  # of the trees read (``part``)
+    drift: BranchDrift
+    prior: LineagePrior  # the last reading's
+    priors: tuple[LineagePrior, ...]  # one per reading: the first, then each censored round
+
+
+def lineage_belief(
+    forest: Forest,
+    baseline: Baseline,
+    *,
+    reading: CensoredReading | Future | None = None,
+    prior: LineagePrior | None = None,
+    pinned_priors: Sequence[LineagePrior] | None = None,
+    part: Forest | None = None,
+    nodes: np.ndarray | None = None,
+    start_at: np.ndarray | None = None,
+    drift_pseudo_steps: float | None = BRANCH_DRIFT_PSEUDO_STEPS,
+) -> Belief:
+    """θ's posterior on the fork forest from the debiased evidence: the ranking's model, which
+    the reward export reads too (``feedback.rewards``), so a sub-agent's rank and a version's
+    reward are one number made one way.
+
+    ``reading``: the end-of-scale ratings as bounds (2b; a ``CensoredReading``, or a future of
+    one being made beside), re-read at the current belief ``CENSORED_ROUNDS`` times; None reads
+    every rating as its value. ``prior``: kept for every reading; None: estimated from each
+    reading's evidence, or, with ``pinned_priors`` (a lineage update following an earlier
+    run's fit), taken from those in order. ``part``/``nodes``: the trees whose belief is made
+    (the whole forest by default); the others are read at ``start_at`` (their last belief).
+    ``drift_pseudo_steps``: the branch drift's shrinkage (3b; None: one catalog-wide δ̄)."""
+    if part is None or nodes is None:
+        part, nodes = forest, np.arange(forest.n)
+    pinned = list(pinned_priors) if pinned_priors is not None else None
+    estimated = prior is None and pinned is None
+
+    def next_prior(evidence, precision, current):
+        if pinned:
+            return pinned.pop(0)
+        if estimated:
+            return estimate_lineage_prior(forest, evidence, precision)
+        return current
+
+    def belief_given(evidence, precision, prior) -> tuple[BranchDrift, LineagePosterior]:
+        if drift_pseudo_steps is None:
+            flat = np.full(forest.n, prior.drift_mean)
+            drift = BranchDrift(into=flat, next_fork=flat)
+        else:
+            drift = branch_drift(
+                forest, evidence, precision, prior, pseudo_steps=drift_pseudo_steps
+            )
+        posterior = lineage_posterior(
+            part,
+            evidence[nodes],
+            precision[nodes],
+            prior_mean=prior.prior_mean,
+            prior_var=prior.prior_var,
+            drift_mean=drift.into[nodes],
+            drift_var=prior.drift_var,
+        )
+        return drift, posterior
+
+    evidence, precision = baseline.item_evidence, baseline.item_precision
+    current = next_prior(evidence, precision, prior)
+    priors = [current]
+    drift, posterior = belief_given(evidence, precision, current)
+    if reading is not None:
+        if isinstance(reading, Future):
+            reading = reading.result()
+        # Laplace iterations (2b): re-read the end-of-scale ratings at the current belief, then
+        # update the belief. Trees not recomputed keep their previous belief as the point.
+        at = np.array(baseline.item_evidence)
+        if start_at is not None:
+            known = np.isfinite(start_at[: forest.n])
+            at[: known.size][known] = start_at[: forest.n][known]
+        for _ in range(CENSORED_ROUNDS):
+            at[nodes] = posterior.mean
+            evidence, precision = reading.evidence(at)
+            # The prior follows the reading: values pressed against the top of the scale
+            # understate both how far forks move and how much.
+            current = next_prior(evidence, precision, current)
+            priors.append(current)
+            drift, posterior = belief_given(evidence, precision, current)
+    return Belief(posterior=posterior, drift=drift, prior=current, priors=tuple(priors))
+
+
+@dataclass(frozen=True)
 class Scores:
     mean: np.ndarray  # E[θ]
     sd: np.ndarray  # sd(θ)
@@ -1202,14 +1291,6 @@ def rank(
             weight=weight,
         )
     rating_count = np.bincount(np.asarray(ratings.item_idx), minlength=forest.n).astype(float)
-    pinned_priors = list(fit.priors) if fit is not None else None
-    estimate_prior = prior is None and fit is None
-    evidence, precision = baseline.item_evidence, baseline.item_precision
-    if pinned_priors is not None:
-        prior = pinned_priors.pop(0)
-    elif estimate_prior:
-        prior = estimate_lineage_prior(forest, evidence, precision)
-    priors = [prior]
     young = baseline.item_precision < YOUNG_RATINGS / baseline.noise_var
     # A fork is "recent" while it is new or while its evidence is still young: a branch forked
     # months ago that only now finds its users is rising too.
@@ -1224,31 +1305,14 @@ def rank(
     else:
         part, nodes = forest.subforest(np.asarray(roots))
 
-    def drift_of(evidence, precision, prior) -> BranchDrift:
-        if drift_pseudo_steps is None:
-            flat = np.full(forest.n, prior.drift_mean)
-            return BranchDrift(into=flat, next_fork=flat)
-        return branch_drift(forest, evidence, precision, prior, pseudo_steps=drift_pseudo_steps)
-
-    def posterior_of(evidence, precision, prior, drift) -> LineagePosterior:
-        return lineage_posterior(
-            part,
-            evidence[nodes],
-            precision[nodes],
-            prior_mean=prior.prior_mean,
-            prior_var=prior.prior_var,
-            drift_mean=drift.into[nodes],
-            drift_var=prior.drift_var,
-        )
-
     # A lineage update reads the evidence as many times as the fit it follows did, even for
     # trees without ratings: their beliefs moved with each round's prior in that run too.
     rounds_to_follow = fit is not None and len(fit.priors) > 1
     read_censored = censored and (ratings.item_idx.size or rounds_to_follow)
     with _Beside(threads > 1) as beside:
-        if read_censored:
-            # Made beside the first belief, which does not need it.
-            later_reading = beside.run(
+        # Made beside the first belief, which does not need it.
+        reading = (
+            beside.run(
                 CensoredReading,
                 baseline,
                 ratings.user_idx,
@@ -1256,29 +1320,22 @@ def rank(
                 *censoring_bounds(ratings.value, ratings.is_thumb, scale),
                 weight,
             )
-        drift = drift_of(evidence, precision, prior)
-        posterior = posterior_of(evidence, precision, prior, drift)
-        if read_censored:
-            # Laplace iterations (2b): re-read the end-of-scale ratings at the current belief,
-            # then update the belief. Trees not recomputed keep their previous belief as the
-            # point.
-            reading = later_reading.result()
-            at = np.array(baseline.item_evidence)
-            if previous is not None:
-                known = np.isfinite(previous.mean[: forest.n])
-                at[: known.size][known] = previous.mean[: forest.n][known]
-            for _ in range(CENSORED_ROUNDS):
-                at[nodes] = posterior.mean
-                evidence, precision = reading.evidence(at)
-                # The prior follows the reading: values pressed against the top of the scale
-                # understate both how far forks move and how much.
-                if pinned_priors:
-                    prior = pinned_priors.pop(0)
-                elif estimate_prior:
-                    prior = estimate_lineage_prior(forest, evidence, precision)
-                priors.append(prior)
-                drift = drift_of(evidence, precision, prior)
-                posterior = posterior_of(evidence, precision, prior, drift)
+            if read_censored
+            else None
+        )
+        belief = lineage_belief(
+            forest,
+            baseline,
+            reading=reading,
+            prior=prior,
+            pinned_priors=fit.priors if fit is not None else None,
+            part=part,
+            nodes=nodes,
+            start_at=previous.mean if previous is not None else None,
+            drift_pseudo_steps=drift_pseudo_steps,
+        )
+        posterior, drift = belief.posterior, belief.drift
+        prior, priors = belief.prior, belief.priors
         sd = posterior.sd
         # The scores below need only the final belief: the cheap ones are made beside the
         # branch values' draws.

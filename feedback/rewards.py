@@ -5,11 +5,14 @@ prompt. Versions form a forest: version n+1 of a sub-agent hangs under version n
 and the first version of a fork under the exact version it was forked from.
 
 1. The reward is the ranking's model (evolution.ranking), fitted on versions instead of
-   sub-agents: ratings on one scale (stars and thumbs in standard units of their own kind),
-   Koren's baseline μ + b_u + b_v to take each rater's leniency out, then the exact Gaussian
-   posterior of quality θ on the version forest (a version with few ratings borrows from its
-   parent, siblings and children). ``reward`` = E[θ], ``reward_sd`` = sd(θ), in rating standard
-   units. No half-life here: a version never changes, so old ratings of it stay as true.
+   sub-agents, through the ranking's own ``lineage_belief``: ratings on one scale (stars and
+   thumbs in standard units of their own kind), Koren's baseline μ + b_u + b_v to take each
+   rater's leniency out, end-of-scale ratings read as bounds (five stars says "at least 4.5",
+   a censored reading re-made at the current belief), then the exact Gaussian posterior of
+   quality θ on the version forest with each branch's own fork drift (a version with few
+   ratings borrows from its parent, siblings and children). ``reward`` = E[θ], ``reward_sd`` =
+   sd(θ), in rating standard units: for the same ratings, exactly the ranking's E[θ] and
+   sd(θ). No half-life here: a version never changes, so old ratings of it stay as true.
 
 2. Pairs (TRL preference rows) come from three relations, each bounded to O(ratings) candidates:
    * ``parent_child``: a version against its parent (a fork against what it was forked from,
@@ -71,13 +74,15 @@ from scipy.special import ndtr
 
 from evolution.ranking import (
     LOWER_BOUND_Z,
+    CensoredReading,
     LineagePosterior,
     LineagePrior,
+    censoring_bounds,
     common_scale_table,
     debias,
-    estimate_lineage_prior,
-    lineage_posterior,
+    lineage_belief,
     rating_levels,
+    scale_of_kind,
 )
 from evolution.tree import Forest
 
@@ -151,18 +156,17 @@ def estimate_rewards(
     thumb = None if ratings.is_thumb is None else np.asarray(ratings.is_thumb, bool)
     # Every per-rating figure of the value alone is a small table read at each rating's code.
     levels = rating_levels(ratings.value, thumb)
-    z = levels.per_code(common_scale_table(levels))
+    scale = scale_of_kind(levels)
+    z = levels.per_code(common_scale_table(levels, scale))
     baseline = debias(user, item, z, n_users, n, epochs=epochs)
-    prior = estimate_lineage_prior(forest, baseline.item_evidence, baseline.item_precision)
-    posterior = lineage_posterior(
-        forest,
-        baseline.item_evidence,
-        baseline.item_precision,
-        prior_mean=prior.prior_mean,
-        prior_var=prior.prior_var,
-        drift_mean=prior.drift_mean,
-        drift_var=prior.drift_var,
+    # The ranking's belief, end-of-scale ratings read as bounds: one reward, one rank.
+    reading = (
+        CensoredReading(baseline, user, item, *censoring_bounds(ratings.value, thumb, scale))
+        if item.size
+        else None
     )
+    belief = lineage_belief(forest, baseline, reading=reading)
+    prior, posterior = belief.prior, belief.posterior
     count = np.bincount(item, minlength=n)
     if ratings.unique_pairs or item.size == 0:
         raters = count

@@ -237,8 +237,9 @@ configs'.
 ## Kinds
 
 * `scalar` (prompt, completion): one row per version. `reward` is the posterior mean of the
-  version's quality after taking each rater's leniency out (Koren baseline μ + b_u + b_v) and
-  pooling along the fork tree (exact Gaussian posterior); `reward_sd` its posterior sd;
+  version's quality after taking each rater's leniency out (Koren baseline μ + b_u + b_v),
+  reading end-of-scale ratings as bounds (five stars: "at least 4.5") and pooling along the
+  fork tree (exact Gaussian posterior), Sprig's ranking model; `reward_sd` its posterior sd;
   `reward_lower` = reward − 1.64 sd. All in standard units of the rating scale (stars and
   thumbs each standardized). `own_mean`/`own_precision`: the version's own rater-corrected
   mean and what it is worth; `raw_mean`: the plain mean on the common scale. `ips_mean`: mean

@@ -27,8 +27,8 @@ from feedback.export import (
 )
 
 KEY = b"pinned export key, for this test only"
-FULL_SHA256 = "16183a19fff8502762ce765ce9885a0e808a110a77ba6b3e63f2ec242ebb77a5"
-INCREMENTAL_SHA256 = "a63fe7a4a9e53b1d464449a3d949ce6f0fc8738d7260d5c62cc12a1303c2e9e5"
+FULL_SHA256 = "01fa19576ef997f3ae753119da23c3e515faab5a58785450062fe89041fee34a"
+INCREMENTAL_SHA256 = "8fc1f1f9cfd77770000563db4ab5afa71bdf031941b49a2a260fb1191d91f864"
 
 
 class CommentedTexts(SyntheticTexts):

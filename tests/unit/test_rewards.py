@@ -4,12 +4,14 @@ evolution simulator's ground truth."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 import pytest
 from scipy.special import ndtr
 
-from bench.export import accuracy_on_world
-from evolution.ranking import lineage_posterior
+from bench.export import CURVE_WORLDS, accuracy_on_world, coverage_accuracy
+from evolution.ranking import Ratings, lineage_posterior, rank
 from evolution.tree import Forest
 from feedback import rewards
 from feedback.rewards import RatingArrays, VersionText
@@ -40,6 +42,35 @@ def test_a_harsh_rater_does_not_sink_what_they_rate():
     )
     assert list(estimate.raters) == [3, 4, 4, 4]
     assert list(estimate.ratings) == [3, 4, 4, 4]
+
+
+def test_the_reward_is_the_rankings_belief_with_top_marks_read_as_bounds():
+    """One reward: a version's reward and sd are the ranking's E[θ] and sd(θ) for the same
+    ratings (no half-life: a version never changes), end-of-scale ratings read as bounds
+    included. Two versions are rated five stars by everyone, one by twice as many people;
+    read as values they would tie, read as "at least 4.5" the better-attested one is likely
+    higher, and the reward says so as the ranking does."""
+    rng = np.random.default_rng(3)
+    parent = [-1, 0, 0, -1, 3, 4, -1]
+    forest = forest_of(parent)
+    users, items, values, thumbs = [], [], [], []
+    for item in range(len(parent)):
+        raters = 24 if item == 1 else 12 if item == 2 else 8
+        for user in rng.choice(40, raters, replace=False):
+            users.append(user)
+            items.append(item)
+            values.append(5 if item in (1, 2) else int(rng.integers(1, 6)))
+            thumbs.append(item == 6)
+    user, item = np.array(users), np.array(items)
+    value = np.where(thumbs, np.array(values) > 3, np.array(values)).astype(np.int64)
+    thumb = np.array(thumbs)
+    estimate = rewards.estimate_rewards(forest, RatingArrays(user, item, value, thumb), n_users=40)
+    scores = rank(forest, Ratings(user, item, value, thumb), n_users=40)
+    np.testing.assert_allclose(estimate.mean, scores.mean, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(estimate.sd, scores.sd, rtol=1e-12, atol=1e-12)
+    assert estimate.mean[1] > estimate.mean[2]  # more top marks: higher, not a tie
+    uncensored = rank(forest, Ratings(user, item, value, thumb), n_users=40, censored=False)
+    assert not np.allclose(estimate.mean, uncensored.mean)
 
 
 def test_raw_figures_count_stars_thumbs_and_exposures():
@@ -285,3 +316,15 @@ def test_on_the_simulators_truth_pairs_are_right_and_rewards_rank_quality():
     assert all(figures["pairs_by_relation"].values())
     assert figures["label_accuracy"] >= 0.9
     assert figures["spearman"] >= 0.9
+
+
+def test_over_every_candidate_pair_the_reward_orders_better_than_raw_means_when_ratings_are_few():
+    """bench/export.py's coverage curve, in the sparse world shown by popularity: over all the
+    export's candidate pairs (no confidence cut), the reward's most confident pairs are the
+    ones it orders right, and it orders the lot better than a z test on raw means does."""
+    curve = coverage_accuracy(0, CURVE_WORLDS["sparse, popular"])
+    assert curve["pairs"] > 100
+    model, raw = curve["model"], curve["raw"]
+    assert model[0] == 1.0  # the most confident 5%
+    assert all(a >= b for a, b in pairwise(model))  # confident first
+    assert model[-1] > raw[-1] + 0.02
