@@ -206,12 +206,12 @@ def _raw_mean_and_variance(export: RewardExport) -> tuple[np.ndarray, np.ndarray
     return mean, se2
 
 
-def _raw_mean_pairs(export: RewardExport, confidence: float) -> tuple[np.ndarray, np.ndarray]:
-    e = export.estimate
-    mean, se2 = _raw_mean_and_variance(export)
-    loose = rewards.select_pairs(
+def every_candidate_pair(export: RewardExport) -> rewards.Pairs:
+    """All the export's candidate pairs, with no confidence cut and no cap per version, the
+    model's pick as ``chosen``."""
+    return rewards.select_pairs(
         export.forest,
-        e,
+        export.estimate,
         rewards.RatingArrays(export.user_idx, export.item, export.feedback.rating),
         eligible=export.eligible,
         category=export.category,
@@ -219,6 +219,11 @@ def _raw_mean_pairs(export: RewardExport, confidence: float) -> tuple[np.ndarray
         confidence=0.5,
         max_pairs_per_item=10**9,
     )
+
+
+def _raw_mean_pairs(export: RewardExport, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    mean, se2 = _raw_mean_and_variance(export)
+    loose = every_candidate_pair(export)
     a, b = loose.chosen, loose.rejected
     p = ndtr(np.abs(mean[a] - mean[b]) / np.sqrt(se2[a] + se2[b]))
     keep = p >= confidence
@@ -246,17 +251,8 @@ def coverage_accuracy(seed: int, world_settings: dict) -> dict:
     world = simulated_world(seed, **world_settings)
     catalog, feedback, quality = inputs_from_world(world)
     export = RewardExport(catalog, feedback, parameters, pseudonym_key=secrets.token_bytes(32))
-    everything = rewards.select_pairs(
-        export.forest,
-        export.estimate,
-        rewards.RatingArrays(export.user_idx, export.item, export.feedback.rating),
-        eligible=export.eligible,
-        category=export.category,
-        test=export.test,
-        confidence=0.5,
-        max_pairs_per_item=10**9,
-    )
-    a, b = everything.chosen, everything.rejected  # chosen: the model's pick
+    everything = every_candidate_pair(export)
+    a, b = everything.chosen, everything.rejected
     model_right = quality[a] > quality[b]
     raw_mean, raw_se2 = _raw_mean_and_variance(export)
     raw_p = ndtr(np.abs(raw_mean[a] - raw_mean[b]) / np.sqrt(raw_se2[a] + raw_se2[b]))
