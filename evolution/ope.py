@@ -23,6 +23,9 @@ the candidate strays where the log has little data. The effective sample size (Î
 how many on-policy rows the weighted log is worth: n for the logging policy itself, small
 when a few rows carry most of the weight.
 
+Overlap: an action the target may take but the logging policy never takes is invisible to all
+three (``unsupported_mass`` measures the target's probability on such actions).
+
 Standard errors treat rows as independent (the slots of one slate share a user, so they are
 somewhat optimistic); the interval is estimate Â± 1.96 standard errors.
 """
@@ -94,6 +97,16 @@ class Distributions:
         if self.row.size and (self.row.max() >= n_rows or not np.allclose(totals, 1.0, atol=1e-6)):
             raise ValueError("each row's target distribution must sum to 1 over its actions")
         return np.bincount(self.row, weights=self.probability * values, minlength=n_rows)
+
+
+def unsupported_mass(target: Distributions, logging: Distributions, n_rows: int) -> float:
+    """The target's probability on actions the logging policy never takes in the same row,
+    averaged over rows: the part of the target's value the log cannot see (no weight reaches
+    it). IPS counts it as zero reward, SNIPS and DR as the seen part's average; above a few
+    percent, no estimate of the target is trustworthy."""
+    width = int(max(target.action.max(initial=0), logging.action.max(initial=0))) + 1
+    seen = np.isin(target.row * width + target.action, logging.row * width + logging.action)
+    return float(np.sum(target.probability[~seen])) / n_rows
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from evolution.ope import (
     ips,
     mean_reward_model,
     snips,
+    unsupported_mass,
 )
 
 # A 5-armed bandit: the logging policy favours arm 0, the target arm 3.
@@ -170,3 +171,10 @@ def test_dr_rejects_predictions_of_the_wrong_length():
     _, log = bandit_log(0, 10)
     with pytest.raises(ValueError, match="predicted_logged has shape"):
         doubly_robust(log, predicted_logged=np.zeros(9), predicted_under_target=np.zeros(10))
+
+
+def test_unsupported_mass_is_the_target_probability_the_log_cannot_reach():
+    logging = Distributions.dense(np.array([[0.5, 0.5, 0.0], [1.0, 0.0, 0.0]]))
+    target = Distributions.dense(np.array([[0.2, 0.2, 0.6], [0.5, 0.5, 0.0]]))
+    assert unsupported_mass(target, logging, 2) == pytest.approx((0.6 + 0.5) / 2)
+    assert unsupported_mass(logging, logging, 2) == 0.0
