@@ -89,6 +89,31 @@ class Distributions:
         row, action = np.nonzero(matrix)
         return cls(row, action, matrix[row, action])
 
+    def probability_of(self, action: np.ndarray) -> np.ndarray:
+        """Per row r, the probability of ``action[r]`` (0 when the row does not list it)."""
+        action = np.asarray(action, dtype=np.int64)
+        hit = self.action == action[self.row]
+        out = np.zeros(action.size)
+        out[self.row[hit]] = self.probability[hit]
+        return out
+
+    def tempered(self, alpha: float) -> Distributions:
+        """p^α renormalized per row, over the same support: α = 1 is this policy, α < 1
+        flatter (α = 0: uniform over the support), α > 1 sharper (toward the mode)."""
+        if not alpha >= 0:
+            raise ValueError(f"alpha must be ≥ 0, got {alpha}")
+        powered = self.probability**alpha
+        totals = np.bincount(self.row, weights=powered)
+        return Distributions(self.row, self.action, powered / totals[self.row])
+
+    def greedy(self) -> Distributions:
+        """All of each row's mass on its most probable actions (ties share it evenly)."""
+        top = np.full(int(self.row.max(initial=-1)) + 1, -np.inf)
+        np.maximum.at(top, self.row, self.probability)
+        best = self.probability == top[self.row]
+        counts = np.bincount(self.row[best])
+        return Distributions(self.row[best], self.action[best], 1.0 / counts[self.row[best]])
+
     def expected(self, predicted: np.ndarray, n_rows: int) -> np.ndarray:
         """Per row, Σ_a π(a)·predicted[a] (``predicted`` per action, or (rows, actions))."""
         predicted = np.asarray(predicted, dtype=np.float64)

@@ -178,3 +178,20 @@ def test_unsupported_mass_is_the_target_probability_the_log_cannot_reach():
     target = Distributions.dense(np.array([[0.2, 0.2, 0.6], [0.5, 0.5, 0.0]]))
     assert unsupported_mass(target, logging, 2) == pytest.approx((0.6 + 0.5) / 2)
     assert unsupported_mass(logging, logging, 2) == 0.0
+
+
+def test_tempered_and_greedy_reshape_each_row_over_its_support():
+    logged = Distributions(
+        row=np.array([0, 0, 0, 1, 1]),
+        action=np.array([4, 7, 9, 4, 7]),
+        probability=np.array([0.6, 0.3, 0.1, 0.5, 0.5]),
+    )
+    assert logged.tempered(1.0).probability == pytest.approx(logged.probability)
+    assert logged.tempered(0.0).probability == pytest.approx([1 / 3] * 3 + [0.5, 0.5])
+    sharper = logged.tempered(2.0).probability
+    assert sharper[:3] == pytest.approx(np.array([0.36, 0.09, 0.01]) / 0.46)
+    greedy = logged.greedy()
+    assert greedy.row.tolist() == [0, 1, 1]
+    assert greedy.action.tolist() == [4, 4, 7]
+    assert greedy.probability == pytest.approx([1.0, 0.5, 0.5])
+    assert logged.probability_of(np.array([7, 9])) == pytest.approx([0.3, 0.0])
