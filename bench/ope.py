@@ -13,8 +13,10 @@ the ranking is frozen and the evaluation sessions are played twice over:
   slates; its true value is the mean use probability σ(utility) over its slots.
 
 Candidates: Thompson slates with young shares 0.05, 0.15 (the logging policy itself), 0.30 and
-0.50, "greedy" (the k highest posterior means, no exploration) and "uniform" (uniformly random
-slates, which the log barely covers).
+0.50; "tempered-α" for α = 0.5 and 2 (each slot's logging distribution to the power α,
+renormalized: what ``sprig ope`` evaluates on production logs, whose rows do not hold what a
+young-share candidate needs); "greedy" (the k highest posterior means, no exploration) and
+"uniform" (uniformly random slates, much of which the log never shows: overlap fails).
 
 Propensities need Monte Carlo: a Thompson slot's distribution is the share of posterior draws
 each candidate wins (as ``evolution.explore._win_frequency`` computes it in production), here
@@ -71,7 +73,14 @@ from evolution.ope import (  # noqa: E402
 
 LOGGING_SHARE = 0.15
 YOUNG_SHARES = (0.05, 0.15, 0.30, 0.50)
-CANDIDATES = (*(f"thompson-{s:.2f}" for s in YOUNG_SHARES), "greedy", "uniform")
+LOGGING = f"thompson-{LOGGING_SHARE:.2f}"
+TEMPERED = (0.5, 2.0)
+CANDIDATES = (
+    *(f"thompson-{s:.2f}" for s in YOUNG_SHARES),
+    *(f"tempered-{a:g}" for a in TEMPERED),
+    "greedy",
+    "uniform",
+)
 ESTIMATORS = ("ips", "snips", "dr", "ips/slate", "snips/slate")
 
 
@@ -166,6 +175,11 @@ def slot_distribution(
         return np.eye(n)[best]
     if name == "uniform":
         return left / left.sum()
+    if name.startswith("tempered-"):
+        # What ``sprig ope`` can evaluate from production logs: the logged distribution to
+        # the power α, over the same support.
+        logged = slot_distribution(LOGGING, frozen, wins, placed, k) ** float(name[9:])
+        return logged / logged.sum()
     share = float(name.removeprefix("thompson-"))
     # Young slots are the last ones; for k = 2 and shares ≤ 0.5 a slot's chance of being young
     # does not depend on what was placed before it, so the mixture is exact.
@@ -174,37 +188,38 @@ def slot_distribution(
     return (1.0 - p_young) * everyone + p_young * among_young
 
 
-def log_sessions(
-    frozen: Frozen, wins: SlotWins, k: int, rng: np.random.Generator
+def sample_slates(
+    name: str, frozen: Frozen, wins: SlotWins, k: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The logging policy's slates (sessions × k) and each slot's propensity."""
+    """Slates (sessions × k) drawn slot by slot from ``slot_distribution``, and each slot's
+    probability."""
     n_sessions = frozen.sessions.size
     slates = np.zeros((n_sessions, k), dtype=np.int64)
     propensity = np.zeros((n_sessions, k))
-    logging = f"thompson-{LOGGING_SHARE:.2f}"
     for slot in range(k):
         histories = [tuple(row) for row in slates[:, :slot].tolist()]
         for history in set(histories):
             rows = np.flatnonzero([h == history for h in histories])
-            p = slot_distribution(logging, frozen, wins, history, k)
+            p = slot_distribution(name, frozen, wins, history, k)
             picks = rng.choice(p.size, size=rows.size, p=p)
             slates[rows, slot] = picks
             propensity[rows, slot] = p[picks]
     return slates, propensity
 
 
-def true_slates(name: str, frozen: Frozen, k: int, share_rng: np.random.Generator) -> np.ndarray:
-    n_sessions = frozen.sessions.size
-    if name == "greedy":
-        return np.tile(np.argsort(-frozen.mean, kind="stable")[:k], (n_sessions, 1))
-    if name == "uniform":
-        return np.argsort(share_rng.random((n_sessions, frozen.mean.size)), axis=1)[:, :k]
+def true_slates(
+    name: str, frozen: Frozen, wins: SlotWins, k: int, rng: np.random.Generator
+) -> np.ndarray:
+    """The candidate's own slates: Thompson candidates by real posterior draws, the others
+    from their slot distributions."""
+    if not name.startswith("thompson-"):
+        return sample_slates(name, frozen, wins, k, rng)[0]
     slates, _ = thompson_slates(
         frozen.mean,
         frozen.sd,
-        n_slates=n_sessions,
+        n_slates=frozen.sessions.size,
         k=k,
-        rng=share_rng,
+        rng=rng,
         young_mask=frozen.young,
         young_share=float(name.removeprefix("thompson-")),
     )
@@ -216,7 +231,7 @@ def run_seed(params: WorldParams, seed: int, eval_sessions: int, args) -> dict:
     k, n = params.slate, frozen.mean.size
     rng = np.random.default_rng([seed, 31])
     wins = SlotWins(frozen, args.mc_draws, rng)
-    slates, propensity = log_sessions(frozen, wins, k, rng)
+    slates, propensity = sample_slates(LOGGING, frozen, wins, k, rng)
     used = frozen.world.d.use_u[frozen.sessions][:, :k] < use_probability(frozen, slates)
     reward = used.astype(np.float64).ravel()
     action = slates.ravel()
@@ -233,8 +248,13 @@ def run_seed(params: WorldParams, seed: int, eval_sessions: int, args) -> dict:
                 matrix[rows, slot] = slot_distribution(name, frozen, wins, history, k)
         return matrix.reshape(-1, n)
 
-    logging = Distributions.dense(per_row(f"thompson-{LOGGING_SHARE:.2f}"))
-    out: dict = {"items": n, "young": int(frozen.young.sum()), "candidates": {}}
+    logging = Distributions.dense(per_row(LOGGING))
+    out: dict = {
+        "items": n,
+        "young": int(frozen.young.sum()),
+        "observed_mean": float(reward.mean()),
+        "candidates": {},
+    }
     for name in CANDIDATES:
         target = per_row(name)
         target_p = target[np.arange(action.size), action]
@@ -253,7 +273,7 @@ def run_seed(params: WorldParams, seed: int, eval_sessions: int, args) -> dict:
         estimates["ips/slate"] = ips(slate_log, weight_cap=args.weight_cap)
         estimates["snips/slate"] = snips(slate_log, weight_cap=args.weight_cap)
         truth_rng = np.random.default_rng([seed, 37, *map(ord, name)])
-        truth = float(use_probability(frozen, true_slates(name, frozen, k, truth_rng)).mean())
+        truth = float(use_probability(frozen, true_slates(name, frozen, wins, k, truth_rng)).mean())
         out["candidates"][name] = {
             "true": truth,
             "unsupported": unsupported_mass(Distributions.dense(target), logging, action.size),
