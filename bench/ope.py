@@ -33,10 +33,13 @@ candidate would have placed others earlier, this per-slot estimate is biased. Th
 rows (one row per session, propensity = product of the slot propensities, reward = the mean of
 the slate's rewards) are exact: ips/slate and snips/slate, at the price of larger weights.
 
-Figures per candidate × estimator, over seeds: mean estimate, mean true value, bias (mean of
-estimate − truth), RMSE, mean ESS and mean clipped rows. Then "tuning": the young share each
-estimator would pick (highest mean estimate) against the truly best one, and per seed how often
-the estimator's pick is the seed's truly best.
+Figures per candidate × estimator, over seeds: mean estimate, mean true value (each candidate
+run ``--truth-runs`` times on the evaluation sessions, averaged), bias (mean of estimate −
+truth), RMSE, the mean standard error (cluster-robust: a session's slots are one group), the
+share of seeds whose 95% interval covers the truth, mean ESS, mean clipped rows and the seeds
+where the estimate is undefined (SNIPS when no logged row has weight). Then "tuning": the young
+share each estimator would pick (highest mean estimate) against the truly best one, and per seed
+how often the estimator's pick is the seed's truly best.
 
     python bench/ope.py [--quick] [--seeds N] [--weight-cap X] [--mc-draws N]
 
@@ -258,7 +261,8 @@ def run_seed(params: WorldParams, seed: int, eval_sessions: int, args) -> dict:
     for name in CANDIDATES:
         target = per_row(name)
         target_p = target[np.arange(action.size), action]
-        slot_log = LoggedRows(propensity.ravel(), reward, target_p)
+        session_of_row = np.repeat(np.arange(slates.shape[0]), k)
+        slot_log = LoggedRows(propensity.ravel(), reward, target_p, group=session_of_row)
         estimates = evaluate(
             slot_log,
             predicted_logged=model[action],
@@ -273,7 +277,14 @@ def run_seed(params: WorldParams, seed: int, eval_sessions: int, args) -> dict:
         estimates["ips/slate"] = ips(slate_log, weight_cap=args.weight_cap)
         estimates["snips/slate"] = snips(slate_log, weight_cap=args.weight_cap)
         truth_rng = np.random.default_rng([seed, 37, *map(ord, name)])
-        truth = float(use_probability(frozen, true_slates(name, frozen, wins, k, truth_rng)).mean())
+        truth = float(
+            np.mean(
+                [
+                    use_probability(frozen, true_slates(name, frozen, wins, k, truth_rng)).mean()
+                    for _ in range(args.truth_runs)
+                ]
+            )
+        )
         out["candidates"][name] = {
             "true": truth,
             "unsupported": unsupported_mass(Distributions.dense(target), logging, action.size),
@@ -291,25 +302,34 @@ def summarize(runs: list[dict]) -> dict:
             "unsupported": float(np.mean([run["candidates"][name]["unsupported"] for run in runs])),
         }
         for estimator in ESTIMATORS:
-            rows = [run["candidates"][name][estimator] for run in runs]
+            every = [run["candidates"][name][estimator] for run in runs]
+            # SNIPS has no value on a seed where the candidate never takes a logged action.
+            defined = [np.isfinite(row["value"]) for row in every]
+            rows = [row for row, ok in zip(every, defined, strict=True) if ok]
+            true = truth[defined]
             value = np.array([row["value"] for row in rows])
-            error = value - truth
+            error = value - true
             summary[name][estimator] = {
-                "mean": float(np.mean(value)),
-                "bias": float(np.mean(error)),
-                "rmse": float(np.sqrt(np.mean(error**2))),
-                "mean_se": float(np.mean([row["standard_error"] for row in rows])),
+                "mean": float(np.mean(value)) if rows else float("nan"),
+                "bias": float(np.mean(error)) if rows else float("nan"),
+                "rmse": float(np.sqrt(np.mean(error**2))) if rows else float("nan"),
+                "mean_se": float(np.mean([row["standard_error"] for row in rows]))
+                if rows
+                else float("nan"),
                 "covered": float(
                     np.mean(
                         [
-                            row["ci_low"] <= true <= row["ci_high"]
-                            for row, true in zip(rows, truth, strict=True)
+                            row["ci_low"] <= t <= row["ci_high"]
+                            for row, t in zip(rows, true, strict=True)
                         ]
                     )
-                ),
-                "ess": float(np.mean([row["effective_sample_size"] for row in rows])),
-                "clipped": float(np.mean([row["clipped"] for row in rows])),
-                "rows": rows[0]["rows"],
+                )
+                if rows
+                else float("nan"),
+                "ess": float(np.mean([row["effective_sample_size"] for row in every])),
+                "clipped": float(np.mean([row["clipped"] for row in every])),
+                "undefined": len(every) - len(rows),
+                "rows": every[0]["rows"],
             }
     return summary
 
@@ -337,7 +357,7 @@ def tuning(runs: list[dict], summary: dict) -> dict:
 def print_tables(summary: dict, tuned: dict) -> None:
     header = (
         f"{'candidate':<16}{'estimator':<13}{'estimate':>9}{'true':>8}{'bias':>9}{'rmse':>8}"
-        f"{'mean se':>9}{'covered':>9}{'ess':>9}{'clipped':>9}"
+        f"{'mean se':>9}{'covered':>9}{'ess':>9}{'clipped':>9}{'undef':>7}"
     )
     print(header)
     print("-" * len(header))
@@ -347,7 +367,7 @@ def print_tables(summary: dict, tuned: dict) -> None:
             print(
                 f"{name:<16}{estimator:<13}{s['mean']:>9.4f}{summary[name]['true']:>8.4f}"
                 f"{s['bias']:>+9.4f}{s['rmse']:>8.4f}{s['mean_se']:>9.4f}{s['covered']:>9.2f}"
-                f"{s['ess']:>9.0f}{s['clipped']:>9.1f}"
+                f"{s['ess']:>9.0f}{s['clipped']:>9.1f}{s['undefined']:>7}"
             )
     print("\nunsupported: the candidate's probability on sub-agents the log never shows there")
     for name in CANDIDATES:
@@ -361,6 +381,10 @@ def print_tables(summary: dict, tuned: dict) -> None:
             f"  {estimator:<12} picks {t['picked']} (true value {t['true_value_of_pick']:.4f});"
             f" agrees with the seed's best on {t['seeds_agreeing']:.0%} of seeds"
         )
+    print(
+        "  (the value is the uses of the evaluation sessions under a frozen ranking: what young"
+        " slots cost now, not what showing young forks teaches the ranking for later)"
+    )
 
 
 def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -370,6 +394,12 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--weight-cap", type=float, default=DEFAULT_WEIGHT_CAP)
     parser.add_argument("--mc-draws", type=int, default=20_000)
+    parser.add_argument(
+        "--truth-runs",
+        type=int,
+        default=10,
+        help="runs of each candidate on the evaluation sessions, averaged into its true value",
+    )
     return parser.parse_args(argv)
 
 
@@ -405,8 +435,19 @@ def main(argv: list[str] | None = None) -> dict:
         "summary": summary,
         "tuning": tuned,
     }
-    print(json.dumps(result))
+    print(json.dumps(_without_nan(result)))
     return result
+
+
+def _without_nan(value):
+    """JSON has no NaN: an undefined figure is null."""
+    if isinstance(value, dict):
+        return {key: _without_nan(v) for key, v in value.items()}
+    if isinstance(value, list):
+        return [_without_nan(v) for v in value]
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value
 
 
 if __name__ == "__main__":

@@ -26,8 +26,9 @@ when a few rows carry most of the weight.
 Overlap: an action the target may take but the logging policy never takes is invisible to all
 three (``unsupported_mass`` measures the target's probability on such actions).
 
-Standard errors treat rows as independent (the slots of one slate share a user, so they are
-somewhat optimistic); the interval is estimate ± 1.96 standard errors.
+Standard errors are cluster-robust over ``LoggedRows.group`` (the slots of one slate share a
+user and are not independent; without groups, every row counts as independent, which makes
+them optimistic); the interval is estimate ± 1.96 standard errors.
 """
 
 from __future__ import annotations
@@ -43,11 +44,14 @@ ESTIMATORS = ("ips", "snips", "dr")
 
 @dataclass(frozen=True)
 class LoggedRows:
-    """The log, one entry per row. ``target_probability``: π(logged action | row)."""
+    """The log, one entry per row. ``target_probability``: π(logged action | row).
+    ``group``: rows that share one draw of the world (the slots of one slate share a user),
+    for standard errors; None: every row is independent."""
 
     propensity: np.ndarray
     reward: np.ndarray
     target_probability: np.ndarray
+    group: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         for name in ("propensity", "reward", "target_probability"):
@@ -62,6 +66,11 @@ class LoggedRows:
                 )
         if self.propensity.shape != (n,):
             raise ValueError(f"propensity must be one value per row, got {self.propensity.shape}")
+        if self.group is not None:
+            group = np.asarray(self.group)
+            if group.shape != (n,):
+                raise ValueError(f"group has shape {group.shape}, the propensities ({n},)")
+            object.__setattr__(self, "group", np.unique(group, return_inverse=True)[1])
         not_finite = int(np.sum(~np.isfinite(self.reward)))
         if not_finite:
             raise ValueError(f"{not_finite} rewards are NaN or infinite")
@@ -189,14 +198,24 @@ def _estimate(name: str, value: float, se: float, weights, clipped, cap) -> Esti
     )
 
 
-def _mean_and_se(terms: np.ndarray) -> tuple[float, float]:
-    se = float(np.std(terms, ddof=1) / np.sqrt(terms.size)) if terms.size > 1 else 0.0
-    return float(np.mean(terms)), se
+def _standard_error(deviation: np.ndarray, group: np.ndarray | None, scale: float) -> float:
+    """√(G/(G−1)·Σ_g (Σ_{i∈g} d_i)²) / scale: the cluster-robust (sandwich) standard error of
+    Σ d / scale, with G groups; without groups each row is one, which is the usual s/√n."""
+    sums = deviation if group is None else np.bincount(group, weights=deviation)
+    g = sums.size
+    if g < 2:
+        return 0.0
+    return float(np.sqrt(g / (g - 1) * np.sum(sums * sums))) / scale
+
+
+def _mean_and_se(terms: np.ndarray, group: np.ndarray | None) -> tuple[float, float]:
+    mean = float(np.mean(terms))
+    return mean, _standard_error(terms - mean, group, terms.size)
 
 
 def ips(log: LoggedRows, *, weight_cap: float = DEFAULT_WEIGHT_CAP) -> Estimate:
     weights, clipped = _weights(log, weight_cap)
-    value, se = _mean_and_se(weights * log.reward)
+    value, se = _mean_and_se(weights * log.reward, log.group)
     return _estimate("ips", value, se, weights, clipped, weight_cap)
 
 
@@ -208,7 +227,7 @@ def snips(log: LoggedRows, *, weight_cap: float = DEFAULT_WEIGHT_CAP) -> Estimat
         return _estimate("snips", float("nan"), float("nan"), weights, clipped, weight_cap)
     value = float(np.sum(weights * log.reward)) / total
     # Delta method for a ratio of means.
-    se = float(np.sqrt(np.sum((weights * (log.reward - value)) ** 2))) / total
+    se = _standard_error(weights * (log.reward - value), log.group, total)
     return _estimate("snips", value, se, weights, clipped, weight_cap)
 
 
@@ -233,7 +252,7 @@ def doubly_robust(
             raise ValueError(f"{name} has NaN or infinite values")
     weights, clipped = _weights(log, weight_cap)
     terms = predicted_under_target + weights * (log.reward - predicted_logged)
-    value, se = _mean_and_se(terms)
+    value, se = _mean_and_se(terms, log.group)
     return _estimate("dr", value, se, weights, clipped, weight_cap)
 
 

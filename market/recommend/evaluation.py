@@ -49,7 +49,11 @@ class ExposureLog:
     reward: np.ndarray
     logged: Distributions  # each row's logged slot distribution
     subagent_ids: np.ndarray
-    decisions: int
+    decision: np.ndarray  # per row, its decision's number: standard errors count slates
+
+    @property
+    def decisions(self) -> int:
+        return int(np.unique(self.decision).size)
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,7 @@ def load_exposure_log(
                 value,
             )
     entries = list(rows.values())
+    decision_number: dict = {}
     ids = sorted({int(i) for e in entries for i in e[3]} | {e[1] for e in entries})
     index = {subagent_id: position for position, subagent_id in enumerate(ids)}
     row_of, action_of, probability = [], [], []
@@ -120,7 +125,10 @@ def load_exposure_log(
             np.array(probability, dtype=np.float64),
         ),
         subagent_ids=np.array(ids, dtype=np.int64),
-        decisions=len({e[0] for e in entries}),
+        decision=np.array(
+            [decision_number.setdefault(e[0], len(decision_number)) for e in entries],
+            dtype=np.int64,
+        ),
     )
 
 
@@ -152,7 +160,12 @@ def evaluate_candidates(
     values = []
     for candidate in candidates:
         target = candidate_distributions(log, candidate)
-        rows = LoggedRows(log.propensity, log.reward, target.probability_of(log.action))
+        rows = LoggedRows(
+            log.propensity,
+            log.reward,
+            target.probability_of(log.action),
+            group=log.decision,
+        )
         estimates = evaluate(
             rows,
             predicted_logged=model[log.action],

@@ -36,7 +36,7 @@ def test_tempered_one_is_the_logging_policy(frozen):
 
 
 def test_the_logging_policy_is_estimated_at_its_observed_mean():
-    args = argparse.Namespace(mc_draws=2000, weight_cap=100.0)
+    args = argparse.Namespace(mc_draws=2000, weight_cap=100.0, truth_runs=2)
     run = run_seed(TINY, 1, 300, args)
     logged = run["candidates"][LOGGING]
     assert logged["ips"]["value"] == pytest.approx(run["observed_mean"], abs=1e-12)

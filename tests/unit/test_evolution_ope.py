@@ -195,3 +195,26 @@ def test_tempered_and_greedy_reshape_each_row_over_its_support():
     assert greedy.action.tolist() == [4, 4, 7]
     assert greedy.probability == pytest.approx([1.0, 0.5, 0.5])
     assert logged.probability_of(np.array([7, 9])) == pytest.approx([0.3, 0.0])
+
+
+def test_grouped_rows_are_not_counted_as_independent_evidence():
+    # Every row logged twice in the same group: no new information, so the same standard error
+    # (to within G/(G−1) vs n/(n−1)); counted as independent, it would shrink by √2.
+    _, log = bandit_log(6, 500)
+    twice = LoggedRows(
+        np.repeat(log.propensity, 2),
+        np.repeat(log.reward, 2),
+        np.repeat(log.target_probability, 2),
+    )
+    grouped = LoggedRows(
+        twice.propensity,
+        twice.reward,
+        twice.target_probability,
+        group=np.repeat(np.arange(500) * 7, 2),
+    )
+    for estimator in (ips, snips):
+        alone = estimator(log).standard_error
+        assert estimator(grouped).standard_error == pytest.approx(alone, rel=1e-3)
+        assert estimator(twice).standard_error == pytest.approx(alone / np.sqrt(2), rel=1e-2)
+    with pytest.raises(ValueError, match="group has shape"):
+        LoggedRows(log.propensity, log.reward, log.target_probability, group=np.zeros(3))
