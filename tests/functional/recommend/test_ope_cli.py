@@ -4,11 +4,16 @@ the off-policy estimates the command reads back from the database."""
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
 from click.testing import CliRunner
+from sqlalchemy import select, update
 
 from market.entrypoints.cli import main as cli
+from market.platform.db import session_scope
+from market.platform.time import utcnow
+from market.recommend.models import Exposure
 from tests.factories import make_user
 from tests.functional.recommend.test_api import API, ask, install, ok, publish_scored
 
@@ -92,6 +97,20 @@ def test_rated_reward_counts_every_rating_and_the_table_names_each_estimate(runn
     for candidate in ("greedy", "tempered:3"):
         for estimator in ("ips", "snips", "dr"):
             assert any(line.split()[:2] == [candidate, estimator] for line in table.splitlines())
+
+
+def test_days_leaves_older_exposures_out(runner, engine, rated_log):
+    with session_scope(engine) as session:
+        oldest = session.execute(select(Exposure).order_by(Exposure.created_at)).scalars().first()
+        session.execute(
+            update(Exposure)
+            .where(Exposure.decision_id == oldest.decision_id)
+            .values(created_at=utcnow() - timedelta(days=10))
+        )
+    recent = json.loads(run(runner, "--json", "--days", "1", "--candidate", "logged").stdout)
+    assert (recent["exposures"], recent["decisions"]) == (3 * (PEOPLE - 1), PEOPLE - 1)
+    everything = json.loads(run(runner, "--json", "--candidate", "logged").stdout)
+    assert everything["exposures"] == 3 * PEOPLE
 
 
 def test_bad_candidates_and_an_empty_log_are_one_clear_error(runner, rated_log):
