@@ -23,6 +23,7 @@ them would let this module evaluate it by Monte Carlo as bench/ope.py does in th
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -63,6 +64,15 @@ class CandidateValue:
     unsupported_mass: float
 
 
+@dataclass
+class _LoggedExposure:
+    decision_id: uuid.UUID
+    subagent_id: int
+    propensity: float
+    distribution: dict[str, float]  # sub-agent id (as JSON keeps it) → probability
+    reward: float
+
+
 def _reward(scale: str | None, rating: int | None, kind: str) -> float:
     if scale is None:
         return 0.0
@@ -91,34 +101,33 @@ def load_exposure_log(
     )
     if since is not None:
         query = query.where(Exposure.created_at >= since)
-    rows: dict = {}
+    exposures: dict[uuid.UUID, _LoggedExposure] = {}
     for row in session.execute(query):
-        # Two ratings can cite one exposure (two versions of the sub-agent): the best counts.
         value = _reward(row.scale, row.rating, reward)
-        if row.id in rows:
-            rows[row.id] = (*rows[row.id][:-1], max(rows[row.id][-1], value))
-        else:
-            rows[row.id] = (
-                row.decision_id,
-                row.subagent_id,
-                row.propensity,
-                row.slot_distribution,
-                value,
+        seen = exposures.get(row.id)
+        if seen is None:
+            exposures[row.id] = _LoggedExposure(
+                row.decision_id, row.subagent_id, row.propensity, row.slot_distribution, value
             )
-    entries = list(rows.values())
-    decision_number: dict = {}
-    ids = sorted({int(i) for e in entries for i in e[3]} | {e[1] for e in entries})
+        else:
+            # Two ratings can cite one exposure (two versions of the sub-agent): the best counts.
+            seen.reward = max(seen.reward, value)
+    entries = list(exposures.values())
+    ids = sorted(
+        {int(i) for e in entries for i in e.distribution} | {e.subagent_id for e in entries}
+    )
     index = {subagent_id: position for position, subagent_id in enumerate(ids)}
     row_of, action_of, probability = [], [], []
     for r, entry in enumerate(entries):
-        for subagent_id, p in entry[3].items():
+        for subagent_id, p in entry.distribution.items():
             row_of.append(r)
             action_of.append(index[int(subagent_id)])
             probability.append(p)
+    decision_number: dict[uuid.UUID, int] = {}
     return ExposureLog(
-        action=np.array([index[e[1]] for e in entries], dtype=np.int64),
-        propensity=np.array([e[2] for e in entries], dtype=np.float64),
-        reward=np.array([e[4] for e in entries], dtype=np.float64),
+        action=np.array([index[e.subagent_id] for e in entries], dtype=np.int64),
+        propensity=np.array([e.propensity for e in entries], dtype=np.float64),
+        reward=np.array([e.reward for e in entries], dtype=np.float64),
         logged=Distributions(
             np.array(row_of, dtype=np.int64),
             np.array(action_of, dtype=np.int64),
@@ -126,7 +135,7 @@ def load_exposure_log(
         ),
         subagent_ids=np.array(ids, dtype=np.int64),
         decision=np.array(
-            [decision_number.setdefault(e[0], len(decision_number)) for e in entries],
+            [decision_number.setdefault(e.decision_id, len(decision_number)) for e in entries],
             dtype=np.int64,
         ),
     )
