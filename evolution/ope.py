@@ -39,7 +39,6 @@ import numpy as np
 
 DEFAULT_WEIGHT_CAP = 100.0
 Z_95 = 1.959963984540054
-ESTIMATORS = ("ips", "snips", "dr")
 
 
 @dataclass(frozen=True)
