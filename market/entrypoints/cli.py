@@ -408,6 +408,81 @@ def tokens_revoke(token_id: int, as_json: bool) -> None:
 
 @main.command()
 @click.option(
+    "--candidate",
+    "candidates",
+    multiple=True,
+    help="A policy to evaluate (repeat): logged, uniform, greedy or tempered:α. "
+    "Default: logged, uniform, greedy, tempered:0.5, tempered:2.",
+)
+@click.option(
+    "--reward",
+    type=click.Choice(["liked", "rated"]),
+    default="liked",
+    show_default=True,
+    help="liked: the exposure's rating is a thumbs up or 4-5 stars; rated: it has a rating.",
+)
+@click.option("--weight-cap", type=click.FloatRange(min=1.0), default=100.0, show_default=True)
+@click.option("--days", type=click.IntRange(min=1), default=None, help="Only the last N days.")
+@JSON_OPTION
+def ope(candidates, reward: str, weight_cap: float, days: int | None, as_json: bool) -> None:
+    """Estimate other slate policies' value from the logged exposures (IPS, SNIPS, DR)."""
+    from datetime import timedelta
+
+    from market.platform.time import utcnow
+    from market.recommend import evaluation
+
+    names = list(candidates) or list(evaluation.DEFAULT_CANDIDATES)
+    since = utcnow() - timedelta(days=days) if days else None
+    with session_scope(_engine()) as session:
+        log = evaluation.load_exposure_log(session, reward=reward, since=since)
+    if log.action.size == 0:
+        raise click.ClickException("no logged exposures to evaluate")
+    try:
+        values = evaluation.evaluate_candidates(log, names, weight_cap=weight_cap)
+    except ValueError as error:
+        raise click.ClickException(str(error)) from None
+    summary = {
+        "exposures": int(log.action.size),
+        "decisions": log.decisions,
+        "reward": reward,
+        "observed_mean_reward": float(log.reward.mean()),
+        "weight_cap": weight_cap,
+    }
+    if as_json:
+        _emit_json(
+            {
+                **summary,
+                "candidates": [
+                    {
+                        "candidate": v.candidate,
+                        "unsupported_mass": v.unsupported_mass,
+                        "estimates": {name: e.as_dict() for name, e in v.estimates.items()},
+                    }
+                    for v in values
+                ],
+            }
+        )
+        return
+    click.echo(
+        f"{summary['exposures']} exposures in {summary['decisions']} decisions; reward "
+        f"{reward}; observed mean {summary['observed_mean_reward']:.4f}; weight cap {weight_cap:g}"
+    )
+    click.echo(
+        f"{'candidate':<14}{'estimator':<10}{'estimate':>9}{'se':>8}{'95% interval':>20}"
+        f"{'ess':>9}{'clipped':>8}{'unsupported':>12}"
+    )
+    for v in values:
+        for name, e in v.estimates.items():
+            interval = f"[{e.ci_low:.4f}, {e.ci_high:.4f}]"
+            click.echo(
+                f"{v.candidate:<14}{name:<10}{e.value:>9.4f}{e.standard_error:>8.4f}"
+                f"{interval:>20}{e.effective_sample_size:>9.1f}{e.clipped:>8}"
+                f"{v.unsupported_mass:>12.4f}"
+            )
+
+
+@main.command()
+@click.option(
     "--token",
     envvar="SPRIG_MCP_TOKEN",
     default=None,
