@@ -105,6 +105,14 @@ class Distributions:
         out[self.row[hit]] = self.probability[hit]
         return out
 
+    def rows(self, keep: np.ndarray) -> Distributions:
+        """The distributions of rows ``keep``, in that order, renumbered from 0."""
+        keep = np.asarray(keep, dtype=np.int64)
+        new_of = np.full(max(int(self.row.max(initial=-1)), int(keep.max(initial=-1))) + 1, -1)
+        new_of[keep] = np.arange(keep.size)
+        kept = new_of[self.row] >= 0
+        return Distributions(new_of[self.row[kept]], self.action[kept], self.probability[kept])
+
     def tempered(self, alpha: float) -> Distributions:
         """p^α renormalized per row, over the same support: α = 1 is this policy, α < 1
         flatter (α = 0: uniform over the support), α > 1 sharper (toward the mode)."""

@@ -411,7 +411,8 @@ def tokens_revoke(token_id: int, as_json: bool) -> None:
     "--candidate",
     "candidates",
     multiple=True,
-    help="A policy to evaluate (repeat): logged, uniform, greedy or tempered:α. "
+    help="A policy to evaluate (repeat): logged, uniform, greedy, tempered:α, or "
+    "young-share:X (Thompson sampling with X of the slots for young forks). "
     "Default: logged, uniform, greedy, tempered:0.5, tempered:2.",
 )
 @click.option(
@@ -435,6 +436,12 @@ def ope(candidates, reward: str, weight_cap: float, days: int | None, as_json: b
     since = utcnow() - timedelta(days=days) if days else None
     with session_scope(_engine()) as session:
         log = evaluation.load_exposure_log(session, reward=reward, since=since)
+    left_out = 0
+    if evaluation.needs_pool_beliefs(names):
+        # Only decisions that kept their pool belief can be replayed; every candidate is judged
+        # on those same rows.
+        replayable = log.replayable()
+        left_out, log = log.decisions - replayable.decisions, replayable
     if log.action.size == 0:
         raise click.ClickException("no logged exposures to evaluate")
     try:
@@ -447,6 +454,7 @@ def ope(candidates, reward: str, weight_cap: float, days: int | None, as_json: b
         "reward": reward,
         "observed_mean_reward": float(log.reward.mean()),
         "weight_cap": weight_cap,
+        "decisions_without_pool_belief_left_out": left_out,
     }
     if as_json:
         _emit_json(
@@ -467,6 +475,8 @@ def ope(candidates, reward: str, weight_cap: float, days: int | None, as_json: b
         f"{summary['exposures']} exposures in {summary['decisions']} decisions; reward "
         f"{reward}; observed mean {summary['observed_mean_reward']:.4f}; weight cap {weight_cap:g}"
     )
+    if left_out:
+        click.echo(f"{left_out} decisions logged without their pool belief left out")
     click.echo(
         f"{'candidate':<14}{'estimator':<10}{'estimate':>9}{'se':>8}{'95% interval':>20}"
         f"{'ess':>9}{'clipped':>8}{'unsupported':>12}"

@@ -15,10 +15,16 @@ Candidates, all defined from the logged distributions, since that is what the lo
 * ``greedy``: the slot's most probable sub-agent;
 * ``tempered:α``: the slot's probabilities to the power α, renormalized (α < 1 explores more,
   α > 1 less).
-Missing for a candidate such as "Thompson with another young share": the exposure rows do not
-hold each candidate's E[θ], sd(θ) and young flag (nor the young-slot and all-slot parts of the
-distribution apart), so the young share's effect cannot be recomputed from the log; logging
-them would let this module evaluate it by Monte Carlo as bench/ope.py does in the simulator.
+* ``young-share:X``: Thompson sampling over the same pool with X of the slots kept for young
+  forks (the logging policy uses ``YOUNG_SHARE``). A decision's first exposure keeps what the
+  policy believed of each candidate (``pool_belief``: E[θ], sd(θ), young), so each logged slot's
+  distribution under the candidate, given the logged slots before it, is recomputed by the
+  policy's own Monte Carlo (``evolution.explore.slot_distributions``, ``N_DRAWS`` draws a
+  decision, about 5 ms each over a pool of 300). Decisions logged before pool beliefs were kept
+  cannot be replayed so: asking for such a candidate leaves them out of every candidate's
+  estimate (the output counts them), so all candidates are judged on the same rows. The pool
+  is the logged one, pruned for the logging policy; a candidate candidate's pruned sub-agent
+  had a chance below 10⁻⁴ there.
 """
 
 from __future__ import annotations
@@ -31,14 +37,17 @@ import numpy as np
 from sqlalchemy import and_, select
 from sqlmodel import Session
 
+from evolution.explore import slot_distributions
 from evolution.ope import Distributions, Estimate, LoggedRows, evaluate, mean_reward_model
 from evolution.ope import unsupported_mass as unsupported
 from market.recommend.models import Exposure
+from market.recommend.services import N_DRAWS
 from market.usage.models import COUNTED_RATING, Feedback
 
 REWARDS = ("liked", "rated")
 DEFAULT_CANDIDATES = ("logged", "uniform", "greedy", "tempered:0.5", "tempered:2")
 LIKED_STARS = 4
+REPLAY_SEED = 20261202  # the Monte Carlo of young-share candidates, per decision
 
 
 @dataclass(frozen=True)
@@ -51,10 +60,40 @@ class ExposureLog:
     logged: Distributions  # each row's logged slot distribution
     subagent_ids: np.ndarray
     decision: np.ndarray  # per row, its decision's number: standard errors count slates
+    slot: np.ndarray  # per row, its place in the slate
+    # Per decision number, what the policy believed of its pool (None: logged before that was
+    # kept): pool sub-agents as indices into ``subagent_ids``, E[θ], sd(θ), young.
+    beliefs: tuple[PoolBelief | None, ...] = ()
 
     @property
     def decisions(self) -> int:
         return int(np.unique(self.decision).size)
+
+    def replayable(self) -> ExposureLog:
+        """Only the decisions whose pool belief was kept, renumbered."""
+        keep_decision = np.array([b is not None for b in self.beliefs], dtype=bool)
+        rows = np.flatnonzero(keep_decision[self.decision]) if self.beliefs else np.zeros(0, int)
+        kept = np.flatnonzero(keep_decision)
+        renumber = np.full(len(self.beliefs), -1, dtype=np.int64)
+        renumber[kept] = np.arange(kept.size)
+        return ExposureLog(
+            action=self.action[rows],
+            propensity=self.propensity[rows],
+            reward=self.reward[rows],
+            logged=self.logged.rows(rows),
+            subagent_ids=self.subagent_ids,
+            decision=renumber[self.decision[rows]],
+            slot=self.slot[rows],
+            beliefs=tuple(self.beliefs[d] for d in kept),
+        )
+
+
+@dataclass(frozen=True)
+class PoolBelief:
+    members: np.ndarray  # indices into ExposureLog.subagent_ids
+    mean: np.ndarray
+    sd: np.ndarray
+    young: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -67,9 +106,11 @@ class CandidateValue:
 @dataclass
 class _LoggedExposure:
     decision_id: uuid.UUID
+    slot: int
     subagent_id: int
     propensity: float
     distribution: dict[str, float]  # sub-agent id (as JSON keeps it) → probability
+    pool_belief: dict[str, list] | None  # on a decision's first slot: id → [E, sd, young]
     reward: float
 
 
@@ -90,9 +131,11 @@ def load_exposure_log(
         select(
             Exposure.id,
             Exposure.decision_id,
+            Exposure.slot,
             Exposure.subagent_id,
             Exposure.propensity,
             Exposure.slot_distribution,
+            Exposure.pool_belief,
             Feedback.scale,
             Feedback.rating,
         )
@@ -107,14 +150,22 @@ def load_exposure_log(
         seen = exposures.get(row.id)
         if seen is None:
             exposures[row.id] = _LoggedExposure(
-                row.decision_id, row.subagent_id, row.propensity, row.slot_distribution, value
+                row.decision_id,
+                row.slot,
+                row.subagent_id,
+                row.propensity,
+                row.slot_distribution,
+                row.pool_belief,
+                value,
             )
         else:
             # Two ratings can cite one exposure (two versions of the sub-agent): the best counts.
             seen.reward = max(seen.reward, value)
     entries = list(exposures.values())
     ids = sorted(
-        {int(i) for e in entries for i in e.distribution} | {e.subagent_id for e in entries}
+        {int(i) for e in entries for i in e.distribution}
+        | {int(i) for e in entries for i in (e.pool_belief or ())}
+        | {e.subagent_id for e in entries}
     )
     index = {subagent_id: position for position, subagent_id in enumerate(ids)}
     row_of, action_of, probability = [], [], []
@@ -124,6 +175,20 @@ def load_exposure_log(
             action_of.append(index[int(subagent_id)])
             probability.append(p)
     decision_number: dict[uuid.UUID, int] = {}
+    decision = np.array(
+        [decision_number.setdefault(e.decision_id, len(decision_number)) for e in entries],
+        dtype=np.int64,
+    )
+    beliefs: list[PoolBelief | None] = [None] * len(decision_number)
+    for entry, number in zip(entries, decision.tolist(), strict=True):
+        if entry.pool_belief:
+            members = list(entry.pool_belief.items())
+            beliefs[number] = PoolBelief(
+                members=np.array([index[int(i)] for i, _ in members], dtype=np.int64),
+                mean=np.array([float(b[0]) for _, b in members]),
+                sd=np.array([float(b[1]) for _, b in members]),
+                young=np.array([bool(b[2]) for _, b in members]),
+            )
     return ExposureLog(
         action=np.array([index[e.subagent_id] for e in entries], dtype=np.int64),
         propensity=np.array([e.propensity for e in entries], dtype=np.float64),
@@ -134,11 +199,15 @@ def load_exposure_log(
             np.array(probability, dtype=np.float64),
         ),
         subagent_ids=np.array(ids, dtype=np.int64),
-        decision=np.array(
-            [decision_number.setdefault(e.decision_id, len(decision_number)) for e in entries],
-            dtype=np.int64,
-        ),
+        decision=decision,
+        slot=np.array([e.slot for e in entries], dtype=np.int64),
+        beliefs=tuple(beliefs),
     )
+
+
+def needs_pool_beliefs(candidates: list[str]) -> bool:
+    """Whether any candidate replays Thompson sampling from the logged pool beliefs."""
+    return any(candidate.startswith("young-share:") for candidate in candidates)
 
 
 def candidate_distributions(log: ExposureLog, candidate: str) -> Distributions:
@@ -148,14 +217,58 @@ def candidate_distributions(log: ExposureLog, candidate: str) -> Distributions:
         return log.logged.tempered(0.0)
     if candidate == "greedy":
         return log.logged.greedy()
-    name, _, alpha = candidate.partition(":")
+    name, _, value = candidate.partition(":")
     if name == "tempered":
         try:
-            return log.logged.tempered(float(alpha))
+            return log.logged.tempered(float(value))
         except ValueError:
             pass
+    if name == "young-share":
+        try:
+            share = float(value)
+        except ValueError:
+            share = -1.0
+        if 0.0 <= share <= 1.0:
+            return _thompson_replayed(log, share)
     raise ValueError(
-        f"unknown candidate {candidate!r}: logged, uniform, greedy or tempered:α (α ≥ 0)"
+        f"unknown candidate {candidate!r}: logged, uniform, greedy, tempered:α (α ≥ 0) or "
+        "young-share:X (0 ≤ X ≤ 1)"
+    )
+
+
+def _thompson_replayed(log: ExposureLog, young_share: float) -> Distributions:
+    """Each logged slot's distribution under Thompson sampling with ``young_share``, given the
+    logged slots before it, from the decision's pool belief (every decision must have one:
+    ``ExposureLog.replayable``). Seeded per decision, so a run repeats exactly."""
+    rows, actions, probabilities = [], [], []
+    order = np.lexsort((log.slot, log.decision))
+    starts = np.flatnonzero(np.r_[True, np.diff(log.decision[order]) != 0])
+    for members in np.split(order, starts[1:]):
+        number = int(log.decision[members[0]])
+        belief = log.beliefs[number]
+        if belief is None:
+            raise ValueError("a decision without its pool belief cannot be replayed")
+        place = {int(member): j for j, member in enumerate(belief.members.tolist())}
+        picks = [place[int(a)] for a in log.action[members]]
+        distribution = slot_distributions(
+            belief.mean,
+            belief.sd,
+            belief.young,
+            np.array(picks, dtype=np.int64),
+            young_share=young_share,
+            rng=np.random.default_rng([REPLAY_SEED, number]),
+            n_draws=N_DRAWS,
+        )
+        for row, slot_distribution in zip(members.tolist(), distribution, strict=True):
+            support = np.flatnonzero(slot_distribution)
+            rows.append(np.full(support.size, row, dtype=np.int64))
+            actions.append(belief.members[support])
+            probabilities.append(slot_distribution[support])
+    if not rows:
+        empty = np.zeros(0, dtype=np.int64)
+        return Distributions(empty, empty, np.zeros(0))
+    return Distributions(
+        np.concatenate(rows), np.concatenate(actions), np.concatenate(probabilities)
     )
 
 

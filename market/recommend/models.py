@@ -34,5 +34,9 @@ class Exposure(SQLModel, table=True):
     # The slot's whole distribution, {sub-agent id: probability} over the candidates the
     # policy could have shown there (sums to one), for off-policy evaluation of other policies.
     slot_distribution: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    # On a decision's first slot only: what the policy believed of each candidate it drew from,
+    # {sub-agent id: [E[θ], sd(θ), young]}, so another policy's slot distributions can be
+    # recomputed for the logged slate (``sprig ope --candidate young-share:X``).
+    pool_belief: dict | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     client_id: int | None = Field(default=None)
     created_at: datetime = timestamp_field()

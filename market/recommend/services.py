@@ -28,7 +28,10 @@ per slot (``POST /api/v1/recommendations``).
    can be replayed from the same pool and scores.
 6. Log: one ``exposure`` row per slot with its propensity, whether the slot was reserved for
    young forks, the policy version, the slot's whole distribution (sub-agent id → probability,
-   nonzero entries, summing to one) and the request context; all in the caller's transaction.
+   nonzero entries, summing to one) and the request context, and on the first slot what the
+   policy believed of each candidate of the pool (``pool_belief``, for replaying another
+   young share off-policy: ``market.recommend.evaluation``); all in the caller's
+   transaction.
 """
 
 from __future__ import annotations
@@ -406,6 +409,10 @@ def recommend(
         "owned_included": include_owned,
     }
     ids = [c.subagent_id for c in pool]
+    pool_belief = {
+        str(i): [float(m), float(v), bool(y)]
+        for i, m, v, y in zip(ids, mean.tolist(), sd.tolist(), young.tolist(), strict=True)
+    }
     for slot, item in enumerate(slate.items.tolist()):
         candidate = pool[item]
         distribution = slate.slot_distribution[slot]
@@ -432,6 +439,7 @@ def recommend(
                 slot_distribution={
                     str(ids[i]): float(p) for i, p in enumerate(distribution.tolist()) if p > 0
                 },
+                pool_belief=pool_belief if slot == 0 else None,
                 client_id=client_id,
                 created_at=now,
             )

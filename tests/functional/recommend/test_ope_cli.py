@@ -120,3 +120,49 @@ def test_bad_candidates_and_an_empty_log_are_one_clear_error(runner, rated_log):
 
 def test_no_exposures_is_a_clear_error(runner):
     assert "no logged exposures" in run(runner, code=1).output
+
+
+def test_the_logging_young_share_replayed_from_the_pool_belief_is_the_logging_policy(
+    runner, engine, rated_log
+):
+    """Every decision keeps its pool belief on its first exposure; replaying Thompson sampling
+    with the logging policy's own young share gives each logged slot the logged distribution
+    again (up to the Monte Carlo of both), so IPS lands on the observed mean; another young
+    share moves the estimate, and every young-share candidate is judged on the same rows."""
+    with session_scope(engine) as session:
+        first_slots = session.execute(select(Exposure).where(Exposure.slot == 0)).scalars().all()
+        later = session.execute(select(Exposure).where(Exposure.slot > 0)).scalars().all()
+        assert len(first_slots) == PEOPLE and all(e.pool_belief for e in first_slots)
+        assert all(e.pool_belief is None for e in later)
+        for exposure in first_slots:
+            assert set(exposure.slot_distribution) <= set(exposure.pool_belief)
+            assert all(
+                sd > 0 and isinstance(young, bool) for _, sd, young in exposure.pool_belief.values()
+            )
+    report = json.loads(
+        run(
+            runner, "--json", "--candidate", "young-share:0.15", "--candidate", "young-share:1"
+        ).stdout
+    )
+    assert report["decisions"] == PEOPLE
+    assert report["decisions_without_pool_belief_left_out"] == 0
+    same, all_young = (c["estimates"] for c in report["candidates"])
+    assert same["ips"]["value"] == pytest.approx(rated_log["liked_share"], abs=0.05)
+    assert same["ips"]["effective_sample_size"] == pytest.approx(3 * PEOPLE, rel=0.05)
+    assert all_young["ips"]["value"] != pytest.approx(same["ips"]["value"], abs=1e-6)
+
+
+def test_decisions_without_a_pool_belief_are_left_out_of_a_replay(runner, engine, rated_log):
+    """A decision logged before pool beliefs were kept cannot be replayed: asking for a
+    young-share candidate leaves it out of every candidate's estimate, and says so."""
+    with session_scope(engine) as session:
+        oldest = session.execute(select(Exposure).order_by(Exposure.created_at)).scalars().first()
+        session.execute(
+            update(Exposure)
+            .where(Exposure.decision_id == oldest.decision_id)
+            .values(pool_belief=None)
+        )
+    table = run(runner, "--candidate", "logged", "--candidate", "young-share:0.3").output
+    assert f"{3 * (PEOPLE - 1)} exposures in {PEOPLE - 1} decisions" in table
+    assert "1 decisions logged without their pool belief left out" in table
+    assert "unknown candidate" in run(runner, "--candidate", "young-share:2", code=1).output
