@@ -79,8 +79,9 @@ Targets (overview table): same catalog, Sprig's regret ≤ 0.7× the best fair b
     python bench/evolution_sim.py [--quick] [--world all] [--mode both] [--seeds N] [--per-seed]
         [--users N] [--roots N] [--forks N] [--sessions N] [--leniency-sd X] [--jobs N] ...
 
---quick: 5 seeds, 8,000 sessions, 80 forks, 600 users; all worlds and both modes take about
-3 minutes on one core (173 s measured, 109 s of CPU). The last line is JSON with every figure.
+--quick: 5 seeds, 8,000 sessions, 80 forks, 600 users; all worlds and both modes take under
+3 minutes on one core (98 s measured alone, 173 s beside other work). The last line is JSON
+with every figure.
 """
 
 from __future__ import annotations
