@@ -1,7 +1,10 @@
 """The policies bench/evolution_sim.py compares: each decides which sub-agents a session shows
 and which sub-agent is forked next, seeing only what Sprig would see (ratings, uses,
 retention, the fork tree), never the latent quality. Sprig's own (rater debiasing, lineage
-posterior, Thompson slates with a young-fork share) and the textbook baselines."""
+posterior, Thompson slates with a young-fork share), the textbook baselines (show and fork their
+top item; young-fork slots only with ``baseline_young_share``) and the fair baselines
+(FAIR_BASELINES): bandits on the raw mean rating that spend Sprig's exploration budget, the
+same ``young_share`` of slots, and fork by the same rule as their slates."""
 
 from __future__ import annotations
 
@@ -204,7 +207,132 @@ class SprigPolicy:
         return int(np.argmax(self.scores.display))
 
 
-POLICIES = ["sprig", "random", "most-used", "mean-rating", "wilson", "bayes-avg"]
+class RawMeanPolicy:
+    """The raw mean rating per item on the common scale (items without ratings: the overall
+    mean) with a Normal posterior: prior the overall mean worth ``prior_count`` ratings, rating
+    sd the sd of all ratings. No rater debiasing and no lineage: what each fair baseline knows."""
+
+    name = "raw-mean"
+    prior_count = 1.0
+
+    def __init__(self, seed: int, young_share: float) -> None:
+        self.rng = np.random.default_rng([seed, 13, *map(ord, self.name)])
+        self.young_share = young_share
+        self.mean = np.zeros(0)
+        self.count = np.zeros(0)
+        self.rating_sd = 1.0
+        self.young = np.zeros(0, bool)
+
+    def refit(self, log: Log) -> None:
+        total, count, overall = rating_sums(log)
+        r = log.ratings()
+        z = to_common_scale(log.rating_value[r], log.rating_thumb[r])
+        spread = float(z.std()) if z.size > 1 else 0.0
+        self.rating_sd = spread if spread > 0 else 1.0  # no spread yet: unit sd, keep exploring
+        self.count = count
+        # A tiny jitter breaks ties at random instead of by index.
+        self.mean = (total + self.prior_count * overall) / (count + self.prior_count)
+        self.mean = self.mean + 1e-9 * self.rng.random(log.n_items)
+        self.young = count < YOUNG_RATINGS
+
+    @property
+    def sd(self) -> np.ndarray:
+        return self.rating_sd / np.sqrt(self.count + self.prior_count)
+
+    def estimate(self) -> np.ndarray:
+        return self.mean
+
+    def top_pick(self) -> int:
+        return int(np.argmax(self.mean))
+
+
+class ThompsonMeanPolicy(RawMeanPolicy):
+    """Thompson slates on the raw-mean posterior through evolution.explore.thompson_slates with
+    Sprig's young-fork share; forks the argmax of one posterior draw."""
+
+    name = "thompson-mean"
+
+    def choose(self, n_sessions: int, k: int) -> np.ndarray:
+        slates, _ = thompson_slates(
+            self.mean,
+            self.sd,
+            n_slates=n_sessions,
+            k=k,
+            rng=self.rng,
+            young_mask=self.young,
+            young_share=self.young_share,
+        )
+        return slates
+
+    def pick_parent(self) -> int:
+        return int(np.argmax(self.mean + self.sd * self.rng.standard_normal(self.mean.size)))
+
+
+class EpsGreedyPolicy(RawMeanPolicy):
+    """Each slot shows, with probability ε = Sprig's young share, a uniformly drawn item outside
+    the greedy slate, otherwise the greedy slate's item (top raw means); forks a uniformly drawn
+    item with probability ε, otherwise the top one. Its share of exploratory slots is Sprig's
+    share of young-fork slots."""
+
+    name = "eps-greedy"
+
+    def choose(self, n_sessions: int, k: int) -> np.ndarray:
+        ranked = np.argsort(-self.mean)
+        slates = np.tile(ranked[:k], (n_sessions, 1))
+        others = ranked[k:]
+        explore = self.rng.random((n_sessions, k)) < self.young_share
+        rows = np.flatnonzero(explore.any(axis=1))
+        if others.size and rows.size:
+            order = np.argsort(self.rng.random((rows.size, others.size)), axis=1)
+            drawn = others[order[:, :k]]
+            width = drawn.shape[1]
+            for slot in range(min(k, width)):
+                take = explore[rows, slot]
+                slates[rows[take], slot] = drawn[take, slot]
+        return slates
+
+    def pick_parent(self) -> int:
+        if self.rng.random() < self.young_share:
+            return int(self.rng.integers(self.mean.size))
+        return self.top_pick()
+
+
+class UCBPolicy(RawMeanPolicy):
+    """UCB1 on raw means: score = mean + sd·√(2 ln N / n), N all ratings, n the item's (an item
+    without ratings first). Slates are the top scores, with Sprig's share of slots given to the
+    young forks of top score; forks the top score among rated items (an unrated item's infinite
+    bound says "show it once", not "build on it": forking those would chain blind forks)."""
+
+    name = "ucb"
+
+    def refit(self, log: Log) -> None:
+        super().refit(log)
+        n_total = max(float(self.count.sum()), 2.0)
+        bonus = self.rating_sd * np.sqrt(2 * np.log(n_total) / np.maximum(self.count, 1))
+        self.score = np.where(self.count > 0, self.mean + bonus, np.inf)
+        # Unrated items all score inf; the jitter orders them at random.
+        self.order = np.lexsort((self.rng.random(self.mean.size), -self.score))
+
+    def choose(self, n_sessions: int, k: int) -> np.ndarray:
+        expected = k * self.young_share
+        whole = int(expected)
+        n_young = whole + (self.rng.random(n_sessions) < expected - whole)
+        slates = np.full((n_sessions, k), -1, np.int64)
+        for young_slots in np.unique(n_young):
+            regular = self.order[: k - young_slots]
+            young = self.order[self.young[self.order] & ~np.isin(self.order, regular)]
+            slate = np.r_[regular, young[:young_slots]]
+            slate = np.r_[slate, self.order[~np.isin(self.order, slate)][: k - slate.size]]
+            slates[n_young == young_slots, : slate.size] = slate[:k]
+        return slates
+
+    def pick_parent(self) -> int:
+        rated = self.order[self.count[self.order] > 0]
+        return int(rated[0]) if rated.size else int(self.order[0])
+
+
+FAIR_BASELINES = ["thompson-mean", "eps-greedy", "ucb"]
+POLICIES = ["sprig", *FAIR_BASELINES, "random", "most-used", "mean-rating", "wilson", "bayes-avg"]
 
 
 def make_policy(name: str, seed: int, params: WorldParams) -> Policy:
@@ -217,4 +345,7 @@ def make_policy(name: str, seed: int, params: WorldParams) -> Policy:
         "wilson": WilsonPolicy,
         "bayes-avg": BayesianAveragePolicy,
     }
+    fair = {"thompson-mean": ThompsonMeanPolicy, "eps-greedy": EpsGreedyPolicy, "ucb": UCBPolicy}
+    if name in fair:
+        return fair[name](seed, params.young_share)
     return classes[name](seed, params.baseline_young_share)

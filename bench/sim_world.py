@@ -7,10 +7,18 @@ q_child = q_parent + e_parent + δ with δ a tweak, an improvement or a break. U
 leniency b, a discrimination a and a taste per category w. A user's utility for a sub-agent
 shown is s = a·(q + w_category) + b + ε; ratings are stars (s cut at ±0.5, ±1.5) or thumbs
 (s > 0).
+
+Fields after ``flat_rate_probability`` make worlds that break that model (named presets in
+bench/evolution_sim.py WORLDS): leniency that scales instead of shifts, or with a long harsh
+tail; Student-t noise; raters who only give top marks; quality bounded by q_max·tanh(q/q_max);
+leniency that drifts over the run; fork steps taken from other mixtures; and popularity
+feedback. Their defaults are the original world, and they draw from a separate random stream,
+so the original draws of a seed are unchanged.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -40,6 +48,20 @@ class WorldParams:
     thumb_share: float = 0.5
     mnar: bool = True
     flat_rate_probability: float = 0.5  # rating probability when not missing-not-at-random
+    # "additive": s = a·(q + w) + b + ε; "multiplicative": s = e^b·a·(q + w) + ε (raters differ
+    # in how far they spread their marks, not where they centre them); "skewed": additive, with
+    # b = the same normal draw mapped onto a lognormal shape (same sd, mean 0): most raters
+    # mildly lenient, a long tail of harsh ones.
+    leniency_form: str = "additive"
+    noise_df: float = math.inf  # ε ~ Student t with these degrees of freedom (inf: normal)
+    top_marks_share: float = 0.0  # share of users who give the top mark whenever they rate
+    quality_bound: float = math.inf  # q_max: quality is q_max·tanh(latent / q_max)
+    leniency_drift: float = 0.0  # mean change of every user's b from the first session to the last
+    leniency_drift_sd: float = 0.0  # sd over users of that change
+    # δ of a tweak, an improvement, a break: mean and sd.
+    fork_step_mean: tuple[float, float, float] = (-0.1, 0.3, -1.5)
+    fork_step_sd: tuple[float, float, float] = (0.3, 0.3, 0.5)
+    popularity: float = 0.0  # utility += popularity·log(1 + users who used it so far)
     # Policy settings, here so that they are printed and stored with every result.
     young_share: float = 0.15  # Sprig's share of slots reserved for young forks
     baseline_young_share: float = 0.0  # the same for the baselines (0: as deployed elsewhere)
@@ -68,6 +90,8 @@ class Draws:
     rate_u: np.ndarray
     use_u: np.ndarray
     retain_u: np.ndarray
+    top_marks_user: np.ndarray
+    leniency_drift: np.ndarray  # per user: change of b from the first session to the last
 
 
 def draw_world(p: WorldParams, seed: int) -> Draws:
@@ -77,11 +101,15 @@ def draw_world(p: WorldParams, seed: int) -> Draws:
     kind = rng.choice(
         3, size=p.forks, p=[1 - p.improve_share - p.broken_share, p.improve_share, p.broken_share]
     )
-    step_mean = np.array([-0.1, 0.3, -1.5])[kind]
-    step_sd = np.array([0.3, 0.3, 0.5])[kind]
+    step_mean = np.array(p.fork_step_mean)[kind]
+    step_sd = np.array(p.fork_step_sd)[kind]
     shape = (p.sessions, p.slate)
-    return Draws(
-        leniency=rng.normal(0, p.leniency_sd, p.users),
+    leniency = rng.normal(0, p.leniency_sd, p.users)
+    # The broken-model draws come from their own stream, so that the original world of a seed
+    # is drawn exactly as before.
+    extra = np.random.default_rng([seed, 2024, 1])
+    draws = Draws(
+        leniency=leniency,
         discrimination=rng.lognormal(0, p.discrimination_sd, p.users),
         taste=rng.normal(0, p.taste_sd, (p.users, p.categories)),
         thumbs_user=rng.random(p.users) < p.thumb_share,
@@ -98,7 +126,23 @@ def draw_world(p: WorldParams, seed: int) -> Draws:
         rate_u=rng.random(shape),
         use_u=rng.random(shape),
         retain_u=rng.random(shape),
+        top_marks_user=extra.random(p.users) < p.top_marks_share,
+        leniency_drift=p.leniency_drift + p.leniency_drift_sd * extra.standard_normal(p.users),
     )
+    if p.leniency_form == "skewed" and p.leniency_sd > 0:
+        shape_draw = np.exp(leniency / p.leniency_sd)
+        lognormal_mean, lognormal_sd = math.exp(0.5), math.sqrt((math.e - 1) * math.e)
+        draws.leniency = -p.leniency_sd * (shape_draw - lognormal_mean) / lognormal_sd
+    if math.isfinite(p.noise_df):
+        draws.noise = draws.noise * np.sqrt(p.noise_df / extra.chisquare(p.noise_df, shape))
+    return draws
+
+
+def bounded(p: WorldParams, latent: np.ndarray | float) -> np.ndarray | float:
+    """Quality from the latent: q_max·tanh(latent / q_max), gains shrink near the bound."""
+    if math.isinf(p.quality_bound):
+        return latent
+    return p.quality_bound * np.tanh(latent / p.quality_bound)
 
 
 @dataclass
@@ -145,14 +189,17 @@ class World:
     def __init__(self, p: WorldParams, d: Draws) -> None:
         self.p, self.d = p, d
         n_max = p.roots + p.forks
+        self.latent = np.zeros(n_max)  # quality before the bound; forks step from it
         self.quality = np.zeros(n_max)
         self.evolvability = np.zeros(n_max)
         self.category = np.zeros(n_max, np.int64)
-        self.quality[: p.roots] = d.root_quality
+        self.latent[: p.roots] = d.root_quality
+        self.quality[: p.roots] = bounded(p, d.root_quality)
         self.evolvability[: p.roots] = d.root_evolvability
         self.category[: p.roots] = d.root_category
         self.rated = np.zeros((p.users, n_max), bool)
         self.used = np.zeros((p.users, n_max), bool)
+        self.user_count = np.zeros(n_max)  # users who have used each sub-agent
         self.log = Log(capacity=p.sessions * p.slate)
         self.log.n_items = p.roots
         self.log.parent = np.full(n_max, -1, np.int64)
@@ -165,7 +212,8 @@ class World:
 
     def fork(self, parent: int, at: int) -> int:
         k, child = self.n_forks, self.n
-        self.quality[child] = self.quality[parent] + self.evolvability[parent] + self.d.fork_step[k]
+        self.latent[child] = self.latent[parent] + self.evolvability[parent] + self.d.fork_step[k]
+        self.quality[child] = bounded(self.p, self.latent[child])
         self.evolvability[child] = self.evolvability[parent] + self.d.fork_evolvability_noise[k]
         self.category[child] = self.category[parent]
         self.log.parent[child] = parent
@@ -174,6 +222,20 @@ class World:
         self.n_forks += 1
         return child
 
+    def utility(self, sessions: np.ndarray, user: np.ndarray, item: np.ndarray) -> np.ndarray:
+        """s of ``user`` (sessions × slots) for ``item`` in each of ``sessions``."""
+        p, d = self.p, self.d
+        appeal = d.discrimination[user] * (self.quality[item] + d.taste[user, self.category[item]])
+        leniency = d.leniency[user]
+        if p.leniency_drift or p.leniency_drift_sd:
+            leniency = leniency + d.leniency_drift[user] * (sessions[:, None] / p.sessions)
+        if p.popularity:
+            appeal = appeal + p.popularity * np.log1p(self.user_count[item])
+        noise = d.noise[sessions][:, : item.shape[1]]
+        if p.leniency_form == "multiplicative":
+            return np.exp(leniency) * appeal + noise
+        return appeal + leniency + noise
+
     def play(self, start: int, slates: np.ndarray) -> None:
         """Sessions start .. start + len(slates) - 1, each showing one slate."""
         p, d, log = self.p, self.d, self.log
@@ -181,11 +243,7 @@ class World:
         user = d.session_user[sessions][:, None].repeat(slates.shape[1], axis=1)
         valid = slates >= 0
         item = np.where(valid, slates, 0)
-        utility = (
-            d.discrimination[user] * (self.quality[item] + d.taste[user, self.category[item]])
-            + d.leniency[user]
-            + d.noise[sessions][:, : slates.shape[1]]
-        )
+        utility = self.utility(sessions, user, item)
         rate_p = (
             1.0 / (1.0 + np.exp(1.0 - 0.8 * np.abs(utility)))
             if p.mnar
@@ -202,6 +260,7 @@ class World:
         self.rated[ru, ri] = True
         thumb = d.thumbs_user[ru]
         value = np.where(thumb, (rs > 0).astype(float), 1.0 + np.searchsorted(STAR_CUTS, rs))
+        value = np.where(d.top_marks_user[ru], np.where(thumb, 1.0, 5.0), value)
         _append(log, "rating", ru, ri, ra, value=value, thumb=thumb)
 
         retain_p = 1.0 / (1.0 + np.exp(-(self.quality[item] + 0.3 * d.leniency[user] - 1.0)))
@@ -210,6 +269,7 @@ class World:
         fresh = ~self.used[uu, ui]
         uu, ui, ur, ua = uu[fresh], ui[fresh], ur[fresh], ua[fresh]
         self.used[uu, ui] = True
+        self.user_count += np.bincount(ui, minlength=self.user_count.size)
         _append(log, "use", uu, ui, ua, retained=ur.astype(bool))
         log.now = start + len(slates)
 
