@@ -299,7 +299,8 @@ class SuggestionService:
         self._versions_seen: set[int] = set()
         self._checked_at = self._swept_at = 0.0
         self._generation_seen: int | None = None
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # the index and its marks
+        self._catch_up_lock = threading.Lock()  # one catch-up (read, then apply) at a time
         self._themes = _TtlCache(CONTEXT_TTL_SECONDS, 5000)
         self._improvements = _TtlCache(CONTEXT_TTL_SECONDS, 5000)
         self._bundles = _TtlCache(None, 500)  # immutable, by sha256
@@ -339,27 +340,46 @@ class SuggestionService:
         return since_check >= (30 if listening else 1) * self.refresh_seconds
 
     def catch_up(self, session: Session, force: bool = False) -> int:
-        """Index what other processes changed; how many sub-agents were re-read."""
+        """Index what other processes changed; how many sub-agents were re-read.
+
+        One catch-up at a time (``_catch_up_lock``), reading the database without holding the
+        index: searches that need nothing new go on meanwhile. A request that needs the
+        announced change waits for the catch-up in progress, so it never answers (and the
+        read cache never keeps) what predates the change."""
         with self._lock:
             if self._index is None and not self._build(session):
                 return 0  # read just now: nothing to catch up
-            now = time.monotonic()
-            generation = self._change_generation() if self._change_generation else None
-            # A catalog change was announced (another process's publish, listing edit,
-            # visibility change, yank or quarantine): read the changed rows now, before this
-            # request is answered, since the read cache may keep the answer.
-            announced = generation is not None and generation != self._generation_seen
-            sweep = force or announced or now - self._swept_at >= self.sweep_seconds
-            if not sweep and not self._due(listening=generation is not None):
+            if not force and not self._needs_catch_up(time.monotonic())[0]:
                 return 0
-            self._generation_seen = generation
-            self._checked_at = now
+        with self._catch_up_lock:
+            with self._lock:
+                now = time.monotonic()
+                needed, sweep, generation = self._needs_catch_up(now)
+                if not (force or needed):
+                    return 0  # another request caught up meanwhile
+                sweep = sweep or force
+                self._checked_at = now
+                if sweep:
+                    self._swept_at = now
             changed = self._new_versions(session)
             if sweep:
-                self._swept_at = now
                 changed |= self._changed_listings(session)
             self._reindex(session, sorted(changed))
+            with self._lock:
+                # Seen once indexed: a request arriving meanwhile waited for this catch-up.
+                self._generation_seen = generation
             return len(changed)
+
+    def _needs_catch_up(self, now: float) -> tuple[bool, bool, int | None]:
+        """Whether to catch up now, whether that reads the changed listings too (a sweep),
+        and the notification counter it answers. A catalog change was announced (another
+        process's publish, listing edit, visibility change, yank or quarantine): read the
+        changed rows before this request is answered, since the read cache may keep the
+        answer."""
+        generation = self._change_generation() if self._change_generation else None
+        announced = generation is not None and generation != self._generation_seen
+        sweep = announced or now - self._swept_at >= self.sweep_seconds
+        return sweep or self._due(listening=generation is not None), sweep, generation
 
     def _new_versions(self, session: Session) -> set[int]:
         """Sub-agents with versions newer than the last seen: publishes, forks and new
@@ -399,9 +419,10 @@ class SuggestionService:
             self.note_committed(session, changes[SUBAGENTS_PUBLISHED])
 
     def note_committed(self, session: Session, subagent_ids: Iterable[int]) -> None:
-        """Index sub-agents this process just published, forked or versioned."""
+        """Index sub-agents this process just published, forked or versioned (in turn with
+        catch-ups: rows read later are applied later)."""
         ids = list(subagent_ids)
-        with self._lock:
+        with self._catch_up_lock:
             if self._index is None or not ids:
                 return  # the first build will read them
             self._reindex(session, ids)
@@ -414,18 +435,19 @@ class SuggestionService:
                 .join(Version, Version.id == SubAgent.latest_version_id)
                 .where(id_in(session, SubAgent.id, chunk))
             ).all()
-            found, listed = set(), []
-            for row in rows:
-                found.add(row.id)
-                if publicly_listed(row.visibility, row.status):
-                    listed.append(_document(row))
-                    self._indexed_at[row.id] = row.updated_at
-                elif self._index.remove(row.id):
-                    self._indexed_at.pop(row.id, None)
-            self._index.add_many(listed)  # one segment rebuild for the lot, not one each
-            for missing in set(chunk) - found:
-                self._index.remove(missing)
-                self._indexed_at.pop(missing, None)
+            with self._lock:  # read above without it; searches wait only for the update
+                found, listed = set(), []
+                for row in rows:
+                    found.add(row.id)
+                    if publicly_listed(row.visibility, row.status):
+                        listed.append(_document(row))
+                        self._indexed_at[row.id] = row.updated_at
+                    elif self._index.remove(row.id):
+                        self._indexed_at.pop(row.id, None)
+                self._index.add_many(listed)  # one segment rebuild for the lot, not one each
+                for missing in set(chunk) - found:
+                    self._index.remove(missing)
+                    self._indexed_at.pop(missing, None)
 
     # -- answering ------------------------------------------------------------------------
 

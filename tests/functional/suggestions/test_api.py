@@ -375,6 +375,37 @@ def test_a_worker_takes_over_the_masters_build_once_and_catches_up(
     assert {before["id"], after["id"]} <= found
 
 
+def test_a_catch_up_in_progress_holds_back_only_the_requests_that_need_it(
+    app, client, creator, coding_agent
+):
+    """A catch-up reads the database without holding the index: while one is in progress
+    (its lock held here), a request with nothing new to read is answered at once, and one
+    that needs an announced change waits until the catch-up is done, then answers."""
+    listed = publish(client, creator, title="Kombucha brew log")
+    service = app_state(app).suggestions
+    service.prepare()
+    service.refresh_seconds = service.sweep_seconds = 3600.0
+
+    def answered_within(seconds: float) -> tuple[threading.Thread, list]:
+        found: list = []
+        thread = threading.Thread(
+            target=lambda: found.append(ids(ask(client, coding_agent, "kombucha brew log")))
+        )
+        thread.start()
+        thread.join(timeout=seconds)
+        return thread, found
+
+    with service._catch_up_lock:  # a catch-up under way in another request
+        thread, found = answered_within(10)
+        assert not thread.is_alive() and found == [[listed["id"]]]
+        service._change_generation = lambda: 7  # another process announced a change
+        thread, found = answered_within(0.5)
+        assert thread.is_alive() and not found  # it waits for the catch-up
+    thread.join(timeout=10)
+    assert found == [[listed["id"]]]
+    assert service._generation_seen == 7
+
+
 @pytest.mark.parametrize(
     ("request_text", "meaningful"),
     [
