@@ -28,9 +28,12 @@ personal score is the non-personal one plus a taste correction.
   q_root = (J_root + λ_r I)⁻¹ h_root and q_v = (J_v + λ_f I)⁻¹ (h_v + λ_f q_parent). A fork
   without ratings below it gets its parent's factor exactly; a well-rated fork its own.
 
-Cost per sweep: two sparse products of the rating matrix with k² columns (the Gram matrices)
-and two with k columns, one batched k×k solve per user and two per sub-agent, and one numpy
-call per fork-tree level and pass.
+λ_u = λ_r = λ and λ_f = 2λ, with λ chosen on a tenth of the ratings set aside, or no taste at
+all when none beats no taste there (``fit_taste``).
+
+Cost per sweep: two sparse products of the rating matrix with k(k+1)/2 columns (the Gram
+matrices) and two with k columns, one batched k×k solve per user and two per sub-agent, and
+one numpy call per fork-tree level and pass.
 """
 
 from __future__ import annotations
