@@ -274,19 +274,25 @@ def summarize(runs: list[dict]) -> dict:
     out["reg_chosen"] = [r["reg"] for r in runs]  # inf: no taste beat none on validation
     out["reg_chosen_no_lineage"] = [r["reg_no_lineage"] for r in runs]
     for model in MODELS:
-        out[model] = {}
+        out[model], out[f"{model} − non-personal"] = {}, {}
         for metric in METRICS:
             values = np.array([r[model][metric] for r in runs], dtype=float)  # None: NaN
-            values = values[np.isfinite(values)]
-            out[model][metric] = (
-                {
-                    "mean": float(values.mean()),
-                    "sd": float(values.std(ddof=1)) if values.size > 1 else 0.0,
-                }
-                if values.size
-                else None
-            )
+            flat = np.array([r["non-personal"][metric] for r in runs], dtype=float)
+            out[model][metric] = _mean_sd(values)
+            # Per seed, against the same seed's non-personal figure: the worlds differ from
+            # seed to seed far more than the models do within one.
+            out[f"{model} − non-personal"][metric] = _mean_sd(values - flat)
     return out
+
+
+def _mean_sd(values: np.ndarray) -> dict | None:
+    values = values[np.isfinite(values)]
+    if not values.size:
+        return None
+    return {
+        "mean": float(values.mean()),
+        "sd": float(values.std(ddof=1)) if values.size > 1 else 0.0,
+    }
 
 
 def scale_check(n_ratings: int, rank: int, seed: int = 0) -> dict:
@@ -333,14 +339,15 @@ def _cell(stat: dict | None, digits: int = 3) -> str:
 
 def print_table(results: dict[str, dict]) -> None:
     print(
-        f"{'data':<22} {'model':<13} {'RMSE':>15} {'RMSE young':>15} "
+        f"{'data':<22} {'model':<26} {'RMSE':>15} {'RMSE young':>15} "
         f"{'pair acc':>15} {'pair acc young':>15} {'held out':>9} {'young':>7}"
     )
+    rows = [*MODELS, *(f"{model} − non-personal" for model in MODELS[1:])]
     for data_name, summary in results.items():
-        for model in MODELS:
+        for model in rows:
             row = summary[model]
             print(
-                f"{data_name:<22} {model:<13} {_cell(row['rmse']):>15} "
+                f"{data_name:<22} {model:<26} {_cell(row['rmse']):>15} "
                 f"{_cell(row['rmse_young']):>15} {_cell(row['pair_accuracy']):>15} "
                 f"{_cell(row['pair_accuracy_young']):>15} {summary['held_out']:>9.0f} "
                 f"{summary['young_held_out']:>7.0f}"
