@@ -47,7 +47,7 @@ from scipy import sparse
 from evolution.tree import Forest
 
 TASTE_RANK = 6
-REG_PATH = (100.0, 50.0, 20.0, 10.0, 5.0, 2.0)  # λ tried when none is given, strongest first
+REG_PATH = (2.0, 5.0, 10.0, 20.0, 50.0, 100.0)  # λ tried when none is given, weakest first
 FORK_RATIO = 2.0  # λ_f / λ: a fork is held closer to its parent than a root to 0
 VALIDATION_SHARE = 0.1
 MIN_VALIDATION = 20  # with fewer ratings to check a taste on, none is fitted
@@ -107,7 +107,9 @@ def fit_taste(
     ``reg`` None chooses λ: how much taste there is to find differs from one catalog to the
     next (none at all in some), and a λ that suits one overfits noise or misses the taste in
     another. A random tenth of the ratings is set aside, factors are fitted on the rest along
-    ``REG_PATH`` (each λ warm-started from the stronger one before it, ``PATH_SWEEPS`` sweeps),
+    ``REG_PATH`` (each λ warm-started from the weaker one before it, ``PATH_SWEEPS`` sweeps:
+    weakest first, because factors that a strong λ shrank to nearly 0 regrow slowly, p = q = 0
+    being a fixed point of the alternation: a path from the strong end would miss taste),
     and the λ whose factors predict the set-aside residuals best is refitted on every rating,
     from those factors and with as many sweeps, so the model kept is the one that was checked;
     when none beats predicting no taste at all, every factor is 0 and personal scores are the
