@@ -3,7 +3,8 @@
 ``subagent_score`` holds the last ranking run's figures for every sub-agent (one row each,
 replaced by every run), so browse sorts and pages read plain indexed columns and never run the
 model. ``rater_offset`` keeps each rater's leniency between runs: the next run starts from it
-(3 rounds of fitting instead of 10). ``exposure`` records every sub-agent the main agent was
+(3 rounds of fitting instead of 10). ``rater_taste`` and ``subagent_taste`` hold the personal
+scores' factors of the last full run. ``exposure`` records every sub-agent the main agent was
 shown by ``POST /recommendations``, with the probability the policy had of showing it there,
 so events and feedback that cite the exposure can later be reweighted off-policy.
 """
@@ -55,6 +56,27 @@ class RaterOffset(SQLModel, table=True):
 
     user_id: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
     leniency: float
+
+
+class RaterTaste(SQLModel, table=True):
+    """p_u of the personal scores (``evolution.personal``): a rater's taste, learned from their
+    own ratings by the last full run. Personal: read only to order what this person is shown,
+    never exported, listed or logged."""
+
+    __tablename__ = "rater_taste"
+
+    user_id: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
+    factors: list = Field(sa_column=Column(JSON, nullable=False))
+
+
+class SubAgentTaste(SQLModel, table=True):
+    """q_v of the personal scores: which tastes a sub-agent suits (a fork without ratings of
+    its own inherits its parent's), from the last full run."""
+
+    __tablename__ = "subagent_taste"
+
+    subagent_id: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
+    factors: list = Field(sa_column=Column(JSON, nullable=False))
 
 
 class RankingRun(SQLModel, table=True):

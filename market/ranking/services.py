@@ -27,6 +27,7 @@ once: the second waits, then finds nothing new and skips.
 from __future__ import annotations
 
 import io
+import json
 import math
 import os
 import threading
@@ -41,6 +42,7 @@ from sqlalchemy import func, or_, select, text, true
 from sqlmodel import Session
 
 from evolution.language import language_of, reads
+from evolution.personal import NonPersonal, Taste, fit_taste
 from evolution.ranking import (
     BEST_DESCENDANT_CONFIDENCE,
     GlobalFit,
@@ -48,6 +50,7 @@ from evolution.ranking import (
     Ratings,
     Scores,
     rank,
+    to_common_scale,
     usage_stats,
 )
 from evolution.tree import Forest
@@ -57,7 +60,13 @@ from market.identity.access import can_view, publicly_listed, publicly_listed_cl
 from market.platform import metrics
 from market.platform.db import UnitOfWork, begin_writing
 from market.platform.time import utcnow
-from market.ranking.models import RankingRun, RaterOffset, SubAgentScore
+from market.ranking.models import (
+    RankingRun,
+    RaterOffset,
+    RaterTaste,
+    SubAgentScore,
+    SubAgentTaste,
+)
 from market.usage.models import COUNTED_RATING, Feedback, UsageEvent
 
 USAGE_WINDOW_DAYS = 180
@@ -506,6 +515,18 @@ def run_ranking(
         mark_catalog_changed(session)  # cached pages and sorts show the new order
     if roots is None:
         _write_offsets(session, inputs.user_ids, scores.baseline.user_offset, offsets)
+        taste_started = time.perf_counter()
+        taste = taste_of(inputs, scores)
+        written = _write_taste(session, inputs, taste)
+        run.parameters = {
+            **run.parameters,
+            "taste": {
+                "rank": taste.rank,
+                "reg": taste.reg if math.isfinite(taste.reg) else None,
+                **written,
+                "seconds": round(time.perf_counter() - taste_started, 3),
+            },
+        }
     run.parameters = {**run.parameters, "rows_written": len(changed)}
     run.finished_at = utcnow()
     run.seconds = round(time.perf_counter() - started, 3)
@@ -561,6 +582,56 @@ def _write_scores(session: Session, rows: list[tuple], run_id: int, now: datetim
     session.execute(
         statement,
         [dict(zip(names, row, strict=True), run_id=run_id, computed_at=now) for row in rows],
+    )
+
+
+def taste_of(inputs: RankingInputs, scores: Scores) -> Taste:
+    """The personal scores' taste (``evolution.personal``) on what this full run's model leaves
+    of every rating: ratings on the run's common scale, its μ, b_u and E[θ] as the
+    non-personal part."""
+    ratings = inputs.ratings
+    value = to_common_scale(ratings.value, ratings.is_thumb, scores.fit.scale)
+    base = NonPersonal(
+        global_mean=float(scores.baseline.global_mean),
+        user_offset=scores.baseline.user_offset,
+        item_mean=scores.mean,
+    )
+    return fit_taste(ratings.user_idx, ratings.item_idx, value, inputs.forest, base)
+
+
+def _write_taste(session: Session, inputs: RankingInputs, taste: Taste) -> dict[str, int]:
+    """Replace the stored factors by this run's; none when no taste beat none (everyone then
+    gets the non-personal order). Factors of zero (a rater or sub-agent the taste says
+    nothing about) are not stored."""
+    session.execute(RaterTaste.__table__.delete())
+    session.execute(SubAgentTaste.__table__.delete())
+    if not math.isfinite(taste.reg):
+        return {"raters": 0, "subagents": 0}
+    written = {}
+    for table, key, ids, factors in (
+        (RaterTaste.__table__, "user_id", inputs.user_ids, taste.user_factors),
+        (SubAgentTaste.__table__, "subagent_id", inputs.forest.ids, taste.item_factors),
+    ):
+        keep = np.flatnonzero(np.any(factors != 0.0, axis=1))
+        rows = list(zip(ids[keep].tolist(), np.round(factors[keep], 6).tolist(), strict=True))
+        _insert_factors(session, table.name, key, rows)
+        written["raters" if key == "user_id" else "subagents"] = len(rows)
+    return written
+
+
+def _insert_factors(session: Session, table: str, key: str, rows: list[tuple]) -> None:
+    if not rows:
+        return
+    connection = session.connection()
+    if connection.dialect.name == "postgresql":  # a million rows: COPY, not INSERTs
+        cursor = connection.connection.dbapi_connection.cursor()
+        with cursor.copy(f"COPY {table} ({key}, factors) FROM STDIN") as copy:
+            for identifier, factors in rows:
+                copy.write_row((identifier, json.dumps(factors)))
+        return
+    session.execute(
+        text(f"INSERT INTO {table} ({key}, factors) VALUES (:id, :factors)"),  # noqa: S608 - fixed names
+        [{"id": i, "factors": json.dumps(f)} for i, f in rows],
     )
 
 

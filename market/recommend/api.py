@@ -69,6 +69,7 @@ def recommend(body: RecommendationIn):
         user_id=decision.user_id,
         seed=decision.seed,
         candidates=decision.candidates,
+        personal=decision.personal,
         items=[
             RecommendedSlot(
                 slot=shown.slot,

@@ -48,4 +48,8 @@ class RecommendationOut(BaseModel):
     user_id: int
     seed: int = Field(description="the seed used (the one sent, or a fresh one): a replay key")
     candidates: int = Field(description="how many sub-agents the policy chose among")
+    personal: bool = Field(
+        description="the person's taste, learned from their own ratings, moved the candidates' "
+        "scores (false: everyone's order)"
+    )
     items: list[RecommendedSlot] = Field(description="fewer than k when fewer are relevant")

@@ -23,6 +23,10 @@ per slot (``POST /api/v1/recommendations``).
    same slots (the young ones, for a young candidate; everyone, for the rest). At most k − 1
    are placed before any slot, so one of those k always remains, and a dropped one would win
    a draw with probability below 10⁻⁴. The logged distributions are over the kept pool.
+   For a person the last full ranking run learned a taste of (``rater_taste``), each
+   candidate's E[θ] gets that person's taste for it added (``taste_terms``: p_u · q_v,
+   ``evolution.personal``), before pruning: the slate is drawn from what this person is
+   expected to think, the sd staying the ranking's.
 5. Policy: ``evolution.explore.choose_slate`` (Thompson sampling with a 15% young share),
    seeded by the request's ``seed`` or a fresh random one, which is logged, so every decision
    can be replayed from the same pool and scores.
@@ -51,7 +55,7 @@ from market.catalog.queries import search_terms
 from market.catalog.search import TextMatcher, relevant_ids
 from market.identity.access import publicly_listed_clause
 from market.platform.time import utcnow
-from market.ranking.models import RankingRun, SubAgentScore
+from market.ranking.models import RankingRun, RaterTaste, SubAgentScore, SubAgentTaste
 from market.recommend.models import Exposure
 
 ESTABLISHED_POOL = 200
@@ -119,6 +123,7 @@ class Decision:
     user_id: int
     seed: int
     candidates: int  # size of the pool the policy chose from
+    personal: bool = False  # the person's taste moved the candidates' scores
     slots: list[Shown] = field(default_factory=list)
 
 
@@ -365,6 +370,9 @@ def recommend(
     mean = np.array([c.quality for c in pool], dtype=np.float64)
     sd = np.array([c.quality_sd for c in pool], dtype=np.float64)
     young = np.array([c.young for c in pool], dtype=bool)
+    taste = taste_terms(session, user_id, [c.subagent_id for c in pool])
+    if taste is not None:
+        mean = mean + taste  # what this person is expected to think of each, not everyone
     kept = prune_sure_losers(mean, sd, young, k)
     pool = [c for c, keep in zip(pool, kept, strict=True) if keep]
     mean, sd, young = mean[kept], sd[kept], young[kept]
@@ -374,6 +382,7 @@ def recommend(
         user_id=user_id,
         seed=seed,
         candidates=len(pool),
+        personal=taste is not None,
     )
     if not pool:
         return decision
@@ -405,6 +414,7 @@ def recommend(
             "matching": "text_index" if matched is not None else None,
         },
         "candidates": len(pool),
+        "personal": taste is not None,
         "young_candidates": int(young.sum()),
         "owned_included": include_owned,
     }
@@ -445,6 +455,29 @@ def recommend(
             )
         )
     return decision
+
+
+def taste_terms(session: Session, user_id: int, subagent_ids: list[int]) -> np.ndarray | None:
+    """The person's taste for each candidate, p_u · q_v on the rating scale (0 for one the
+    last full ranking run learned nothing about), or None for a person it has no taste of
+    (too few ratings, or no taste found in the catalog): their scores are everyone's."""
+    own = session.get(RaterTaste, user_id)
+    if own is None or not subagent_ids:
+        return None
+    person = np.asarray(own.factors, dtype=np.float64)
+    suits = dict(
+        session.execute(
+            select(SubAgentTaste.subagent_id, SubAgentTaste.factors).where(
+                SubAgentTaste.subagent_id.in_(subagent_ids)
+            )
+        ).all()
+    )
+    return np.array(
+        [
+            float(np.dot(person, suits[i])) if len(suits.get(i) or ()) == person.size else 0.0
+            for i in subagent_ids
+        ]
+    )
 
 
 def is_exposure_of(

@@ -620,3 +620,39 @@ def test_chinese_and_japanese_context_picks_the_matching_subagents(client, engin
     # Nothing written in those characters: nothing relevant, as for an English context.
     none = ok(ask(client, world.agent, user_id=world.bob.id, context="バイオリンの練習"))
     assert none["items"] == []
+
+
+# ---- personal scores --------------------------------------------------------------------
+
+
+def test_a_persons_taste_moves_what_they_are_shown_and_no_one_elses(client, engine, world):
+    """A person the ranking learned a taste of (rater_taste) gets each candidate's score
+    moved by their taste for it: Water Log 0, the weakest for everyone, suits them so well
+    that it leads their slates, while Bob, with no taste stored, keeps everyone's order. The
+    logged pool belief is the score the slate was drawn from, so a replay uses it too."""
+    from market.ranking.models import RaterTaste, SubAgentTaste
+
+    fan = make_user(engine, "fan")
+    liked, others = world.established[0], world.established[1:]
+    with session_scope(engine) as session:
+        session.add(RaterTaste(user_id=fan.id, factors=[1.0, 0.0]))
+        session.add(SubAgentTaste(subagent_id=liked["id"], factors=[3.0, 0.5]))
+        for other in others:
+            session.add(SubAgentTaste(subagent_id=other["id"], factors=[-0.5, 2.0]))
+    firsts = {fan.id: [], world.bob.id: []}
+    for seed in range(20):
+        for person in (fan, world.bob):
+            answer = ok(
+                ask(client, world.agent, user_id=person.id, k=1, category="hydration", seed=seed)
+            )
+            assert answer["personal"] is (person is fan)
+            firsts[person.id].append(answer["items"][0]["subagent_id"])
+    assert firsts[fan.id].count(liked["id"]) >= 18
+    assert firsts[world.bob.id].count(liked["id"]) <= 2
+    (first_slot,) = [e for e in exposures(engine) if e.user_id == fan.id][:1]
+    assert first_slot.context["personal"] is True
+    assert first_slot.pool_belief[str(liked["id"])][0] == pytest.approx(1.0 + 3.0)
+    # A young fork the taste knows nothing about keeps everyone's score; the others, which
+    # this person is expected to like less, almost surely lose now and were pruned.
+    assert first_slot.pool_belief[str(world.young[0]["id"])][0] == pytest.approx(0.5)
+    assert not {str(o["id"]) for o in others} & set(first_slot.pool_belief)

@@ -213,3 +213,38 @@ def test_ranking_method_is_published(client, engine, family):
     body = client.get(f"{API}/ranking").get_json()
     assert body["last_run"]["subagents"] == 4
     assert set(body["last_run"]["prior"]) == {"mu0", "sigma0_sq", "drift_mean", "drift_var"}
+
+
+def test_a_full_run_learns_each_raters_taste_and_stores_it(client, engine):
+    """Two camps of raters through the feedback API: one loves the three step counters and
+    hates the three sleep logs, the other the reverse, so everyone's average of each is the
+    same and the ranking alone cannot tell them apart. The full run's taste (stored in
+    rater_taste and subagent_taste) can: a step fan's taste term is higher for every step
+    counter than for any sleep log, a sleep fan's the reverse."""
+    from market.ranking.models import RaterTaste, SubAgentTaste
+
+    alice = make_user(engine, "alice")
+    service = make_user(engine, "agent", kind="service", scopes=["feedback:on-behalf"])
+    steps = [publish(client, alice, title=f"Step Counter {i}") for i in range(3)]
+    sleeps = [publish(client, alice, title=f"Sleep Log {i}") for i in range(3)]
+    camps = {"steps": [], "sleep": []}
+    for i in range(40):
+        camp = "steps" if i % 2 == 0 else "sleep"
+        rater = make_user(engine, f"rater{i}").id
+        camps[camp].append(rater)
+        for node in steps + sleeps:
+            loved = (node in steps) == (camp == "steps")
+            rate(client, service, rater, version(node), 5 if loved else 1)
+    run = rank(engine, force=True)
+    assert run.parameters["taste"]["raters"] == 40
+    assert run.parameters["taste"]["subagents"] == 6
+    with session_scope(engine) as session:
+        person = {r.user_id: r.factors for r in session.scalars(select(RaterTaste))}
+        suits = {r.subagent_id: r.factors for r in session.scalars(select(SubAgentTaste))}
+
+    def taste(rater: int, node: dict) -> float:
+        return sum(p * q for p, q in zip(person[rater], suits[node["id"]], strict=True))
+
+    for camp, loved, other in (("steps", steps, sleeps), ("sleep", sleeps, steps)):
+        for rater in camps[camp]:
+            assert min(taste(rater, n) for n in loved) > max(taste(rater, n) for n in other)
