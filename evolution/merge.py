@@ -9,7 +9,8 @@ keeps the fork's own change (base → fork), telling a clean merge from a confli
   (edited, added or deleted it): kept-fork. Only the parent: taken-from-upstream (an added
   file is added, a deleted one deleted). Both, differently: text merged line by line with
   diff3 semantics (``merge3``); overlapping or adjacent changes conflict, and the conflicted
-  text shows both sides between ``<<<<<<< fork`` / ``=======`` / ``>>>>>>> upstream``. A file
+  text shows both sides between ``<<<<<<< fork`` / ``=======`` / ``>>>>>>> upstream`` (lines
+  both sides wrote alike at a conflict's start or end stay outside the markers). A file
   deleted on one side and edited on the other is a conflict whose text is the edited version
   (so nothing is lost); two different files added at one path conflict as a whole.
 * The manifest, as data, never as text. ``scopes`` and ``hosts`` are sets: the fork's items,
@@ -82,7 +83,8 @@ class FileStatus(StrEnum):
 
 @dataclass(frozen=True)
 class TextConflict:
-    """One conflicted region of a text file, as lines of each snapshot."""
+    """One conflicted region of a text file: the base lines both sides replaced, and what
+    each side wrote there apart from the lines both wrote alike at its start and end."""
 
     base: tuple[str, ...]
     fork: tuple[str, ...]
@@ -223,13 +225,32 @@ def _merge_text(base: str, upstream: str, fork: str) -> tuple[str, list[TextConf
             out.extend(group[1])
             continue
         _, base_part, fork_part, upstream_part = group
-        conflicts.append(TextConflict(tuple(base_part), tuple(fork_part), tuple(upstream_part)))
+        head, tail = _shared_ends(fork_part, upstream_part)
+        fork_own = fork_part[head : len(fork_part) - tail]
+        upstream_own = upstream_part[head : len(upstream_part) - tail]
+        conflicts.append(TextConflict(tuple(base_part), tuple(fork_own), tuple(upstream_own)))
+        out.extend(fork_part[:head])
         out.append(FORK_MARKER + "\n")
-        out.extend(_closed(fork_part))
+        out.extend(_closed(fork_own))
         out.append(MIDDLE_MARKER + "\n")
-        out.extend(_closed(upstream_part))
+        out.extend(_closed(upstream_own))
         out.append(UPSTREAM_MARKER + "\n")
+        out.extend(fork_part[len(fork_part) - tail :])
     return "".join(out), conflicts
+
+
+def _shared_ends(fork: Sequence[str], upstream: Sequence[str]) -> tuple[int, int]:
+    """How many leading and trailing lines both sides of a conflict wrote alike: they are
+    agreed, so they go outside the markers (git's "zealous" diff3 does the same). Two
+    forks appending different fields after one edited line conflict on the fields only."""
+    shorter = min(len(fork), len(upstream))
+    head = 0
+    while head < shorter and fork[head] == upstream[head]:
+        head += 1
+    tail = 0
+    while tail < shorter - head and fork[-1 - tail] == upstream[-1 - tail]:
+        tail += 1
+    return head, tail
 
 
 def _closed(lines: Sequence[str]) -> list[str]:

@@ -297,6 +297,19 @@ def test_adjacent_lines_conflict_as_in_diff3() -> None:
     assert _merge_of(result, "app.js").status is FileStatus.CONFLICT
 
 
+def test_lines_both_sides_wrote_alike_stay_outside_the_markers() -> None:
+    base = "fields = [\n  a\n]\n"
+    upstream = "fields = [\n  a,\n  note\n]\n"
+    fork = "fields = [\n  a,\n  unit\n]\n"
+    result = merge_update(_with(app_js=base), _with(app_js=upstream), _with(app_js=fork))
+    merge = _merge_of(result, "app.js")
+    assert merge.text == (
+        "fields = [\n  a,\n<<<<<<< fork\n  unit\n=======\n  note\n>>>>>>> upstream\n]\n"
+    )
+    assert merge.conflicts[0].base == ("  a\n",)
+    assert (merge.conflicts[0].fork, merge.conflicts[0].upstream) == (("  unit\n",), ("  note\n",))
+
+
 def test_missing_final_newline_is_neither_gained_nor_lost() -> None:
     base = "one\ntwo\nthree\nfour\nfive"
     upstream = "ONE\ntwo\nthree\nfour\nfive"
