@@ -34,7 +34,7 @@ their own lines.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -277,9 +277,12 @@ def _three_way(key: str, base: Any, upstream: Any, fork: Any, conflicts: list) -
     return fork
 
 
+ValueMerge = Callable[[str, Any, Any, Any, list], Any]
+
+
 def _merge_mapping(
-    base: Any, upstream: Any, fork: Any, prefix: str, conflicts: list, merge_value
-) -> Any:
+    base: Any, upstream: Any, fork: Any, prefix: str, conflicts: list, merge_value: ValueMerge
+) -> dict[str, Any]:
     """Key by key; a key absent from the result is left out."""
     merged: dict[str, Any] = {}
     for key in dict.fromkeys([*fork, *upstream, *base]):
@@ -297,18 +300,18 @@ def _merge_mapping(
 
 def _merge_manifest_value(key: str, base: Any, upstream: Any, fork: Any, conflicts: list) -> Any:
     if not _changed_differently(base, upstream, fork):
-        return copy.deepcopy(_three_way(key, base, upstream, fork, conflicts))
+        return _copied(key, base, upstream, fork, conflicts)
     if key in SET_KEYS and all(_is_list_or_absent(v) for v in (base, upstream, fork)):
         return _merge_set(base, upstream, fork)
     if key == SCHEMA_KEY and all(isinstance(v, Mapping) for v in (base, upstream, fork)):
         return _merge_mapping(base, upstream, fork, key + ".", conflicts, _merge_schema_value)
-    return copy.deepcopy(_three_way(key, base, upstream, fork, conflicts))
+    return _copied(key, base, upstream, fork, conflicts)
 
 
 def _merge_schema_value(key: str, base: Any, upstream: Any, fork: Any, conflicts: list) -> Any:
     if not _changed_differently(base, upstream, fork):
-        return copy.deepcopy(_three_way(key, base, upstream, fork, conflicts))
-    keyword = key.rsplit(".", 1)[1]
+        return _copied(key, base, upstream, fork, conflicts)
+    keyword = key.removeprefix(SCHEMA_KEY + ".")
     if keyword == "properties" and all(
         isinstance(v, Mapping) or v is ABSENT for v in (base, upstream, fork)
     ):
@@ -317,10 +320,11 @@ def _merge_schema_value(key: str, base: Any, upstream: Any, fork: Any, conflicts
         )
     if keyword == "required" and all(_is_list_or_absent(v) for v in (base, upstream, fork)):
         return _merge_set(base, upstream, fork)
-    return copy.deepcopy(_three_way(key, base, upstream, fork, conflicts))
+    return _copied(key, base, upstream, fork, conflicts)
 
 
 def _copied(key: str, base: Any, upstream: Any, fork: Any, conflicts: list) -> Any:
+    """The three-way value, detached from the snapshots it came from."""
     return copy.deepcopy(_three_way(key, base, upstream, fork, conflicts))
 
 
