@@ -23,6 +23,7 @@ and wrong ones against an oracle that knows both edits:
   removal plus the other side's additions of it;
 * the manifest: scopes/hosts as ``(fork − dropped by upstream) ∪ added by upstream``, each
   other key and each ``data_schema`` property changed by one side is that side's value;
+* a clean merge must be a bundle publishing accepts (``build_bundle``);
 * a text conflict is needless when every base line range one side touched is at least
   ``NEEDLESS_GAP`` lines away from every range the other touched.
 
@@ -49,6 +50,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from evolution.merge import ABSENT, FileStatus, merge_update, split_lines  # noqa: E402
+from market.catalog.bundles import build_bundle  # noqa: E402
+from market.catalog.bundles.limits import BundleError  # noqa: E402
 from market.demo import generate_community  # noqa: E402
 
 NEEDLESS_GAP = 3
@@ -242,6 +245,15 @@ def _manifest_is_wrong(base: dict, upstream: dict, fork: dict, result) -> bool:
 # --------------------------------------------------------------------------- replay
 
 
+def _is_valid_bundle(snapshot: Snapshot) -> bool:
+    """Would publishing accept it (manifest, paths, texts, sizes)?"""
+    try:
+        build_bundle(snapshot[0], snapshot[1], source="merged bundle")
+    except BundleError:
+        return False
+    return True
+
+
 def _row() -> dict[str, int]:
     return dict.fromkeys(("files", "both", "clean", "conflict", "wrong", "needless"), 0)
 
@@ -258,17 +270,19 @@ def replay(seed: int, roots_limit: int | None) -> dict[str, Any]:
     by_type: dict[str, dict[str, int]] = defaultdict(_row)
     by_edit: dict[str, Counter] = defaultdict(Counter)
     conflicts: list[dict[str, Any]] = []
-    merges = clean_merges = 0
+    merges = clean_merges = invalid_upstream = invalid_merged = 0
     for root in roots:
         last = root.versions[-1]
         base = (last.manifest, last.files)
         upstream, kinds = new_version(rng, base)
+        invalid_upstream += not _is_valid_bundle(upstream)
         for fork_sub in forks[root.key]:
             version = fork_sub.versions[-1]
             fork = (version.manifest, version.files)
             result = merge_update(base, upstream, fork)
             merges += 1
             clean_merges += result.clean
+            invalid_merged += result.clean and not _is_valid_bundle((result.manifest, result.files))
             places = {_file_type(path) for path in result.conflicted_paths} | {
                 f"manifest:{c.key}" for c in result.manifest_conflicts
             }
@@ -298,6 +312,8 @@ def replay(seed: int, roots_limit: int | None) -> dict[str, Any]:
     return {
         "merges": merges,
         "clean_merges": clean_merges,
+        "invalid_upstream": invalid_upstream,
+        "invalid_merged": invalid_merged,
         "by_type": dict(by_type),
         "by_edit": {k: dict(v) for k, v in by_edit.items()},
         "conflicts": conflicts,
@@ -341,10 +357,12 @@ def _tally_file(by_type, merge, base_files, upstream_files, fork_files, conflict
 
 
 def _merge_tables(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    total: dict[str, Any] = {"merges": 0, "clean_merges": 0, "by_type": {}, "by_edit": {}}
+    total: dict[str, Any] = {"merges": 0, "by_type": {}, "by_edit": {}}
+    total.update(dict.fromkeys(("clean_merges", "invalid_upstream", "invalid_merged"), 0))
     for run in runs:
         total["merges"] += run["merges"]
-        total["clean_merges"] += run["clean_merges"]
+        for key in ("clean_merges", "invalid_upstream", "invalid_merged"):
+            total[key] += run[key]
         for table in ("by_type", "by_edit"):
             for key, row in run[table].items():
                 into = total[table].setdefault(key, Counter())
@@ -367,7 +385,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     runs = [replay(seed, 20 if args.quick else None) for seed in seeds]
     total = _merge_tables(runs)
 
-    print(f"seeds {seeds}; {total['merges']} merges, {total['clean_merges']} clean\n")
+    print(
+        f"seeds {seeds}; {total['merges']} merges, {total['clean_merges']} clean; "
+        f"upstream versions that are not valid bundles: {total['invalid_upstream']}; "
+        f"clean merges that are not: {total['invalid_merged']}\n"
+    )
     header = ("type", "files", "both", "clean", "conflict", "wrong", "needless")
     print("{:<10}{:>7}{:>7}{:>7}{:>10}{:>7}{:>10}".format(*header))
     for kind, row in sorted(total["by_type"].items(), key=lambda kv: -kv[1]["files"]):
@@ -405,6 +427,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "seeds": seeds,
         "merges": total["merges"],
         "clean_merges": total["clean_merges"],
+        "invalid_upstream": total["invalid_upstream"],
+        "invalid_merged": total["invalid_merged"],
         "by_type": {k: dict(v) for k, v in total["by_type"].items()},
         "by_edit": {k: dict(v) for k, v in total["by_edit"].items()},
         "conflict_reasons": [

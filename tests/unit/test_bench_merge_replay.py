@@ -55,5 +55,6 @@ def test_new_version_leaves_the_base_untouched(root_snapshot) -> None:
 def test_replay_on_a_few_roots_merges_every_direct_fork_without_a_wrong_merge() -> None:
     run = replay(7, roots_limit=4)
     assert run["merges"] > 0
+    assert run["invalid_upstream"] == run["invalid_merged"] == 0
     assert all(row["wrong"] == 0 for row in run["by_type"].values())
     assert run["by_type"]["manifest"]["files"] == run["merges"]
