@@ -712,7 +712,9 @@ def _describe(fields: dict[str, dict], targets: list[str]) -> str:
 def compose(first: Any, second: Any) -> dict:
     """One migration doing ``first`` then ``second`` (a tree path's steps, for a switch to an
     ancestor or a sibling branch): ``apply_migration(r, compose(m1, m2))`` equals
-    ``apply_migration(apply_migration(r, m1), m2)``. ValueError where one mapping cannot say
+    ``apply_migration(apply_migration(r, m1), m2)`` wherever the latter succeeds (a value the
+    first step fails to convert but the second discards no longer stops the migration).
+    ValueError where one mapping cannot say
     both steps: a field converted or renamed by values in each, or converted by the second
     step with defaults in both."""
     f1, d1, problems = _mappings(first)
@@ -739,9 +741,7 @@ def compose(first: Any, second: Any) -> dict:
         step1 = via_first(step2["from"])
         if step1 is not None and "from" not in step1:
             # The middle value is a constant: the second step converts it now.
-            constant = apply_migration(
-                {"v": step1["default"]}, {"fields": {"v": {**step2, "from": "v"}}}
-            )
+            constant = _second_step_of_default(target, step1["default"], step2)
             if "v" in constant:
                 fields[target] = {"default": constant["v"]}
             else:
@@ -761,9 +761,7 @@ def compose(first: Any, second: Any) -> dict:
             raise ValueError(f"{target}: defaults in both steps around a conversion")
         mapping = {"from": step1["from"], **how1, **how2}
         if "default" in step1:
-            converted = apply_migration(
-                {"v": step1["default"]}, {"fields": {"v": {**step2, "from": "v"}}}
-            )
+            converted = _second_step_of_default(target, step1["default"], step2)
             if "v" in converted:
                 mapping["default"] = converted["v"]
         elif "default" in step2:
@@ -772,13 +770,22 @@ def compose(first: Any, second: Any) -> dict:
     for middle, step1 in f1.items():
         if middle not in f2 and middle not in d2 and middle not in sources2:
             fields[middle] = step1
-    for middle in d2:
-        if via_first(middle) == {"from": middle}:
-            dropped.add(middle)
-    used = {m["from"] for m in fields.values() if "from" in m}
-    dropped |= sources1 - used
-    dropped -= used
+    # What either step removes must not reach the end; a composed source or target is
+    # removed or written by its mapping anyway.
+    dropped |= set(d2) | sources1 | sources2
+    dropped -= {m["from"] for m in fields.values() if "from" in m} | set(fields)
     out: dict[str, Any] = {"fields": fields, "drop": sorted(dropped)}
     if isinstance(first, Mapping) and isinstance(first.get("from_schema"), str):
         out["from_schema"] = first["from_schema"]
     return out
+
+
+def _second_step_of_default(target: str, default: Any, step2: dict) -> dict:
+    """The first step's default through the second step's mapping, as ``{"v": value}`` (or
+    ``{}`` when it yields nothing)."""
+    try:
+        return apply_migration({"v": default}, {"fields": {"v": {**step2, "from": "v"}}})
+    except ValueError:
+        raise ValueError(
+            f"{target}: the first step's default {default!r} does not convert in the second step"
+        ) from None
