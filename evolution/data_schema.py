@@ -37,6 +37,9 @@ Annotations (``title``, ``description``, ``default``, ``examples``, ``$comment``
   (new or existing), or a top-level keyword other than ``properties``/``required`` and the
   annotations changed (``additionalProperties``, ``type``, ...).
 
+A record is taken to hold only the fields its schema declares: a field added to
+``properties`` is new data even where the old schema let undeclared fields through.
+
 **Migration** (a manifest's ``data_migration``, JSON, declarative; nothing is executed)::
 
     {"from_schema": "<schema_fingerprint(old)> or a parent version",
@@ -82,6 +85,9 @@ CONVERSIONS = ("number", "integer", "string", "boolean", "split", "join")
 # As the manifest's own limits (market.catalog.bundles.limits): a core cannot import them.
 MAX_SCHEMA_BYTES = 32 * 1024
 MAX_SCHEMA_DEPTH = 32
+# A record is the app's own data: larger than a schema, still bounded.
+MAX_RECORD_BYTES = 1 << 20
+MAX_RECORD_DEPTH = 64
 MAX_SAMPLES = 200
 
 _ANNOTATIONS = frozenset(
@@ -168,15 +174,17 @@ class SwitchPlan:
 # --------------------------------------------------------------------------- reading a schema
 
 
-def _plain_json(value: Any, what: str) -> Any:
+def _plain_json(
+    value: Any, what: str, max_bytes: int = MAX_SCHEMA_BYTES, max_depth: int = MAX_SCHEMA_DEPTH
+) -> Any:
     """A detached copy of ``value`` if it is small plain JSON; ValueError otherwise (a
     self-containing dict, NaN, a non-string key, too big or too deep)."""
     try:
         text = json.dumps(value, sort_keys=True, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError, RecursionError) as exc:
         raise ValueError(f"{what} is not plain JSON ({type(exc).__name__})") from None
-    if len(text.encode("utf-8", "surrogatepass")) > MAX_SCHEMA_BYTES:
-        raise ValueError(f"{what} is larger than {MAX_SCHEMA_BYTES} bytes")
+    if len(text.encode("utf-8", "surrogatepass")) > max_bytes:
+        raise ValueError(f"{what} is larger than {max_bytes} bytes")
     depth = deepest = 0
     in_string = escaped = False
     for ch in text:  # the brackets outside strings, so json.loads never recurses too far
@@ -194,8 +202,8 @@ def _plain_json(value: Any, what: str) -> Any:
             deepest = max(deepest, depth)
         elif ch in "]}":
             depth -= 1
-    if deepest > MAX_SCHEMA_DEPTH:
-        raise ValueError(f"{what} nests more than {MAX_SCHEMA_DEPTH} levels deep")
+    if deepest > max_depth:
+        raise ValueError(f"{what} nests more than {max_depth} levels deep")
     return json.loads(text)
 
 
@@ -277,9 +285,10 @@ def _constraint_changes(old: dict, new: dict) -> list[tuple[str, str]]:
             out.append(("loosened", f"type {_show(old_types)} widened to {_show(new_types)}"))
         else:
             out.append(("type_changed", f"type {_show(old_types)} became {_show(new_types)}"))
-    if old.get("enum") != new.get("enum"):
+    if _canonical(old.get("enum")) != _canonical(new.get("enum")):
         loosened = "enum" not in new or (
-            "enum" in old and all(v in new["enum"] for v in old["enum"])
+            "enum" in old
+            and {_canonical(v) for v in old["enum"]} <= {_canonical(v) for v in new["enum"]}
         )
         out.append(("loosened" if loosened else "tightened", "enum changed"))
     for lower, keys in (
@@ -305,11 +314,18 @@ def _constraint_changes(old: dict, new: dict) -> list[tuple[str, str]]:
     others = sorted(
         k
         for k in set(old) | set(new)
-        if k not in _COMPARED and k not in _ANNOTATIONS and old.get(k) != new.get(k)
+        if k not in _COMPARED
+        and k not in _ANNOTATIONS
+        and _canonical(old.get(k)) != _canonical(new.get(k))
     )
     if others:
         out.append(("changed", f"{', '.join(others)} changed"))
     return out
+
+
+def _canonical(value: Any) -> str:
+    """JSON equality: ``true`` is not ``1`` (as Python's ``==`` has it)."""
+    return json.dumps(value, sort_keys=True)
 
 
 def _show(types: set[str] | None) -> str:
@@ -355,7 +371,7 @@ def classify_change(old_schema: Mapping, new_schema: Mapping) -> SchemaChange:
     for name in sorted(new_required - set(new_props) - old_required):
         changes.append(FieldChange(name, "now_required", "required, undeclared", BREAKING))
     for key in sorted(set(old) | set(new)):
-        if key not in _TOP_LEVEL_IGNORED and old.get(key) != new.get(key):
+        if key not in _TOP_LEVEL_IGNORED and _canonical(old.get(key)) != _canonical(new.get(key)):
             changes.append(FieldChange(key, "changed", "top-level keyword changed", BREAKING))
     kind = max((c.kind for c in changes), key=_RANK.__getitem__, default=COMPATIBLE)
     return SchemaChange(kind, tuple(changes))
@@ -418,7 +434,8 @@ def validate_migration(old_schema: Mapping, new_schema: Mapping, migration: Any)
     its shape, every source and dropped field exists in the old schema and every target in the
     new, conversions read the source's type and write one the target accepts, defaults are
     valid values, every required new field is produced, and every field the new schema no
-    longer has is mapped or dropped explicitly."""
+    longer has is mapped or dropped explicitly. A constraint tightened on a kept field is left
+    to ``check_against_samples``: only values can show whether it bites."""
     old_props, old_required, old = _schema(old_schema, "old schema")
     new_props, new_required, _ = _schema(new_schema, "new schema")
     fields, drop, problems = _mappings(migration)
@@ -554,7 +571,7 @@ def apply_migration(record: Mapping, migration: Mapping) -> dict:
     fields, drop, problems = _mappings(migration)
     if problems:
         raise ValueError(problems[0])
-    record = _plain_json(record, "record")
+    record = _plain_json(record, "record", MAX_RECORD_BYTES, MAX_RECORD_DEPTH)
     sources = {m["from"] for m in fields.values() if "from" in m}
     out = {k: v for k, v in record.items() if k not in drop and k not in sources}
     for target, mapping in fields.items():
@@ -601,7 +618,7 @@ def check_against_samples(
             problems.append(f"sample {i}: not a JSON object")
             continue
         try:
-            record = _plain_json(record, f"sample {i}")
+            record = _plain_json(record, f"sample {i}", MAX_RECORD_BYTES, MAX_RECORD_DEPTH)
         except ValueError as exc:
             problems.append(str(exc))
             continue

@@ -115,6 +115,15 @@ def test_enum_values_added_loosen_and_removed_tighten() -> None:
     assert changes(SLEEP, fewer) == {"quality": ["tightened"]}
 
 
+def test_enum_compares_as_json_so_true_is_not_one() -> None:
+    flag = edited(WATER, flag={"enum": [1, 2]})
+    as_bool = edited(WATER, flag={"enum": [True, 2]})
+    assert changes(flag, as_bool) == {"flag": ["tightened"]}
+    assert changes(edited(WATER, flag={"const": 1}), edited(WATER, flag={"const": True})) == {
+        "flag": ["changed"]
+    }
+
+
 def test_string_constraints_pattern_format_and_length() -> None:
     note = MOOD["properties"]["note"]
     assert classify_change(MOOD, edited(MOOD, note={**note, "maxLength": 1000})).kind == (
@@ -327,7 +336,15 @@ def test_hostile_schemas_raise_value_error() -> None:
     for _ in range(50):
         deep = {"properties": {"x": deep}}
     huge = {"type": "object", "properties": {f"f{i}": {"type": "string"} for i in range(5000)}}
-    for schema in ("a string", ["a", "list"], recursive, deep, huge, {"type": 5}):
+    for schema in (
+        "a string",
+        ["a", "list"],
+        recursive,
+        deep,
+        huge,
+        {"type": 5},
+        {"minimum": True},
+    ):
         with pytest.raises(ValueError):
             classify_change(WATER, schema)
         with pytest.raises(ValueError):
@@ -339,6 +356,8 @@ def test_record_with_unexpected_types_is_a_problem_or_value_error() -> None:
         apply_migration(["not", "a", "record"], MIGRATION)
     with pytest.raises(ValueError):
         apply_migration({"day": float("nan")}, MIGRATION)
+    with pytest.raises(ValueError, match="larger than"):
+        apply_migration({"note": "x" * (1 << 20)}, MIGRATION)
     # An object where split expects a string, and a number where join expects a list.
     with pytest.raises(ValueError, match="tags"):
         apply_migration({"tags": {"a": 1}}, MIGRATION)
