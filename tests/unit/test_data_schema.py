@@ -28,6 +28,7 @@ from evolution.data_schema import (
     switch_plan,
     validate_migration,
 )
+from market.demo.content import generate_community
 from market.demo.render import _manifest_schema
 
 ROOTS = Path(__file__).resolve().parents[2] / "market" / "demo" / "assets" / "roots"
@@ -173,6 +174,23 @@ def test_removed_field_and_top_level_keyword_are_breaking() -> None:
     assert classify_change(SLEEP, edited(SLEEP, wakeups=None)).kind == BREAKING
     closed = {**WATER, "additionalProperties": False}
     assert changes(WATER, closed) == {"additionalProperties": ["changed"]}
+
+
+def test_demo_forks_that_do_not_break_switch_without_loss() -> None:
+    community = generate_community(7, n_users=200, n_subagents=120)
+    by_key = {s.key: s for s in community.subagents}
+    seen = set()
+    for fork in community.subagents:
+        if fork.parent is None:
+            continue
+        old = by_key[fork.parent].versions[-1].manifest["data_schema"]
+        new = fork.versions[0].manifest["data_schema"]
+        kind = classify_change(old, new).kind
+        seen.add(kind)
+        plan = switch_plan(old, new)
+        if kind != BREAKING:
+            assert plan.safe, fork.key
+    assert seen == {COMPATIBLE, ADDITIVE, BREAKING}
 
 
 def test_a_rename_is_not_guessed() -> None:
