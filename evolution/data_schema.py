@@ -680,11 +680,14 @@ def switch_plan(from_schema: Mapping, to_schema: Mapping, migration: Any = None)
     fields, drop, problems = _mappings(migration)
     if problems:
         raise ValueError(problems[0])
+    sources = {m["from"] for m in fields.values() if "from" in m}
     plans = []
     for name in sorted(from_props):
-        targets = sorted(t for t, m in fields.items() if m.get("from") == name)
-        if name in drop or (not targets and name not in to_props):
+        targets = sorted(t for t, m in fields.items() if m.get("from") == name and t in to_props)
+        if name in drop or (not targets and (name in sources or name not in to_props)):
             plans.append(FieldPlan(name, LOST, (), "no place in the target"))
+        elif not targets and name in fields:
+            plans.append(FieldPlan(name, LOST, (), "replaced by the migration's default"))
         elif targets and targets != [name]:
             plans.append(FieldPlan(name, TRANSFORMED, tuple(targets), _describe(fields, targets)))
         elif targets and ("convert" in fields[name] or "values" in fields[name]):
@@ -701,7 +704,7 @@ def switch_plan(from_schema: Mapping, to_schema: Mapping, migration: Any = None)
             else:
                 plans.append(FieldPlan(name, CARRIED, (name,), "kept as it is"))
     produced = {t for t, m in fields.items() if "from" in m} | {
-        n for n in from_props if n in to_props and n not in drop and n not in fields
+        n for n in from_props if n in to_props and n not in {*drop, *sources, *fields}
     }
     defaults: dict[str, Any] = {}
     unfilled = []

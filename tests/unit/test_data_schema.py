@@ -459,6 +459,21 @@ def test_switch_plan_implicit_conversion_risk_and_unfilled() -> None:
     }
 
 
+def test_switch_plan_sees_moves_overwrites_and_undeclared_targets() -> None:
+    swapped = {
+        "fields": {"amount": {"default": 0}, "litres": {"from": "amount"}},
+    }
+    plan = switch_plan(WATER, WATER, swapped)
+    # amount moves into litres, which the target does not declare, and is overwritten.
+    assert verdicts(plan) == {"amount": LOST, "day": CARRIED}
+    assert plan.defaults == {"amount": 0}
+    moved = {"fields": {"volume": {"from": "amount"}}}
+    required = {**edited(WATER, volume={"type": "number"}), "required": ["day", "amount"]}
+    plan = switch_plan(WATER, required, moved)
+    assert verdicts(plan) == {"amount": TRANSFORMED, "day": CARRIED}
+    assert plan.unfilled == ("amount",)  # moved away, and nothing writes it back
+
+
 def test_switch_back_to_the_parent_loses_what_the_fork_added() -> None:
     back = {"fields": {"amount": {"from": "volume_ml"}}, "drop": ["unit", "tags", "done"]}
     plan = switch_plan(NEW, OLD, back)
