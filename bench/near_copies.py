@@ -35,6 +35,7 @@ import re
 import sys
 import time
 import tracemalloc
+from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -54,6 +55,7 @@ from market.demo.render import render_bundle  # noqa: E402
 KINDS = ("renamed", "reformatted", "edited", "all three")
 BOILERPLATE_SAMPLE = 5_000
 DATASKETCH_SAMPLE = 5_000
+SWEEP = (0.25, 0.3, 0.35, 0.4, 0.5)  # fork-offer thresholds also scored, on the same queries
 
 # Config strings that are text a person reads (and so differ from app to app); every other
 # string (field names, types, units, modes, references to fields) is structure and is kept.
@@ -195,6 +197,31 @@ def _datasketch_lsh_mib(stored: list[tuple[int, np.ndarray]]) -> float:
     return mib
 
 
+def _score(answers: list[tuple[str, int, list[nc.NearCopy]]], threshold: float) -> dict[str, float]:
+    """Precision (matches that are the source), top-1 precision (the best match is the source,
+    over copies with a match), recall per kind and the look-alike false-match rate, keeping
+    matches at ``threshold`` or more."""
+    true = false = top_true = top_any = 0
+    found: Counter[str] = Counter()
+    asked: Counter[str] = Counter()
+    for kind, source, everything in answers:
+        kept = [m for m in everything if m.similarity >= threshold]
+        asked[kind] += 1
+        found[kind] += any(m.key == source for m in kept) if kind in KINDS else bool(kept)
+        true += sum(m.key == source for m in kept)
+        false += sum(m.key != source for m in kept)
+        if kind in KINDS and kept:
+            top_any += 1
+            top_true += kept[0].key == source
+    copies = sum(asked[k] for k in KINDS)
+    return {
+        "precision": round(true / max(1, true + false), 4),
+        "top1": round(top_true / max(1, top_any), 4),
+        "recall": round(sum(found[k] for k in KINDS) / max(1, copies), 4),
+        **{k: round(found[k] / max(1, asked[k]), 4) for k in (*KINDS, "look-alike")},
+    }
+
+
 def _percentile(values: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q)) if values else float("nan")
 
@@ -261,7 +288,7 @@ def main() -> None:
         boilerplate,
         stored,
         words=args.words,
-        fork_offer=args.fork_offer,
+        fork_offer=min(args.fork_offer, *SWEEP),
         moderation=args.moderation,
     )
     insert_s = time.perf_counter() - t0
@@ -293,11 +320,16 @@ def main() -> None:
     # indexed app (brute force over all signatures): the margins the thresholds sit in.
     similarity: dict[str, list[float]] = {k: [] for k in found}
     true_matches = false_matches = exact_true = exact_false = 0
+    answers: list[tuple[str, int, list[nc.NearCopy]]] = []
+    false_by_root: Counter[str] = Counter()
     for kind, source, bundle in queries:
         t0 = time.perf_counter()
         sig = index.signature(bundle)
-        matches = [] if sig is None else index.query_signature(sig)
+        everything = [] if sig is None else index.query_signature(sig)
         latencies.append((time.perf_counter() - t0) * 1000)
+        answers.append((kind, source, everything))
+        matches = [m for m in everything if m.similarity >= args.fork_offer]
+        false_by_root.update(ROOTS[roots[m.key]]["key"] for m in matches if m.key != source)
         asked[kind] += 1
         unsigned[kind] += sig is None
         keys = {m.key for m in matches}
@@ -362,6 +394,24 @@ def main() -> None:
     )
     print()
     print(
+        "false matches by the matched app's root: "
+        + (", ".join(f"{k} {v}" for k, v in false_by_root.most_common(5)) or "none")
+    )
+    print()
+    sweep = [_score(answers, t) for t in SWEEP]
+    print(
+        f"{'fork offer':>10} {'precision':>9} {'top-1':>6} {'recall':>7} "
+        + " ".join(f"{k:>11}" for k in KINDS)
+        + f" {'look-alike':>10}"
+    )
+    for t, row in zip(SWEEP, sweep, strict=True):
+        print(
+            f"{t:>10.2f} {row['precision']:>9.3f} {row['top1']:>6.3f} {row['recall']:>7.3f} "
+            + " ".join(f"{row[k]:>11.3f}" for k in KINDS)
+            + f" {row['look-alike']:>10.3f}"
+        )
+    print()
+    print(
         f"precision {precision:.3f} (exact-hash {exact_precision:.3f}); recall {recall:.3f} "
         f"(exact-hash {exact_recall:.3f}); query p50 {p50:.2f} ms, p99 {p99:.2f} ms over "
         f"{len(latencies):,} queries"
@@ -404,6 +454,7 @@ def main() -> None:
                 "sign_ms_each": round(sign_s / n * 1000, 3),
                 "insert_s": round(insert_s, 2),
                 "unsigned_queries": sum(unsigned.values()),
+                "sweep": {str(t): row for t, row in zip(SWEEP, sweep, strict=True)},
                 "similarity_p10": {k: round(_percentile(v, 10), 3) for k, v in similarity.items()},
                 "lookalike_nearest_max": round(max(similarity["look-alike"], default=0.0), 3),
             }
