@@ -43,6 +43,7 @@ import csv
 import importlib.util
 import io
 import json
+import sys
 import tarfile
 import time
 from dataclasses import dataclass, replace
@@ -50,23 +51,26 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.sim_policies import RandomPolicy
-from bench.sim_world import YOUNG_RATINGS, Draws, World, WorldParams, draw_world
-from evolution.personal import (
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.sim_policies import RandomPolicy  # noqa: E402
+from bench.sim_world import YOUNG_RATINGS, Draws, World, WorldParams, draw_world  # noqa: E402
+from evolution.personal import (  # noqa: E402
     PATH_SWEEPS,
     NonPersonal,
     Taste,
     fit_taste,
     predict_ratings,
 )
-from evolution.ranking import (
+from evolution.ranking import (  # noqa: E402
     common_scale_table,
     debias,
     lineage_belief,
     rating_levels,
     scale_of_kind,
 )
-from evolution.tree import Forest
+from evolution.tree import Forest  # noqa: E402
 
 HELD_OUT_SHARE = 0.15
 STYLE_DIMS = 3
