@@ -37,7 +37,6 @@ from __future__ import annotations
 import gc
 import json
 import logging
-import math
 import threading
 import time
 import zlib
@@ -299,6 +298,7 @@ class SuggestionService:
         self._versions_seen: set[int] = set()
         self._checked_at = self._swept_at = 0.0
         self._generation_seen: int | None = None
+        self._behind = False  # taken over from the master and not caught up yet
         self._lock = threading.RLock()  # the index and its marks
         self._catch_up_lock = threading.Lock()  # one catch-up (read, then apply) at a time
         self._themes = _TtlCache(CONTEXT_TTL_SECONDS, 5000)
@@ -328,9 +328,10 @@ class SuggestionService:
         self._watermark = built.watermark
         self._version_mark = built.version_mark
         self._versions_seen = built.versions_seen
+        self._checked_at = self._swept_at = time.monotonic()
         # A build read just now is current; one inherited from the gunicorn master may be
-        # hours old, so the next catch-up sweeps everything changed since it was read.
-        self._checked_at = self._swept_at = -math.inf if built.inherited else time.monotonic()
+        # hours old: until a catch-up sweeps what changed since, no request is answered.
+        self._behind = built.inherited
         return built.inherited
 
     def _due(self, listening: bool) -> bool:
@@ -368,6 +369,7 @@ class SuggestionService:
             with self._lock:
                 # Seen once indexed: a request arriving meanwhile waited for this catch-up.
                 self._generation_seen = generation
+                self._behind = False
             return len(changed)
 
     def _needs_catch_up(self, now: float) -> tuple[bool, bool, int | None]:
@@ -375,9 +377,9 @@ class SuggestionService:
         and the notification counter it answers. A catalog change was announced (another
         process's publish, listing edit, visibility change, yank or quarantine): read the
         changed rows before this request is answered, since the read cache may keep the
-        answer."""
+        answer. So is an index taken over from the gunicorn master until it has caught up."""
         generation = self._change_generation() if self._change_generation else None
-        announced = generation is not None and generation != self._generation_seen
+        announced = self._behind or (generation is not None and generation != self._generation_seen)
         sweep = announced or now - self._swept_at >= self.sweep_seconds
         return sweep or self._due(listening=generation is not None), sweep, generation
 

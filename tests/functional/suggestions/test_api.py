@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import re
 import threading
+import time
 
 import pytest
 from sqlmodel import select
@@ -373,6 +374,34 @@ def test_a_worker_takes_over_the_masters_build_once_and_catches_up(
     assert suggestions._before_fork is None  # and by this service only
     found = {match.subagent_id for match in service.index.search("quinoa")}
     assert {before["id"], after["id"]} <= found
+
+
+def test_no_request_is_answered_from_a_taken_over_build_before_it_caught_up(
+    app, client, creator, coding_agent, monkeypatch
+):
+    """A worker's first catch-up after taking over the master's build marks itself done as
+    it starts; a request arriving meanwhile must still wait for it, or it would answer (and
+    the read cache keep) an index that predates every publish since the master read it."""
+    from market.suggestions import services as suggestions
+
+    monkeypatch.setattr(suggestions, "_before_fork", None)
+    monkeypatch.setattr(gc, "freeze", lambda: None)
+    suggestions.build_before_fork(app_state(app).engine)
+    late = publish(client, creator, title="Sauerkraut crock log")
+    service = app_state(app).suggestions
+    service._index = None
+    service.index  # noqa: B018 - takes the master's build over, not caught up yet
+    found: list = []
+    with service._catch_up_lock:  # another thread's catch-up under way, its marks set
+        service._checked_at = service._swept_at = time.monotonic()
+        thread = threading.Thread(
+            target=lambda: found.append(ids(ask(client, coding_agent, "sauerkraut crock log")))
+        )
+        thread.start()
+        thread.join(timeout=0.5)
+        assert thread.is_alive() and not found
+    thread.join(timeout=10)
+    assert found == [[late["id"]]]
 
 
 def test_a_catch_up_in_progress_holds_back_only_the_requests_that_need_it(
