@@ -6,22 +6,13 @@ import difflib
 from collections.abc import Mapping
 from typing import Any
 
+# Lines as git knows them (only "\n" ends one; str.splitlines also breaks on \r, \x0c,
+# U+2028...), the same lines the upstream merges work on.
+from evolution.merge import split_lines
 from market.catalog.bundles import Bundle
 from market.catalog.bundles.limits import MAX_DIFF_BYTES, MAX_DIFF_TOTAL_BYTES, utf8_len
 
 __all__ = ["diff_bundles"]
-
-
-def _split_lines(text: str) -> list[str]:
-    # str.splitlines() also breaks on \r, \x0c, U+2028...; diffs must agree with git,
-    # which only knows "\n".
-    if not text:
-        return []
-    parts = text.split("\n")
-    lines = [p + "\n" for p in parts[:-1]]
-    if parts[-1]:
-        lines.append(parts[-1])
-    return lines
 
 
 def _file_diff(path: str, old: str, new: str, budget: int) -> tuple[str, bool, int, int]:
@@ -30,7 +21,7 @@ def _file_diff(path: str, old: str, new: str, budget: int) -> tuple[str, bool, i
     truncated = False
     added = removed = 0
     lines = difflib.unified_diff(
-        _split_lines(old), _split_lines(new), fromfile=f"a/{path}", tofile=f"b/{path}", n=3
+        split_lines(old), split_lines(new), fromfile=f"a/{path}", tofile=f"b/{path}", n=3
     )
     for i, line in enumerate(lines):
         # The first two lines are the ---/+++ headers; counting by prefix alone
