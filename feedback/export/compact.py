@@ -24,6 +24,9 @@ file.
 from __future__ import annotations
 
 import bisect
+import operator
+from dataclasses import dataclass, field
+from itertools import accumulate, compress
 
 import orjson
 
@@ -32,10 +35,49 @@ BUDGET = 1_800  # characters of the manifest line and file lines per completion
 ALWAYS_SHOWN = ("name", "description")
 
 
-def _bundle(completion: str) -> tuple[dict, dict[str, str]]:
-    """A completion's manifest and files (the bundle's canonical JSON)."""
+@dataclass(slots=True)
+class BundleFile:
+    """A file's lines, with what every view of it asks again and again worked out once."""
+
+    lines: list[str]
+    # ends[i]: characters of lines[0..i], each counted with its newline, as the budget counts
+    # them: how many lines from ``start`` fit is one bisection, not a walk.
+    ends: list[int]
+    _members: frozenset[str] | None = field(default=None, repr=False)
+
+    @classmethod
+    def of(cls, text: str) -> BundleFile:
+        lines = text.splitlines()
+        return cls(lines, list(accumulate(len(line) + 1 for line in lines)))
+
+    @property
+    def members(self) -> frozenset[str]:
+        """The file's distinct lines (built on first use, then shared by every pair)."""
+        if self._members is None:
+            self._members = frozenset(self.lines)
+        return self._members
+
+    def cost(self, start: int, end: int) -> int:
+        """What lines ``start``..``end - 1`` cost the budget."""
+        if end <= start:
+            return 0
+        return self.ends[end - 1] - (self.ends[start - 1] if start else 0)
+
+
+@dataclass(slots=True)
+class ParsedBundle:
+    """A completion (the bundle's canonical JSON) read once: its manifest and files. An export
+    parses each version once and builds every view it appears in from this."""
+
+    manifest: dict
+    files: dict[str, BundleFile]
+    size: int  # characters of the completion it was read from
+
+
+def parse(completion: str) -> ParsedBundle:
     bundle = orjson.loads(completion)
-    return bundle["manifest"], bundle["files"]
+    files = {path: BundleFile.of(text) for path, text in bundle["files"].items()}
+    return ParsedBundle(bundle["manifest"], files, len(completion))
 
 
 def _lines(count: int, adjective: str = "") -> str:
@@ -58,48 +100,44 @@ class _Budget:
     def __init__(self, characters: int) -> None:
         self.left = characters
 
-    def take(self, lines: list[str]) -> tuple[list[str], int]:
-        """As many of ``lines`` as fit, and how many did not."""
-        kept = []
-        for line in lines:
-            cost = len(line) + 1
-            if cost > self.left:
-                break
-            self.left -= cost
-            kept.append(line)
-        return kept, len(lines) - len(kept)
+    def take(self, file: BundleFile, start: int, end: int) -> tuple[list[str], int]:
+        """As many of ``file``'s lines ``start``..``end - 1`` as fit, and how many did not."""
+        base = file.ends[start - 1] if start else 0
+        fit = max(bisect.bisect_right(file.ends, base + self.left, start, end), start)
+        self.left -= file.cost(start, fit)
+        return file.lines[start:fit], end - fit
 
 
-def _unshared(mine: list[str], other: list[str]) -> list[int]:
+def _unshared(mine: BundleFile, other: BundleFile | None) -> list[int]:
     """Indices of ``mine``'s lines that ``other`` does not have anywhere. (Not a line diff: a
     line moved within the file counts as shared. A diff's longest-common-subsequence search
     cost about a millisecond per pair of bundles; this is one set.)"""
-    theirs = set(other)
-    return [j for j, line in enumerate(mine) if line not in theirs]
+    if other is None:
+        return list(range(len(mine.lines)))
+    # compress/map keep the per-line loop in C: views are built for every exported pair.
+    absent = map(operator.not_, map(other.members.__contains__, mine.lines))
+    return list(compress(range(len(mine.lines)), absent))
 
 
-def _changed_view(path: str, mine: list[str], unshared: list[int], budget: _Budget) -> list[str]:
+def _changed_view(path: str, mine: BundleFile, unshared: list[int], budget: _Budget) -> list[str]:
     """A file's ``unshared`` lines, each with ``CONTEXT_LINES`` lines around it (overlapping
     stretches merged); the runs of shared lines between them as markers. Stops at the budget,
     counting the unshared lines it did not reach."""
-    n = len(mine)
+    n = len(mine.lines)
     out = [f"--- {path} ({_lines(n)}; changed) ---"]
     # With no unshared line (only lines taken out), the file's last lines are the context.
     anchors = unshared or [n - 1]
+    # Anchors whose context touches the previous one's join its stretch: a stretch ends where
+    # the next anchor is further than both contexts (found in C, as in _unshared).
+    gaps = map(operator.sub, anchors[1:], anchors)
+    ends = list(compress(range(1, len(anchors)), map((2 * CONTEXT_LINES + 1).__lt__, gaps)))
     position = 0
-    index = 0
-    while index < len(anchors):
-        start = max(position, anchors[index] - CONTEXT_LINES)
-        last = anchors[index]
-        index += 1
-        # Anchors whose context touches the previous one's join its stretch.
-        while index < len(anchors) and anchors[index] - last <= 2 * CONTEXT_LINES + 1:
-            last = anchors[index]
-            index += 1
-        end = min(n, last + CONTEXT_LINES + 1)
+    for first, stop in zip([0, *ends], [*ends, len(anchors)], strict=True):
+        start = max(position, anchors[first] - CONTEXT_LINES)
+        end = min(n, anchors[stop - 1] + CONTEXT_LINES + 1)
         if start > position:
             out.append(f"⋯ {_lines(start - position)} as in the other version ⋯")
-        shown, left_out = budget.take(mine[start:end])
+        shown, left_out = budget.take(mine, start, end)
         out += shown
         if left_out:
             missed = len(unshared) - bisect.bisect_left(unshared, start + len(shown))
@@ -111,69 +149,71 @@ def _changed_view(path: str, mine: list[str], unshared: list[int], budget: _Budg
     return out
 
 
-def _head_view(path: str, lines: list[str], budget: _Budget, files_left: int) -> list[str]:
+def _head_view(path: str, file: BundleFile, budget: _Budget, files_left: int) -> list[str]:
     """A file's first lines, within its share of what is left of the budget."""
     share = _Budget(budget.left // max(files_left, 1))
-    shown, left_out = share.take(lines)
-    budget.left -= sum(len(line) + 1 for line in shown)
-    out = [f"--- {path} ({_lines(len(lines))}) ---", *shown]
+    shown, left_out = share.take(file, 0, len(file.lines))
+    budget.left -= file.cost(0, len(shown))
+    out = [f"--- {path} ({_lines(len(file.lines))}) ---", *shown]
     if left_out:
         out.append(f"⋯ {_lines(left_out, 'more')} ⋯")
     return out
 
 
-Files = dict[str, list[str]]  # path → lines
 Changes = dict[str, list[int]]  # path → this side's lines the other side does not have
 
 
-def _view(manifest: dict, files: Files, other: tuple[dict, Files, Changes] | None) -> str:
-    """One side's view: against the other side (its manifest, files and this side's unshared
-    lines per file that differs), or alone (a root)."""
-    out = [_manifest_line(manifest, other[0] if other else None)]
+def _view(mine: ParsedBundle, other: ParsedBundle | None, changes: Changes | None) -> str:
+    """One side's view: against the other side (its manifest and files, and this side's
+    unshared lines per file that differs), or alone (a root)."""
+    out = [_manifest_line(mine.manifest, other.manifest if other else None)]
     budget = _Budget(max(BUDGET - len(out[0]), 0))
-    paths = sorted(files)
+    paths = sorted(mine.files)
     for index, path in enumerate(paths):
-        lines = files[path]
+        file = mine.files[path]
         if other is None:
-            out += _head_view(path, lines, budget, len(paths) - index)
-        elif path in other[2]:
-            out += _changed_view(path, lines, other[2][path], budget)
+            out += _head_view(path, file, budget, len(paths) - index)
+        elif path in changes:
+            out += _changed_view(path, file, changes[path], budget)
         else:
-            out.append(f"--- {path} ({_lines(len(lines))}; as in the other version) ---")
+            out.append(f"--- {path} ({_lines(len(file.lines))}; as in the other version) ---")
     if other is not None:
-        gone = sorted(set(other[1]) - set(files))
+        gone = sorted(set(other.files) - set(mine.files))
         out += [f"--- {path}: not in this version ---" for path in gone]
     return "\n".join(out)
 
 
-def _lines_of(completion: str) -> tuple[dict, Files]:
-    manifest, files = _bundle(completion)
-    return manifest, {path: text.splitlines() for path, text in files.items()}
-
-
-def _changes(mine: Files, theirs: Files) -> Changes:
+def _changes(mine: ParsedBundle, theirs: ParsedBundle) -> Changes:
     """Per file of ``mine`` that ``theirs`` does not have alike, its unshared lines."""
-    return {
-        path: _unshared(lines, theirs.get(path, []))
-        for path, lines in mine.items()
-        if lines != theirs.get(path)
-    }
+    changes = {}
+    for path, file in mine.files.items():
+        other = theirs.files.get(path)
+        if other is None or file.lines != other.lines:
+            changes[path] = _unshared(file, other)
+    return changes
 
 
-def compact_pair(chosen: str, rejected: str) -> tuple[str, str]:
+def pair_views(chosen: ParsedBundle, rejected: ParsedBundle) -> tuple[str, str]:
     """Both sides of a pair, each showing where it differs from the other."""
-    (a_manifest, a_files), (b_manifest, b_files) = _lines_of(chosen), _lines_of(rejected)
     return (
-        _view(a_manifest, a_files, (b_manifest, b_files, _changes(a_files, b_files))),
-        _view(b_manifest, b_files, (a_manifest, a_files, _changes(b_files, a_files))),
+        _view(chosen, rejected, _changes(chosen, rejected)),
+        _view(rejected, chosen, _changes(rejected, chosen)),
     )
 
 
-def compact_version(completion: str, parent: str | None) -> str:
-    """One version: its change against its parent's completion, or (``parent`` None) the head
-    of each of its files."""
-    manifest, files = _lines_of(completion)
+def version_view(bundle: ParsedBundle, parent: ParsedBundle | None) -> str:
+    """One version: its change against its parent, or (``parent`` None) the head of each of
+    its files."""
     if parent is None:
-        return _view(manifest, files, None)
-    parent_manifest, parent_files = _lines_of(parent)
-    return _view(manifest, files, (parent_manifest, parent_files, _changes(files, parent_files)))
+        return _view(bundle, None, None)
+    return _view(bundle, parent, _changes(bundle, parent))
+
+
+def compact_pair(chosen: str, rejected: str) -> tuple[str, str]:
+    """:func:`pair_views` of two completions."""
+    return pair_views(parse(chosen), parse(rejected))
+
+
+def compact_version(completion: str, parent: str | None) -> str:
+    """:func:`version_view` of a completion and its parent's (or None)."""
+    return version_view(parse(completion), parse(parent) if parent is not None else None)

@@ -1,5 +1,5 @@
 """Loading the text rows need: the text source shared by the writing threads, and a cache of
-recently used versions' text and scrubbed prompts."""
+recently used versions' text, scrubbed prompts and parsed bundles."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from feedback import rewards
+from feedback.export.compact import ParsedBundle, parse
 from feedback.export.inputs import Comment, TextSource
 from feedback.rewards import VersionText
 from feedback.scrub import Scrubber
@@ -45,6 +46,8 @@ class TextCache:
         self.size = 0
         self.scrubber = Scrubber()
         self.prompts: dict[int, str] = {}
+        self.bundles: OrderedDict[int, ParsedBundle] = OrderedDict()
+        self.bundles_size = 0
 
     def prompt(self, version_id: int) -> str:
         """The version's own prompt, scrubbed (prompts quote people's fork requests)."""
@@ -53,6 +56,21 @@ class TextCache:
             prompt = self.scrubber.scrub(rewards.version_prompt(self.entries[version_id]))
             self.prompts[version_id] = prompt
         return prompt
+
+    def bundle(self, version_id: int, completion: str) -> ParsedBundle:
+        """``completion`` (the version's) parsed for compact views: once, however many pairs
+        the version is in while it stays among the most recently used (the same byte budget
+        as the texts, counted in characters of completion)."""
+        bundle = self.bundles.get(version_id)
+        if bundle is not None:
+            self.bundles.move_to_end(version_id)
+            return bundle
+        bundle = self.bundles[version_id] = parse(completion)
+        self.bundles_size += bundle.size
+        while self.bundles_size > self.budget and len(self.bundles) > 1:
+            _old_id, old = self.bundles.popitem(last=False)
+            self.bundles_size -= old.size
+        return bundle
 
     def get(self, nodes: np.ndarray) -> dict[int, VersionText]:
         wanted = [int(v) for v in self.version_id[nodes]]

@@ -23,7 +23,7 @@ import pyarrow as pa
 from evolution.language import LATIN, language_of
 from feedback import rewards
 from feedback.dataset_files import JsonLines, ShardedConfig, ShardInfo, finish_files
-from feedback.export.compact import compact_pair, compact_version
+from feedback.export.compact import pair_views, version_view
 from feedback.export.indexing import group_runs
 from feedback.export.inputs import ExportResult, Progress, TextSource
 from feedback.export.lengths import length_summary, row_lengths
@@ -243,13 +243,20 @@ class ExportWriter:
         """The unpaired rows of ``nodes`` with each completion against its parent's (a root's
         trimmed)."""
         export = self.export
+        vid = export.catalog.version_id
         parents = export.forest.parent[nodes]
         parent_text = cache.get(parents[parents >= 0])
-        parent_ids = np.where(parents >= 0, export.catalog.version_id[np.maximum(parents, 0)], -1)
+        parent_ids = np.where(parents >= 0, vid[np.maximum(parents, 0)], -1)
         compact = [
-            compact_version(completion, parent_text[p].completion if p in parent_text else None)
-            for completion, p in zip(
-                table.column("completion").to_pylist(), parent_ids.tolist(), strict=True
+            version_view(
+                cache.bundle(v, completion),
+                cache.bundle(p, parent_text[p].completion) if p in parent_text else None,
+            )
+            for v, p, completion in zip(
+                vid[nodes].tolist(),
+                parent_ids.tolist(),
+                table.column("completion").to_pylist(),
+                strict=True,
             )
         ]
         index = table.schema.get_field_index("completion")
@@ -258,11 +265,16 @@ class ExportWriter:
     def _write_pair_batch(self, part: rewards.Pairs, cache: TextCache, category, split) -> None:
         table, lines = self.tables.pairwise(part, cache, category)
         self._write_shapes("pairwise", category, split, table)
-        chosen_text = table.column("chosen").to_pylist()
-        rejected_text = table.column("rejected").to_pylist()
+        # Each version's bundle is parsed once (TextCache.bundle), not once per pair it is in.
         sides = [
-            compact_pair(chosen, rejected)
-            for chosen, rejected in zip(chosen_text, rejected_text, strict=True)
+            pair_views(cache.bundle(chosen_id, chosen), cache.bundle(rejected_id, rejected))
+            for chosen_id, rejected_id, chosen, rejected in zip(
+                table.column("chosen_version_id").to_pylist(),
+                table.column("rejected_version_id").to_pylist(),
+                table.column("chosen").to_pylist(),
+                table.column("rejected").to_pylist(),
+                strict=True,
+            )
         ]
         compact = table.set_column(
             table.schema.get_field_index("chosen"),
