@@ -33,9 +33,15 @@ run: install
 test: install
 	SPRIG_TEST_BROWSER=1 scripts/test-services.sh $(MAKE) --no-print-directory test-inside
 
-# The slowest tests are listed at the end, so a CI log shows where its half hour goes.
+# Two parts. First everything else in TEST_WORKERS processes (pytest-xdist; each worker has
+# databases of its own on the shared servers, tests/xdist_worker.py), a module's tests kept on
+# one worker so its module fixtures are built once; then, alone, the tests that restart a
+# shared server (marked `exclusive`). The slowest tests are listed at the end of each part, so
+# a CI log shows where its time goes.
+TEST_WORKERS ?= 3
 test-inside: lint migrations-check
-	$(BIN)/pytest -q -p no:cacheprovider --durations=40
+	$(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile -m "not exclusive" --durations=30
+	$(BIN)/pytest -q -p no:cacheprovider -m exclusive --durations=10
 
 lint:
 	$(BIN)/ruff check .

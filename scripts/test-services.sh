@@ -242,7 +242,8 @@ fi
 # --------------------------------------------------------------------------
 REDIS_PORT=$(free_port "${REDIS_PORT:-6390}")
 log "starting Redis on 127.0.0.1:$REDIS_PORT ($D)"
-"$REDIS_SERVER" --bind 127.0.0.1 --port "$REDIS_PORT" --daemonize yes \
+# 64 databases: each pytest-xdist worker owns a block of 16 (tests/xdist_worker.py).
+"$REDIS_SERVER" --bind 127.0.0.1 --port "$REDIS_PORT" --daemonize yes --databases 64 \
     --pidfile "$D/redis.pid" --dir "$D" --logfile "$D/redis.log" \
     --save "" --appendonly no 9>&-
 

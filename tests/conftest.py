@@ -35,6 +35,20 @@ from market.platform.migrate import upgrade
 from market.platform.schema_registry import import_all_models
 from market.platform.state import app_state
 from tests.log_scanner import LogScanner
+from tests.xdist_worker import WORKER_ID, own_database, own_redis_url
+
+
+def pytest_configure(config) -> None:
+    """Under pytest-xdist, point this worker at test servers' databases of its own before any
+    test (or any server a test starts, which inherits the environment) reads the URLs."""
+    if not WORKER_ID:
+        return
+    if url := os.environ.get("SPRIG_TEST_POSTGRES_URL"):
+        name = own_database(make_url(url).database)
+        _admin(url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', f'CREATE DATABASE "{name}"')
+        os.environ["SPRIG_TEST_POSTGRES_URL"] = _database_named(url, name)
+    if url := os.environ.get("SPRIG_TEST_REDIS_URL"):
+        os.environ["SPRIG_TEST_REDIS_URL"] = own_redis_url(url)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -154,7 +168,7 @@ class DemoTemplate:
     now: datetime
 
 
-DEMO_TEMPLATE_DB = "sprig_demo_template"
+DEMO_TEMPLATE_DB = own_database("sprig_demo_template")
 
 
 def _database_named(database_url: str, name: str) -> str:
@@ -213,7 +227,7 @@ def demo_app(database_url, demo_template, request, tmp_path_factory) -> Iterator
     read it (and may write to it) without loading it again or touching other modules."""
     postgres = database_url.startswith("postgresql")
     if postgres:
-        name = f"sprig_demo_{zlib.crc32(request.module.__name__.encode()):08x}"
+        name = own_database(f"sprig_demo_{zlib.crc32(request.module.__name__.encode()):08x}")
         url = _database_named(database_url, name)
         _admin(
             database_url,

@@ -27,6 +27,7 @@ from market.platform.limits import LIMIT_CLASSES
 from market.platform.migrate import upgrade
 from market.platform.state import app_state
 from tests.factories import Actor, bundle, make_user
+from tests.xdist_worker import own_database, own_redis_url
 
 API = "/api/v1"
 TIMEOUT = (5.0, 30.0)
@@ -36,6 +37,7 @@ PROBES = ("detail", "browse", "search", "suggestions")
 def fresh_database(base_url: str, name: str) -> str:
     """Database ``name`` on the server of ``base_url``, dropped if there and created anew at
     the migrations' head; its URL."""
+    name = own_database(name)
     admin = make_url(base_url).set(drivername="postgresql", database="postgres")
     with psycopg.connect(admin.render_as_string(hide_password=False), autocommit=True) as db:
         db.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
@@ -51,7 +53,7 @@ def node_settings(database_url: str, redis_url: str) -> dict[str, str]:
     probes poll far faster than any visitor)."""
     return {
         "SPRIG_DATABASE_URL": database_url,
-        "SPRIG_REDIS_URL": redis_url.rsplit("/", 1)[0] + "/7",
+        "SPRIG_REDIS_URL": own_redis_url(redis_url, 7),
         "SPRIG_CELERY_EAGER": "0",
         "SPRIG_SECRET_KEY": "two-nodes",
         **{f"SPRIG_RATE_LIMIT_{name.upper()}": "" for name in LIMIT_CLASSES},

@@ -20,6 +20,7 @@ from market.platform.state import app_state
 from tests.conftest import make_app
 from tests.factories import bundle, listing, make_user, publish
 from tests.functional.web.test_pages import csrf_of
+from tests.xdist_worker import own_redis_url
 
 PROBLEM = "application/problem+json"
 SEARCH = "/api/v1/subagents?q=water"
@@ -41,7 +42,7 @@ def redis_url(request) -> str:
     if request.param == "redis-down":
         return REDIS_DOWN
     # A database of its own on the test Redis, emptied first: user ids restart in every test.
-    url = os.environ["SPRIG_TEST_REDIS_URL"].rsplit("/", 1)[0] + "/9"
+    url = own_redis_url(os.environ["SPRIG_TEST_REDIS_URL"], 9)
     redis.Redis.from_url(url).flushdb()
     return url
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from tests import gunicorn_server
 from tests.conftest import make_app
 from tests.factories import Actor, make_user
 from tests.log_scanner import leaks
+from tests.xdist_worker import own_redis_url
 
 REPO = Path(__file__).resolve().parents[2]
 API = "/api/v1"
@@ -95,7 +95,7 @@ def live(database_url, tmp_path_factory):
     folder = tmp_path_factory.mktemp("logs")
     settings = {
         "SPRIG_DATABASE_URL": database_url,
-        "SPRIG_REDIS_URL": re.sub(r"/\d+$", f"/{REDIS_DB}", redis_url),
+        "SPRIG_REDIS_URL": own_redis_url(redis_url, REDIS_DB),
         "SPRIG_CELERY_EAGER": "0",
         "SPRIG_SECRET_KEY": "test",
         "SPRIG_READ_CACHE_SECONDS": "0",

@@ -36,11 +36,12 @@ from market.demo.loader import load_demo
 from market.platform.migrate import alembic_config, upgrade
 from market.platform.state import app_state
 from tests.factories import fork, make_user, publish
+from tests.xdist_worker import own_database
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[3]
-DRILL_DB = "sprig_drill"
+DRILL_DB = own_database("sprig_drill")
 API = "/api/v1"
 # A table's row count and the md5 of its rows as text, sorted byte-wise ("C") so the order
 # does not depend on a collation.

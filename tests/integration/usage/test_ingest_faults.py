@@ -48,11 +48,13 @@ from market.app import create_app
 from market.platform.migrate import upgrade
 from market.platform.state import app_state
 from tests.factories import make_user, publish
+from tests.xdist_worker import own_database
 
-pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
+# It kills and restarts the shared PostgreSQL and Redis: it runs alone, after the parallel part.
+pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow, pytest.mark.exclusive]
 
 REPO = Path(__file__).resolve().parents[3]
-FAULTS_DB = "sprig_faults"
+FAULTS_DB = own_database("sprig_faults")
 N_CLIENTS = 4
 MAX_BATCHES_PER_CLIENT = 2000  # clients run until every fault is done (bounded by this)
 BATCHES_BETWEEN_FAULTS = 12  # accepted batches between two faults: traffic is always flowing
