@@ -148,6 +148,18 @@ def rank(force: bool) -> None:
     )
 
 
+@main.command("offer-upstream")
+@click.argument("version_id", type=click.IntRange(1))
+def offer_upstream(version_id: int) -> None:
+    """Offer a new version to its parent's forks now (what the task after a publish does;
+    for a version whose task was lost). Forks offered it already are left as they are."""
+    from market.catalog.upstream import propose_updates
+
+    with session_scope(_engine()) as session:
+        made = propose_updates(session, version_id)
+    click.echo(f"{len(made)} fork(s) offered version {version_id}")
+
+
 @main.command("export-rewards")
 @click.option(
     "--out",
