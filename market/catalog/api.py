@@ -253,6 +253,8 @@ def _publish_version(subagent_id: int, body: VersionIn, bundle: bundles.Bundle):
     subagent = catalog.get_visible(session, who, subagent_id)
     publisher = catalog.resolve_publisher(session, who, body.on_behalf_of)
     version, created = catalog.publish_version(session, publisher, subagent, bundle, body.changelog)
+    if body.upstream_update_id is not None:
+        upstream.resolve(session, who, body.upstream_update_id, subagent, version)
     commit()
     if created:
         metrics.record_publish("version")

@@ -146,6 +146,11 @@ class VersionIn(StrictInput):
     changelog: str = Field("", max_length=4000)
     bundle: BundleIn | None = None
     on_behalf_of: str | None = Field(None, max_length=40)
+    upstream_update_id: Id | None = Field(
+        None,
+        description="the open upstream update (of this sub-agent) this version resolves: the "
+        "coding agent publishing a conflicted merge it resolved; the update is then accepted",
+    )
 
 
 class UpdateIn(StrictInput):

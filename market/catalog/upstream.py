@@ -6,7 +6,8 @@ publish commits) makes, for each direct fork, one proposal: the three-way merge
 version. The base is the parent's version the fork was made from, or the upstream version
 of the fork's last accepted proposal. The fork's author accepts a clean proposal (a new
 version of the fork, "merged from <parent> vN") or declines it; a conflicted one waits in the
-coding agent's queue, which resolves it by publishing the merged files on the author's behalf.
+coding agent's queue, which resolves it by publishing the resolved version on the author's
+behalf, naming the proposal (``upstream_update_id``).
 
 Proposals for one fork take turns on the fork's row lock (``lock_subagent``), as its new
 versions do, and ``uq_upstream_proposal`` keeps one per fork and upstream version however many
@@ -39,7 +40,7 @@ from market.identity.access import (
 from market.identity.models import User
 from market.identity.tokens import Principal
 from market.platform.db import insert_unless_exists
-from market.platform.errors import Conflict, Forbidden, NotFound
+from market.platform.errors import Conflict, Forbidden, NotFound, Unprocessable
 from market.platform.pagination import newest_first_page
 from market.platform.time import utcnow
 
@@ -409,8 +410,8 @@ def accept(session: Session, who: Principal, proposal_id: int) -> tuple[Offer, V
         where = ", ".join(_conflicted_parts(proposal)) or "the merge"
         raise Conflict(
             f"Upstream update {proposal.id} conflicts ({where}): the coding agent resolves "
-            "it from its queue (GET /api/v1/upstream-conflicts), or publish a "
-            "version that resolves it yourself and decline this one."
+            "it from its queue (GET /api/v1/upstream-conflicts), or publish a version "
+            f"that resolves it with `upstream_update_id: {proposal.id}`."
         )
     author = session.get(User, offer.fork.author_id)
     changelog = f"merged from {offer.parent.title} v{offer.upstream.number}"
@@ -422,6 +423,29 @@ def accept(session: Session, who: Principal, proposal_id: int) -> tuple[Offer, V
     session.add(proposal)
     offer.current = version
     return offer, version, created
+
+
+def resolve(
+    session: Session, who: Principal, proposal_id: int, fork: SubAgent, version: Version
+) -> Offer:
+    """Record ``version`` of ``fork``, just published by its author or on their behalf, as
+    the resolution of proposal ``proposal_id``: it is accepted with that version, whose
+    upstream version is the fork's next base. The same version resolving it again is a no-op."""
+    offer = get_offer(session, who, proposal_id)
+    proposal = offer.proposal
+    if offer.fork.id != fork.id:
+        raise Unprocessable(
+            f"Upstream update {proposal_id} is for sub-agent {offer.fork.id}, not {fork.id}.",
+            errors=[{"location": "upstream_update_id", "message": "not an update of this"}],
+        )
+    if proposal.status == ACCEPTED and proposal.merged_version_id == version.id:
+        return offer
+    _refuse_unless_open(offer)
+    proposal.status, proposal.decided_at = ACCEPTED, utcnow()
+    proposal.merged_version_id = version.id
+    session.add(proposal)
+    offer.current = version
+    return offer
 
 
 def _conflicted_parts(proposal: UpstreamProposal) -> list[str]:

@@ -354,3 +354,42 @@ def test_accept_refuses_once_the_fork_moved_on_and_refresh_merges_again(client, 
         headers=bob.headers,
     ).get_json()["files"]
     assert files["app.js"] == moved.replace("console.log(goal);", "console.log('goal', goal);")
+
+
+def test_the_coding_agent_resolves_a_conflict_by_publishing_for_the_author(
+    client, alice, bob, carol, coder
+):
+    parent = _publish_parent(client, alice)
+    fork = _fork(client, bob, parent["id"], APP_JS.replace("3000", "2500"))
+    _new_version(client, alice, parent["id"], tracker(APP_JS.replace("3000", "3500")))
+    (proposal,) = _updates(client, bob, fork["id"])["items"]
+    resolved = tracker(APP_JS.replace("3000", "2500").replace("'ml'", "'millilitres'"))
+
+    # Naming another sub-agent's update, or publishing as someone else, changes nothing.
+    wrong = _new_version(
+        client, alice, parent["id"], tracker("// v3\n"), upstream_update_id=proposal["id"]
+    )
+    assert wrong.status_code == 404
+    stranger = _new_version(client, carol, fork["id"], resolved, upstream_update_id=proposal["id"])
+    assert stranger.status_code == 403
+    published = _new_version(
+        client,
+        coder,
+        fork["id"],
+        resolved,
+        on_behalf_of="bob",
+        upstream_update_id=proposal["id"],
+    )
+    assert published.status_code == 201, published.get_json()
+    (after,) = _updates(client, bob, fork["id"])["items"]
+    assert (after["status"], after["merged_version_id"]) == ("accepted", published.get_json()["id"])
+    assert client.get(f"{API}/upstream-conflicts", headers=coder.headers).get_json()["items"] == []
+
+    # The parent's next version is merged from the version the resolution took in.
+    _new_version(client, alice, parent["id"], tracker(APP_JS.replace("3000", "3500") + "// v3\n"))
+    newest = _updates(client, bob, fork["id"])["items"][0]
+    assert (newest["base_version"], newest["upstream_version"], newest["conflicted"]) == (
+        2,
+        3,
+        False,
+    )

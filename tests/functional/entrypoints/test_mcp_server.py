@@ -39,10 +39,16 @@ def test_tools_are_listed(engine):
             return sorted(tool.name for tool in (await client.list_tools()).tools)
 
     assert run_async(names) == [
+        "accept_upstream_update",
+        "decline_upstream_update",
         "get_diff",
         "get_files",
         "get_subagent",
+        "get_upstream_update",
+        "list_upstream_conflicts",
+        "list_upstream_updates",
         "publish_fork",
+        "resolve_upstream_update",
         "suggest_forks",
     ]
 
