@@ -303,7 +303,11 @@ def offers_for(
     cursor: str | None,
 ) -> OfferPage:
     """A fork's proposals the viewer may see, newest first, with how many are open and how
-    many of those conflict."""
+    many of those conflict. Only its author and moderators list them (the coding agent reads
+    the conflicted ones from its queue); anyone else gets an empty page, without even a
+    cursor that would tell there is something to page through."""
+    if viewer.user_id != fork.author_id and not viewer.is_moderator:
+        return OfferPage(items=[], next_cursor=None, open_count=0, conflicted_count=0)
     statement = select(UpstreamProposal).where(UpstreamProposal.fork_id == fork.id)
     opened = _visible(
         session, viewer, session.exec(statement.where(UpstreamProposal.status == OPEN))

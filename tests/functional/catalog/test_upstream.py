@@ -232,8 +232,14 @@ def test_only_the_forks_author_sees_and_decides(client, alice, bob, carol, moder
     (proposal,) = _updates(client, bob, fork["id"])["items"]
     url = f"{API}/upstream-updates/{proposal['id']}"
 
+    # A second offer, so that a page of one would have a next page to hint at.
+    _new_version(client, alice, parent["id"], tracker(PARENT_V2_JS + "// v3\n"))
     # The parent's author and a stranger: nothing listed, the proposal a 404 (as if absent).
     for other in (alice, carol):
+        paged = client.get(
+            f"{API}/subagents/{fork['id']}/upstream-updates?limit=1", headers=other.headers
+        ).get_json()
+        assert (paged["items"], paged["next_cursor"]) == ([], None)
         assert _updates(client, other, fork["id"]) == {
             "items": [],
             "next_cursor": None,
@@ -250,6 +256,9 @@ def test_only_the_forks_author_sees_and_decides(client, alice, bob, carol, moder
     assert client.get(url, headers=moderator.headers).status_code == 200
     assert client.post(url + "/accept", headers=moderator.headers).status_code == 403
     assert _updates(client, bob, fork["id"])["items"][0]["status"] == "open"
+    # Declining the superseded one is refused; the newest is still Bob's to decide.
+    assert client.post(url + "/decline", headers=bob.headers).status_code == 409
+    url = f"{API}/upstream-updates/{_updates(client, bob, fork['id'])['items'][0]['id']}"
 
     declined = client.post(url + "/decline", headers=bob.headers)
     assert declined.status_code == 200 and declined.get_json()["status"] == "declined"
