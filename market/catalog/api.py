@@ -533,15 +533,11 @@ def list_upstream_updates(subagent_id: int, query: UpstreamQuery):
     author's (and moderators'); others see none."""
     session, who = db(), caller()
     fork = catalog.get_visible(session, who, subagent_id)
-    page = upstream.offers_for(
-        session,
-        who,
-        fork,
-        status=query.status.value if query.status else None,
-        limit=query.limit,
-        cursor=query.cursor,
+    return upstream_page_out(
+        upstream.offers_for(
+            session, who, fork, status=query.status, limit=query.limit, cursor=query.cursor
+        )
     )
-    return upstream_page_out(page)
 
 
 @bp.get("/upstream-updates/<int(max=2147483647):proposal_id>")
@@ -551,7 +547,7 @@ def get_upstream_update(proposal_id: int):
     """One proposal: per-file merge status, conflicts, and the diff accepting it would make."""
     session, who = db(), caller()
     offer = upstream.get_offer(session, who, proposal_id)
-    return upstream_detail_out(offer, upstream.offer_diff(session, offer))
+    return upstream_detail_out(session, offer)
 
 
 @bp.post("/upstream-updates/<int(max=2147483647):proposal_id>/accept")
@@ -588,7 +584,7 @@ def refresh_upstream_update(proposal_id: int):
     session, who = db(), caller()
     offer = upstream.refresh(session, who, proposal_id)
     commit()
-    return upstream_detail_out(offer, upstream.offer_diff(session, offer))
+    return upstream_detail_out(session, offer)
 
 
 @bp.get("/upstream-conflicts")

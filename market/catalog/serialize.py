@@ -32,7 +32,7 @@ from market.catalog.schemas import (
     VersionOut,
 )
 from market.catalog.services import ForkCommand
-from market.catalog.upstream import Offer, OfferPage
+from market.catalog.upstream import Offer, OfferPage, offer_diff
 from market.identity.access import hidden_among
 from market.identity.models import User
 from market.ranking.services import ranking_figures
@@ -250,8 +250,9 @@ def upstream_out(offer: Offer) -> UpstreamProposalOut:
     )
 
 
-def upstream_detail_out(offer: Offer, diff: dict | None) -> UpstreamDetailOut:
-    """A proposal with its conflicts and ``diff`` (``upstream.offer_diff``)."""
+def upstream_detail_out(session, offer: Offer) -> UpstreamDetailOut:
+    """A proposal with its conflicts and the diff accepting it would make."""
+    diff = offer_diff(session, offer)
     return UpstreamDetailOut(
         **upstream_out(offer).model_dump(),
         conflicts=offer.proposal.conflicts,

@@ -385,15 +385,16 @@ def _server(
             viewer = who()
             query = _validated(UpstreamQuery, {"status": status, "limit": limit, "cursor": cursor})
             fork = catalog.get_visible(session, viewer, subagent_id)
-            page = upstream.offers_for(
-                session,
-                viewer,
-                fork,
-                status=query.status.value if query.status else None,
-                limit=query.limit,
-                cursor=query.cursor,
+            return upstream_page_out(
+                upstream.offers_for(
+                    session,
+                    viewer,
+                    fork,
+                    status=query.status,
+                    limit=query.limit,
+                    cursor=query.cursor,
+                )
             )
-            return upstream_page_out(page)
 
     @server.tool()
     def get_upstream_update(proposal_id: Id) -> UpstreamDetailOut:
@@ -405,7 +406,7 @@ def _server(
         with call() as (unit, who):
             session = unit.session
             offer = upstream.get_offer(session, who(), proposal_id)
-            return upstream_detail_out(offer, upstream.offer_diff(session, offer))
+            return upstream_detail_out(session, offer)
 
     @server.tool()
     def accept_upstream_update(proposal_id: Id) -> UpstreamAcceptOut:

@@ -12,34 +12,31 @@ from market.platform.state import app_state
 from tests.e2e.test_browser import sign_in_with_token
 from tests.e2e.test_web_actions import SIZES, fits_the_viewport
 from tests.factories import make_user
-from tests.functional.catalog.test_upstream import API, FORK_JS, PARENT_V2_JS, SCOPES, tracker
+from tests.functional.catalog.test_upstream import (
+    API,
+    FORK_JS,
+    PARENT_V2_JS,
+    SCOPES,
+    offered_fork,
+)
 
 pytestmark = pytest.mark.browser
 
 
 def _offered_fork(app, size: str):
-    """A parent, a fork of it and the parent's v2 (adding a scope), published through the API;
-    the fork's author and a person who uses the fork."""
+    """A parent, a fork of it and the parent's v2 (adding a scope), published through the API,
+    and the fork installed by a person who uses it after the offer was made, before the
+    merge: (fork id, the fork's author, that person)."""
     engine = app_state(app).engine
     creator = make_user(engine, f"upstream-creator-{size}")
     author = make_user(engine, f"upstream-forker-{size}")
     user = make_user(engine, f"upstream-user-{size}")
     client = app.test_client()
-    body = {"title": f"Upstream Tracker {size}", "category": "hydration", "bundle": tracker()}
-    parent = client.post(f"{API}/subagents", json=body, headers=creator.headers).get_json()
-    fork = client.post(
-        f"{API}/subagents/{parent['id']}/forks",
-        json={"title": f"My Tracker {size}", "fork_request": "mine", "bundle": tracker(FORK_JS)},
-        headers=author.headers,
-    ).get_json()
+    _parent, fork = offered_fork(
+        client, creator, author, FORK_JS, PARENT_V2_JS, [*SCOPES, "sleep.read"], name=f" {size}"
+    )
     installed = client.post(f"{API}/subagents/{fork['id']}/install", json={}, headers=user.headers)
     assert installed.status_code == 201
-    published = client.post(
-        f"{API}/subagents/{parent['id']}/versions",
-        json={"bundle": tracker(PARENT_V2_JS, scopes=[*SCOPES, "sleep.read"])},
-        headers=creator.headers,
-    )
-    assert published.status_code == 201
     return fork["id"], author, user
 
 
@@ -69,7 +66,7 @@ def test_banner_then_diff_then_accept(live_app, browser, base_url, page, screens
     page.wait_for_url(re.compile(rf"/s/{fork_id}$"))
     assert "Merged: v2 has the change of" in page.locator(".flash").inner_text()
     assert page.locator(".upstream-banner").count() == 0
-    assert "merged from Upstream Tracker" in page.locator(".versions").inner_text()
+    assert f"merged from Water Tracker {size} v2" in page.locator(".versions").inner_text()
     page.screenshot(path=screenshots / f"upstream-accepted-{size}.png", full_page=True)
 
     # The person who uses the fork is asked for the added permission before updating.

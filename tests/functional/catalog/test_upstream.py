@@ -55,11 +55,11 @@ def _publish_parent(client, alice) -> dict:
     return response.get_json()
 
 
-def _fork(client, bob, parent_id: int, app_js: str) -> dict:
+def _fork(client, bob, parent_id: int, app_js: str, title: str = "Bob's tracker") -> dict:
     response = client.post(
         f"{API}/subagents/{parent_id}/forks",
         json={
-            "title": "Bob's tracker",
+            "title": title,
             "fork_request": "say it is mine",
             "bundle": tracker(app_js),
         },
@@ -81,6 +81,22 @@ def _updates(client, actor, fork_id: int) -> dict:
     response = client.get(f"{API}/subagents/{fork_id}/upstream-updates", headers=actor.headers)
     assert response.status_code == 200, response.get_json()
     return response.get_json()
+
+
+def offered_fork(
+    client, creator, forker, fork_js: str, parent_js: str, parent_scopes=SCOPES, *, name=""
+) -> tuple[dict, dict]:
+    """``creator``'s tracker, ``forker``'s fork of its v1 with ``fork_js``, and the parent's
+    v2 with ``parent_js`` (asking for ``parent_scopes``), offered to the fork by the task
+    that ran after it: (parent, fork)."""
+    body = {"title": f"Water Tracker{name}", "category": "hydration", "bundle": tracker()}
+    parent = client.post(f"{API}/subagents", json=body, headers=creator.headers).get_json()
+    fork = _fork(client, forker, parent["id"], fork_js, title=f"Bob's tracker{name}")
+    published = _new_version(
+        client, creator, parent["id"], tracker(parent_js, scopes=parent_scopes)
+    )
+    assert published.status_code == 201, published.get_json()
+    return parent, fork
 
 
 def _count(engine) -> int:

@@ -14,6 +14,7 @@ from tests.functional.catalog.test_upstream import (
     FORK_JS,
     PARENT_V2_JS,
     SCOPES,
+    offered_fork,
     tracker,
 )
 from tests.functional.entrypoints.test_mcp_server import call_tools
@@ -21,24 +22,8 @@ from tests.functional.entrypoints.test_mcp_server import call_tools
 
 @pytest.fixture
 def family(client, alice, bob):
-    """Alice's tracker, Bob's fork of its v1 (with ``fork_js``), and Alice's v2 (with
-    ``parent_js``) offered to the fork."""
-
     def make(fork_js: str, parent_js: str, parent_scopes=SCOPES) -> tuple[dict, dict]:
-        body = {"title": "Water Tracker", "category": "hydration", "bundle": tracker()}
-        parent = client.post(f"{API}/subagents", json=body, headers=alice.headers).get_json()
-        fork = client.post(
-            f"{API}/subagents/{parent['id']}/forks",
-            json={"title": "Bob's", "fork_request": "mine", "bundle": tracker(fork_js)},
-            headers=bob.headers,
-        ).get_json()
-        published = client.post(
-            f"{API}/subagents/{parent['id']}/versions",
-            json={"bundle": tracker(parent_js, scopes=parent_scopes)},
-            headers=alice.headers,
-        )
-        assert published.status_code == 201
-        return parent, fork
+        return offered_fork(client, alice, bob, fork_js, parent_js, parent_scopes)
 
     return make
 

@@ -11,26 +11,15 @@ from tests.functional.catalog.test_upstream import (
     FORK_JS,
     PARENT_V2_JS,
     SCOPES,
-    tracker,
+    offered_fork,
 )
 from tests.functional.web.test_actions import flashes
 from tests.functional.web.test_pages import csrf_of, sign_in, text
 
 
 def _family(client, alice, bob, fork_js: str, parent_js: str, scopes=SCOPES) -> tuple[int, int]:
-    body = {"title": "Water Tracker", "category": "hydration", "bundle": tracker()}
-    parent = client.post(f"{API}/subagents", json=body, headers=alice.headers).get_json()
-    fork = client.post(
-        f"{API}/subagents/{parent['id']}/forks",
-        json={"title": "Bob's Tracker", "fork_request": "mine", "bundle": tracker(fork_js)},
-        headers=bob.headers,
-    ).get_json()
-    published = client.post(
-        f"{API}/subagents/{parent['id']}/versions",
-        json={"bundle": tracker(parent_js, scopes=scopes)},
-        headers=alice.headers,
-    )
-    assert published.status_code == 201
+    """The fork offered its parent's v2, and the offer's id."""
+    _parent, fork = offered_fork(client, alice, bob, fork_js, parent_js, scopes)
     (proposal,) = client.get(
         f"{API}/subagents/{fork['id']}/upstream-updates", headers=bob.headers
     ).get_json()["items"]
