@@ -18,6 +18,7 @@ only while the fork's author may read it (``may_be_offered_upstream``).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -39,10 +40,12 @@ from market.identity.access import (
 )
 from market.identity.models import User
 from market.identity.tokens import Principal
-from market.platform.db import insert_unless_exists
+from market.platform.db import NEW_VERSIONS, AfterCommit, insert_unless_exists, session_scope
 from market.platform.errors import Conflict, Forbidden, NotFound, Unprocessable
 from market.platform.pagination import newest_first_page
 from market.platform.time import utcnow
+
+log = logging.getLogger(__name__)
 
 OPEN, ACCEPTED, DECLINED, SUPERSEDED = "open", "accepted", "declined", "superseded"
 STATUSES = (OPEN, ACCEPTED, DECLINED, SUPERSEDED)
@@ -91,6 +94,22 @@ def propose_updates(session: Session, upstream_version_id: int) -> list[Upstream
     ).all()
     made = (_propose(session, fork_id, parent, upstream) for fork_id in fork_ids)
     return [proposal for proposal in made if proposal is not None]
+
+
+def offer_in_process(engine) -> AfterCommit:
+    """An after-commit hook that makes a new version's proposals at once, in this process:
+    for ``sprig mcp`` on stdio, which has no task queue (the web app enqueues the task). The
+    version has committed by now, so a failure to offer it is logged, never raised."""
+
+    def offer(_session: Session, changes) -> None:
+        for version_id in sorted(changes.get(NEW_VERSIONS, ())):
+            try:
+                with session_scope(engine) as session:
+                    propose_updates(session, version_id)
+            except Exception:
+                log.exception("upstream updates of version %s were not offered", version_id)
+
+    return offer
 
 
 def _propose(

@@ -511,7 +511,8 @@ def ope(candidates, reward: str, weight_cap: float, days: int | None, as_json: b
     help="API token the tools act with (default: $SPRIG_MCP_TOKEN; none: public reads only).",
 )
 def mcp(token: str | None) -> None:
-    """Serve suggest_forks, get_subagent, get_diff and publish_fork as MCP tools on stdio."""
+    """Serve the MCP tools (suggest_forks, get_subagent, get_diff, get_files, publish_fork
+    and the upstream updates' tools) on stdio."""
     from market.entrypoints.mcp_server import build_server
 
     # stdout is the protocol channel: nothing else may be printed there.

@@ -171,7 +171,8 @@ def build_server(
         return principal_for_token(session, token) if token else ANONYMOUS
 
     suggestions = service or SuggestionService(engine)
-    return _server(engine, token_owner, suggestions, (suggestions.after_commit,))
+    hooks = (suggestions.after_commit, upstream.offer_in_process(engine))
+    return _server(engine, token_owner, suggestions, hooks)
 
 
 def build_http_server(

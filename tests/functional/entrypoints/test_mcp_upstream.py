@@ -28,8 +28,16 @@ def family(client, alice, bob):
     return make
 
 
-def test_the_author_lists_reads_and_accepts_and_a_stranger_cannot(engine, bob, family):
+def test_the_author_lists_reads_and_accepts_and_a_stranger_cannot(client, engine, bob, family):
     _parent, fork = family(FORK_JS, PARENT_V2_JS, [*SCOPES, "sleep.read"])
+    dana = make_user(engine, "dana")
+    grandchild = client.post(
+        f"{API}/subagents/{fork['id']}/forks",
+        json={"title": "Grandchild", "fork_request": "hers", "bundle": tracker(FORK_JS + "// d\n")},
+        headers=dana.headers,
+    )
+    assert grandchild.status_code == 201, grandchild.get_json()
+    grandchild = grandchild.get_json()
     (listed,) = call_tools(
         build_server(engine, token=bob.token),
         ("list_upstream_updates", {"subagent_id": fork["id"]}),
@@ -64,6 +72,12 @@ def test_the_author_lists_reads_and_accepts_and_a_stranger_cannot(engine, bob, f
     assert not accepted.is_error
     assert accepted.structured_content["version"]["changelog"] == "merged from Water Tracker v2"
     assert again.structured_content["items"] == []
+    # The version the accept made is offered to the fork's own forks (on stdio as on the web).
+    (offered,) = call_tools(
+        build_server(engine, token=dana.token),
+        ("list_upstream_updates", {"subagent_id": grandchild["id"]}),
+    )
+    assert [p["upstream_version"] for p in offered.structured_content["items"]] == [2]
 
 
 def test_the_coding_agent_resolves_a_conflict_from_its_queue(client, engine, bob, family):
