@@ -52,10 +52,10 @@ def delete_dead_web_sessions_task() -> dict:
 def propose_upstream_updates_task(version_id: int) -> dict:
     """Offer a parent's new version to its forks (idempotent: one proposal per fork and
     upstream version, however often it runs)."""
-    with app_state().unit_of_work() as unit:
-        made = upstream.propose_updates(unit.session, version_id)
-        unit.commit()
-    return {"version": version_id, "proposals": [proposal.id for proposal in made]}
+    return {
+        "version": version_id,
+        "proposals": upstream.propose_updates(app_state().engine, version_id),
+    }
 
 
 def enqueue_upstream_proposals(_session, changes) -> None:

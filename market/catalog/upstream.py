@@ -80,20 +80,29 @@ class OfferPage:
 # ---- making proposals ------------------------------------------------------------------
 
 
-def propose_updates(session: Session, upstream_version_id: int) -> list[UpstreamProposal]:
-    """The proposals a parent's new version makes, one per direct fork that should get one
-    (found, not made again, when they exist). The task's body; the caller commits."""
-    upstream = session.get(Version, upstream_version_id)
-    if upstream is None or upstream.status != "active":
-        return []
-    parent = session.get(SubAgent, upstream.subagent_id)
-    fork_ids = session.exec(
-        select(SubAgent.id)
-        .where(SubAgent.parent_id == parent.id, SubAgent.status == "active")
-        .order_by(SubAgent.id)
-    ).all()
-    made = (_propose(session, fork_id, parent, upstream) for fork_id in fork_ids)
-    return [proposal for proposal in made if proposal is not None]
+def propose_updates(engine, upstream_version_id: int) -> list[int]:
+    """The proposals a parent's new version makes (their ids), one per direct fork that should
+    get one (found, not made again, when it exists). Each fork in a transaction of its own,
+    committed before the next: a parent with many forks never holds them all locked while
+    their merges are made."""
+    with session_scope(engine) as session:
+        upstream = session.get(Version, upstream_version_id)
+        if upstream is None or upstream.status != "active":
+            return []
+        fork_ids = session.exec(
+            select(SubAgent.id)
+            .where(SubAgent.parent_id == upstream.subagent_id, SubAgent.status == "active")
+            .order_by(SubAgent.id)
+        ).all()
+    made = []
+    for fork_id in fork_ids:
+        with session_scope(engine) as session:
+            upstream = session.get(Version, upstream_version_id)
+            parent = session.get(SubAgent, upstream.subagent_id)
+            proposal = _propose(session, fork_id, parent, upstream)
+            if proposal is not None:
+                made.append(proposal.id)
+    return made
 
 
 def offer_in_process(engine) -> AfterCommit:
@@ -104,8 +113,7 @@ def offer_in_process(engine) -> AfterCommit:
     def offer(_session: Session, changes) -> None:
         for version_id in sorted(changes.get(NEW_VERSIONS, ())):
             try:
-                with session_scope(engine) as session:
-                    propose_updates(session, version_id)
+                propose_updates(engine, version_id)
             except Exception:
                 log.exception("upstream updates of version %s were not offered", version_id)
 

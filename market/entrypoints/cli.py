@@ -155,8 +155,11 @@ def offer_upstream(version_id: int) -> None:
     for a version whose task was lost). Forks offered it already are left as they are."""
     from market.catalog.upstream import propose_updates
 
-    with session_scope(_engine()) as session:
-        made = propose_updates(session, version_id)
+    engine = _engine()
+    try:
+        made = propose_updates(engine, version_id)
+    finally:
+        engine.dispose()
     click.echo(f"{len(made)} fork(s) offered version {version_id}")
 
 
