@@ -13,6 +13,7 @@ from apiflask import APIFlask
 from flask import g, request
 from sqlalchemy.engine import make_url
 
+from market.catalog.tasks import enqueue_upstream_proposals
 from market.entrypoints.mcp_http import install_mcp, mcp_bridge
 from market.identity.tokens import caller, require_metrics_reader
 from market.platform import problems
@@ -137,6 +138,7 @@ def create_app(config: dict | Settings | None = None) -> APIFlask:
             read_cache=read_cache,
             cache_listener=listener,
             readiness=readiness_checks(settings, engine),
+            enqueue_after_commit=(enqueue_upstream_proposals,),
         ),
     )
     logging.getLogger("market").setLevel(settings.log_level)

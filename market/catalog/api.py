@@ -10,7 +10,7 @@ from flask import after_this_request, current_app, request, send_file
 from pydantic import BaseModel
 from sqlmodel import select
 
-from market.catalog import bundles, installs
+from market.catalog import bundles, installs, upstream
 from market.catalog import queries as browse
 from market.catalog import services as catalog
 from market.catalog.bundles.archive import bundle_from_zip, bundle_to_zip
@@ -43,6 +43,12 @@ from market.catalog.schemas import (
     Tree,
     TreeQuery,
     UpdateIn,
+    UpstreamAcceptOut,
+    UpstreamDetailOut,
+    UpstreamProposalList,
+    UpstreamProposalOut,
+    UpstreamQuery,
+    UpstreamQueue,
     VersionIn,
     VersionList,
     VersionOut,
@@ -59,6 +65,10 @@ from market.catalog.serialize import (
     page_out,
     subagent_out,
     tree_out,
+    upstream_detail_out,
+    upstream_out,
+    upstream_page_out,
+    upstream_queue_out,
     version_out,
     visible_detail,
 )
@@ -243,6 +253,8 @@ def _publish_version(subagent_id: int, body: VersionIn, bundle: bundles.Bundle):
     subagent = catalog.get_visible(session, who, subagent_id)
     publisher = catalog.resolve_publisher(session, who, body.on_behalf_of)
     version, created = catalog.publish_version(session, publisher, subagent, bundle, body.changelog)
+    if body.upstream_update_id is not None:
+        upstream.resolve(session, who, body.upstream_update_id, subagent, version)
     commit()
     if created:
         metrics.record_publish("version")
@@ -507,6 +519,85 @@ def reports(query: PageQuery):
     items = [ReportOut.model_validate(r, from_attributes=True) for r in rows[: query.limit]]
     next_cursor = encode_cursor(rows[query.limit - 1].id) if len(rows) > query.limit else None
     return ReportList(items=items, next_cursor=next_cursor)
+
+
+# ---- upstream updates: a parent's new version offered to each fork (market.catalog.upstream)
+
+
+@bp.get("/subagents/<int(max=2147483647):subagent_id>/upstream-updates")
+@bp.input(UpstreamQuery, location="query", arg_name="query")
+@bp.output(UpstreamProposalList)
+@bp.doc(operation_id="listUpstreamUpdates")
+def list_upstream_updates(subagent_id: int, query: UpstreamQuery):
+    """A fork's proposed updates from its parent, newest first, with how many are open: its
+    author's (and moderators'); others see none."""
+    session, who = db(), caller()
+    fork = catalog.get_visible(session, who, subagent_id)
+    return upstream_page_out(
+        upstream.offers_for(
+            session, who, fork, status=query.status, limit=query.limit, cursor=query.cursor
+        )
+    )
+
+
+@bp.get("/upstream-updates/<int(max=2147483647):proposal_id>")
+@bp.output(UpstreamDetailOut)
+@bp.doc(operation_id="getUpstreamUpdate")
+def get_upstream_update(proposal_id: int):
+    """One proposal: per-file merge status, conflicts, and the diff accepting it would make."""
+    session, who = db(), caller()
+    offer = upstream.get_offer(session, who, proposal_id)
+    return upstream_detail_out(session, offer)
+
+
+@bp.post("/upstream-updates/<int(max=2147483647):proposal_id>/accept")
+@bp.output(UpstreamAcceptOut, status_code=201, description="merged (200 if it already was)")
+@bp.doc(operation_id="acceptUpstreamUpdate")
+def accept_upstream_update(proposal_id: int):
+    """Make the merge the fork's next version (the fork's author). 409 when it conflicts or
+    the fork moved on since (then `refresh` merges it again)."""
+    session, who = db(), caller()
+    offer, version, created = upstream.accept(session, who, proposal_id)
+    commit()
+    if created:
+        metrics.record_publish("version")
+    body = UpstreamAcceptOut(proposal=upstream_out(offer), version=version_out(version))
+    return body, 201 if created else 200
+
+
+@bp.post("/upstream-updates/<int(max=2147483647):proposal_id>/decline")
+@bp.output(UpstreamProposalOut)
+@bp.doc(operation_id="declineUpstreamUpdate")
+def decline_upstream_update(proposal_id: int):
+    """Decline a proposal (the fork's author); the parent's next version is offered anew."""
+    session, who = db(), caller()
+    offer = upstream.decline(session, who, proposal_id)
+    commit()
+    return upstream_out(offer)
+
+
+@bp.post("/upstream-updates/<int(max=2147483647):proposal_id>/refresh")
+@bp.output(UpstreamDetailOut)
+@bp.doc(operation_id="refreshUpstreamUpdate")
+def refresh_upstream_update(proposal_id: int):
+    """Merge an open proposal again onto the fork's newest version (the fork's author)."""
+    session, who = db(), caller()
+    offer = upstream.refresh(session, who, proposal_id)
+    commit()
+    return upstream_detail_out(session, offer)
+
+
+@bp.get("/upstream-conflicts")
+@bp.input(PageQuery, location="query", arg_name="query")
+@bp.output(UpstreamQueue)
+@bp.doc(operation_id="listUpstreamConflicts", **ACCOUNT)
+def upstream_conflicts(query: PageQuery):
+    """The coding agent's queue of open upstream updates that conflict (newest first): it
+    resolves one by publishing the resolved version on the author's behalf."""
+    offers, next_cursor = upstream.conflict_queue(
+        db(), caller(), limit=query.limit, cursor=query.cursor
+    )
+    return upstream_queue_out(offers, next_cursor)
 
 
 def read_zip_upload(model: type[BaseModel]) -> tuple[BaseModel, bundles.Bundle]:

@@ -70,6 +70,16 @@ def _previously_granted(session: Session, user_id: int, subagent: SubAgent) -> s
     return None
 
 
+def scopes_to_ask(session: Session, user_id: int, subagent: SubAgent, version) -> list[str]:
+    """The scopes ``version`` asks for that the user has not granted before (for this
+    sub-agent, or its parent): what installing it must ask them again. Empty for a first
+    install with nothing granted before: the install itself is the asking."""
+    granted_before = _previously_granted(session, user_id, subagent)
+    if granted_before is None:
+        return []
+    return sorted(set(version.manifest.get("scopes", [])) - granted_before)
+
+
 def install(
     session: Session,
     caller: Principal,
@@ -96,8 +106,7 @@ def install(
         if version.status == "yanked":
             raise Conflict(f"Version {version.number} was yanked: {version.status_reason}")
     scopes = sorted(set(version.manifest.get("scopes", [])))
-    granted_before = _previously_granted(session, caller.user_id, subagent)
-    new_scopes = sorted(set(scopes) - granted_before) if granted_before is not None else []
+    new_scopes = scopes_to_ask(session, caller.user_id, subagent, version)
     now = utcnow()
     if existing is None:
         existing = Install(

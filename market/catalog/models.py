@@ -169,6 +169,50 @@ class ForkRequest(SQLModel, table=True):
     )
 
 
+class UpstreamProposal(SQLModel, table=True):
+    """A parent's new version offered to one of its forks: the three-way merge of the parent's
+    change (``base_version`` → ``upstream_version``) onto the fork as it was
+    (``fork_version``), made once per fork and upstream version by a task after the publish.
+
+    ``status``: open, accepted (``merged_version_id`` is the fork's version it made; its
+    ``upstream_version`` is the base of the fork's next proposal), declined, or superseded
+    (a newer upstream version was offered while it was open). ``conflicted`` proposals wait
+    for the coding agent, which resolves them; the fork's author cannot accept them as they
+    are. ``merged_sha256`` names the merged bundle's blob (with conflict markers where it
+    conflicted); None when the merged files are not a bundle the catalog accepts."""
+
+    __tablename__ = "upstream_proposal"
+    __table_args__ = (
+        UniqueConstraint("fork_id", "upstream_version_id", name="uq_upstream_proposal"),
+        # A fork's proposals newest first (its page's count, the list), and the coding
+        # agent's queue of open conflicted ones.
+        Index("ix_upstream_proposal_fork", "fork_id", "status", "id"),
+        Index("ix_upstream_proposal_queue", "status", "conflicted", "id"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    fork_id: int = Field(foreign_key="subagent.id")
+    parent_id: int = Field(foreign_key="subagent.id")
+    base_version_id: int = Field(foreign_key="subagent_version.id")
+    upstream_version_id: int = Field(foreign_key="subagent_version.id")
+    fork_version_id: int = Field(foreign_key="subagent_version.id")
+    status: str = Field(default="open", max_length=16)  # open | accepted | declined | superseded
+    conflicted: bool = Field(default=False)
+    merged_sha256: str | None = Field(default=None, max_length=64, foreign_key="bundle_blob.sha256")
+    # [{path, status, reason}] per path of any side: evolution.merge.FileStatus values.
+    file_summary: list[dict] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    # {"files": [{path, reason, regions: [{base, fork, upstream}]}], "manifest": [{key,
+    # reason, base?, fork?, upstream?}], "bundle": reason or absent}; a side missing from a
+    # manifest conflict removed the value.
+    conflicts: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    added_scopes: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    merged_version_id: int | None = Field(default=None, foreign_key="subagent_version.id")
+    created_at: datetime = timestamp_field()
+    decided_at: datetime | None = Field(
+        default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
+    )
+
+
 class Report(SQLModel, table=True):
     __tablename__ = "report"
     __table_args__ = (UniqueConstraint("subagent_id", "reporter_id", name="uq_report_reporter"),)

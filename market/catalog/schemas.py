@@ -146,6 +146,11 @@ class VersionIn(StrictInput):
     changelog: str = Field("", max_length=4000)
     bundle: BundleIn | None = None
     on_behalf_of: str | None = Field(None, max_length=40)
+    upstream_update_id: Id | None = Field(
+        None,
+        description="the open upstream update (of this sub-agent) this version resolves: the "
+        "coding agent publishing a conflicted merge it resolved; the update is then accepted",
+    )
 
 
 class UpdateIn(StrictInput):
@@ -429,3 +434,84 @@ class ReportOut(BaseModel):
 class ReportList(BaseModel):
     items: list[ReportOut]
     next_cursor: str | None
+
+
+class UpstreamStatus(StrEnum):
+    open = "open"
+    accepted = "accepted"
+    declined = "declined"
+    superseded = "superseded"
+
+
+class UpstreamQuery(PageQuery):
+    status: UpstreamStatus | None = Field(None, description="only proposals in this status")
+
+
+class UpstreamFileOut(BaseModel):
+    path: str
+    status: str = Field(
+        description="unchanged | taken-from-upstream | kept-fork | merged-clean | conflict"
+    )
+    reason: str = Field(description="why it conflicted (empty when it did not)")
+
+
+class UpstreamProposalOut(BaseModel):
+    id: int
+    fork_id: int
+    parent_id: int
+    parent_title: str
+    status: UpstreamStatus
+    conflicted: bool
+    base_version: int = Field(description="the parent's version the fork had everything of")
+    upstream_version: int = Field(description="the parent's new version offered")
+    fork_version: int = Field(description="the fork's version the merge was made onto")
+    current_version: int = Field(description="the fork's newest version now")
+    stale: bool = Field(
+        description="the fork moved on since the merge: refresh it before accepting"
+    )
+    added_scopes: list[str] = Field(
+        description="personal-data scopes the merged version asks for that the fork did not: "
+        "its installed users are asked again when they update"
+    )
+    files: list[UpstreamFileOut]
+    merged_version_id: int | None = Field(description="the fork's version an accept made")
+    created_at: UtcDatetime
+    decided_at: UtcDatetime | None
+
+
+class UpstreamProposalList(BaseModel):
+    items: list[UpstreamProposalOut]
+    next_cursor: str | None
+    open_count: int = Field(description="open proposals of this fork (at most one, normally)")
+    conflicted_count: int = Field(description="open proposals that conflict")
+
+
+class UpstreamQueue(BaseModel):
+    items: list[UpstreamProposalOut]
+    next_cursor: str | None
+
+
+class MergedDiffOut(BaseModel):
+    """``DiffOut``'s files, manifest and stats, from the fork's newest version to the merge."""
+
+    files: list[dict]
+    manifest: dict
+    stats: dict
+
+
+class UpstreamDetailOut(UpstreamProposalOut):
+    conflicts: dict = Field(
+        description="`files`: per conflicted file its reason and regions (base, fork and "
+        "upstream text); `manifest`: values both sides changed differently (a side left out "
+        "removed it); `bundle`: why the merged files are not a bundle, when they are not"
+    )
+    diff: MergedDiffOut | None = Field(
+        description="the merged bundle against the fork's newest version (conflicted regions "
+        "between <<<<<<< fork / ======= / >>>>>>> upstream); null when the merged files are "
+        "not a bundle"
+    )
+
+
+class UpstreamAcceptOut(BaseModel):
+    proposal: UpstreamProposalOut
+    version: VersionOut = Field(description="the fork's version made from the merge")

@@ -17,15 +17,22 @@ from market.catalog.schemas import (
     InstallOut,
     Lineage,
     LineageNode,
+    MergedDiffOut,
     Page,
     RankingOut,
     SubAgentCard,
     SubAgentOut,
     Tree,
     TreeNode,
+    UpstreamDetailOut,
+    UpstreamFileOut,
+    UpstreamProposalList,
+    UpstreamProposalOut,
+    UpstreamQueue,
     VersionOut,
 )
 from market.catalog.services import ForkCommand
+from market.catalog.upstream import Offer, OfferPage, offer_diff
 from market.identity.access import hidden_among
 from market.identity.models import User
 from market.ranking.services import ranking_figures
@@ -219,3 +226,48 @@ def visible_detail(
             language=figures.best_language,
         )
     return detail
+
+
+def upstream_out(offer: Offer) -> UpstreamProposalOut:
+    proposal = offer.proposal
+    return UpstreamProposalOut(
+        id=proposal.id,
+        fork_id=proposal.fork_id,
+        parent_id=proposal.parent_id,
+        parent_title=offer.parent.title,
+        status=proposal.status,
+        conflicted=proposal.conflicted,
+        base_version=offer.base.number,
+        upstream_version=offer.upstream.number,
+        fork_version=offer.fork_version.number,
+        current_version=offer.current.number,
+        stale=offer.stale,
+        added_scopes=proposal.added_scopes,
+        files=[UpstreamFileOut(**entry) for entry in proposal.file_summary],
+        merged_version_id=proposal.merged_version_id,
+        created_at=proposal.created_at,
+        decided_at=proposal.decided_at,
+    )
+
+
+def upstream_detail_out(session, offer: Offer) -> UpstreamDetailOut:
+    """A proposal with its conflicts and the diff accepting it would make."""
+    diff = offer_diff(session, offer)
+    return UpstreamDetailOut(
+        **upstream_out(offer).model_dump(),
+        conflicts=offer.proposal.conflicts,
+        diff=None if diff is None else MergedDiffOut(**diff),
+    )
+
+
+def upstream_page_out(page: OfferPage) -> UpstreamProposalList:
+    return UpstreamProposalList(
+        items=[upstream_out(offer) for offer in page.items],
+        next_cursor=page.next_cursor,
+        open_count=page.open_count,
+        conflicted_count=page.conflicted_count,
+    )
+
+
+def upstream_queue_out(offers: list[Offer], next_cursor: str | None) -> UpstreamQueue:
+    return UpstreamQueue(items=[upstream_out(offer) for offer in offers], next_cursor=next_cursor)

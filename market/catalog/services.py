@@ -32,6 +32,7 @@ from market.identity.models import User
 from market.identity.tokens import Principal
 from market.platform.db import (
     CATALOG_CHANGED,
+    NEW_VERSIONS,
     SUBAGENTS_PUBLISHED,
     insert_unless_exists,
     note_change,
@@ -126,7 +127,12 @@ def diff_base(
 
 
 def load_bundle(session: Session, version: Version) -> bundles.Bundle:
-    blob = session.get(BundleBlob, version.sha256)
+    return load_blob(session, version.sha256)
+
+
+def load_blob(session: Session, sha256: str) -> bundles.Bundle:
+    """The bundle stored under ``sha256`` (a version's, or a merge's that is no version yet)."""
+    blob = session.get(BundleBlob, sha256)
     payload = json.loads(zlib.decompress(blob.content))
     return bundles.bundle_from_json(payload)
 
@@ -177,7 +183,8 @@ def check_publishable(bundle: bundles.Bundle | None, publisher: User, **listing:
 # ---- storing bundles -------------------------------------------------------------------
 
 
-def _store_blob(session: Session, bundle: bundles.Bundle) -> None:
+def store_blob(session: Session, bundle: bundles.Bundle) -> None:
+    """Store the bundle's bytes once under its SHA-256 (a no-op when they are stored)."""
     dialect = session.get_bind().dialect.name
     insert = pg_insert if dialect == "postgresql" else sqlite_insert
     statement = (
@@ -196,7 +203,7 @@ def _new_version(
     session: Session, subagent: SubAgent, bundle: bundles.Bundle, number: int, changelog: str
 ) -> Version:
     mark_catalog_changed(session)
-    _store_blob(session, bundle)
+    store_blob(session, bundle)
     version = Version(
         subagent_id=subagent.id,
         number=number,
@@ -212,6 +219,8 @@ def _new_version(
     subagent.updated_at = utcnow()
     session.add(subagent)
     note_change(session, SUBAGENTS_PUBLISHED, subagent.id)
+    if number > 1:
+        note_change(session, NEW_VERSIONS, version.id)
     return version
 
 

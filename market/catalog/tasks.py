@@ -1,18 +1,25 @@
-"""Celery tasks of the nightly maintenance: short wrappers around service functions (tests
-call the services), each in a unit of work on the app's engine."""
+"""Celery tasks of the catalog (the nightly maintenance, upstream updates): short wrappers
+around service functions (tests call the services), each in a unit of work on the app's
+engine."""
 
 from __future__ import annotations
 
+import logging
+
 from celery import shared_task
 
+from market.catalog import upstream
 from market.catalog.maintenance import (
     delete_dead_web_sessions,
     forget_old_contexts,
     recount_counters,
 )
 from market.platform.celery_app import RETRY_TRANSIENT
+from market.platform.db import NEW_VERSIONS
 from market.platform.state import app_state
 from market.platform.time import utcnow
+
+log = logging.getLogger(__name__)
 
 
 @shared_task(name="sprig.recount_counters", **RETRY_TRANSIENT)
@@ -39,3 +46,25 @@ def delete_dead_web_sessions_task() -> dict:
         done = delete_dead_web_sessions(unit.session, utcnow())
         unit.commit()
     return done
+
+
+@shared_task(name="sprig.propose_upstream_updates", **RETRY_TRANSIENT)
+def propose_upstream_updates_task(version_id: int) -> dict:
+    """Offer a parent's new version to its forks (idempotent: one proposal per fork and
+    upstream version, however often it runs)."""
+    return {
+        "version": version_id,
+        "proposals": upstream.propose_updates(app_state().engine, version_id),
+    }
+
+
+def enqueue_upstream_proposals(_session, changes) -> None:
+    """A unit of work's after-commit hook: each new version of a sub-agent is offered to its
+    forks by a task. The publish has committed by now, so a queue that is away fails only the
+    offer, never the publish: it is logged with the version, which ``sprig offer-upstream``
+    offers again."""
+    for version_id in sorted(changes.get(NEW_VERSIONS, ())):
+        try:
+            propose_upstream_updates_task.delay(version_id)
+        except Exception:
+            log.exception("upstream updates of version %s were not offered", version_id)

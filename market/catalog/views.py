@@ -17,7 +17,7 @@ from sqlalchemy import and_, func, or_
 from sqlmodel import Session, select
 
 from evolution.language import reads
-from market.catalog import installs
+from market.catalog import installs, upstream
 from market.catalog import queries as browse
 from market.catalog import services as catalog
 from market.catalog.bundles.diff import diff_bundles
@@ -27,7 +27,12 @@ from market.catalog.models import CATEGORIES, Install, SubAgent
 from market.catalog.schemas import BrowseSort
 from market.catalog.search import matcher_for
 from market.catalog.serialize import install_page_out
-from market.identity.access import can_read_files, hidden_among, tree_clause
+from market.identity.access import (
+    can_decide_upstream_update,
+    can_read_files,
+    hidden_among,
+    tree_clause,
+)
 from market.identity.tokens import ANONYMOUS, Principal, caller, reader_language
 from market.platform.api_deps import commit, db
 from market.platform.db import id_in
@@ -221,6 +226,12 @@ def subagent_page(subagent_id: int):
     if latest is not None and can_read_files(session, viewer, subagent, latest):
         preview_url = preview.url_for_version(viewer, subagent.id, latest)
     installed_version = _installed_version(session, viewer, subagent.id)
+    # Updating to the newest version asks again for the scopes it adds (as installing does).
+    update_asks = (
+        installs.scopes_to_ask(session, viewer.user_id, subagent, latest)
+        if installed_version and latest is not None and installed_version != latest.id
+        else []
+    )
     # A person rates the version in their agent, else the newest; the form shows what they
     # said last, on whichever version.
     rated_version = next(
@@ -269,6 +280,8 @@ def subagent_page(subagent_id: int):
             ),
             more_forks=forks.next_cursor is not None,
             installed_version=installed_version,
+            update_asks=[(scope, SCOPE_DESCRIPTIONS.get(scope, scope)) for scope in update_asks],
+            upstream_offers=upstream.open_offers(session, viewer, subagent),
             preview_url=preview_url,
             rated_version=rated_version,
             rating_refusal=rating_refusal,
@@ -472,6 +485,95 @@ def diff_page(subagent_id: int):
         scopes_added=[(s, SCOPE_DESCRIPTIONS.get(s, s)) for s in manifest["scopes_added"]],
         scopes_removed=[(s, SCOPE_DESCRIPTIONS.get(s, s)) for s in manifest["scopes_removed"]],
     )
+
+
+def _signed_in_offer(subagent_id: int, proposal_id: int) -> upstream.Offer:
+    """The proposal, when it is one of this sub-agent's the signed-in viewer may see."""
+    offer = upstream.get_offer(db(), caller(), proposal_id)
+    if offer.fork.id != subagent_id:
+        raise NotFound(f"No upstream update {proposal_id}.")
+    return offer
+
+
+@bp.get(f"/s/<{ID}:subagent_id>/upstream/<{ID}:proposal_id>")
+def upstream_page(subagent_id: int, proposal_id: int):
+    """A proposed merge of the parent's new version: per file, what the merge did and the
+    change it makes to the fork's newest version (conflicts between their markers)."""
+    viewer = caller()
+    if not viewer.is_authenticated:
+        return redirect(url_for("web.signin_page", next=request.path))
+    session = db()
+    offer = _signed_in_offer(subagent_id, proposal_id)
+    diff = upstream.offer_diff(session, offer)
+    for entry in diff["files"] if diff else ():
+        entry["lines"] = _diff_lines(entry["diff"])
+    return render_template(
+        "web/upstream.html",
+        offer=offer,
+        proposal=offer.proposal,
+        diff=diff,
+        diffs={entry["path"]: entry for entry in diff["files"]} if diff else {},
+        scopes_added=[(s, SCOPE_DESCRIPTIONS.get(s, s)) for s in offer.proposal.added_scopes],
+        may_decide=can_decide_upstream_update(viewer, offer.fork),
+    )
+
+
+def _upstream_action(subagent_id: int, proposal_id: int, act):
+    """Run a form's decision on a proposal; its refusal is shown on the proposal's page."""
+    viewer = caller()
+    if not viewer.is_authenticated:
+        return _sign_in_first(subagent_id)
+    back = url_for("web.upstream_page", subagent_id=subagent_id, proposal_id=proposal_id)
+    _signed_in_offer(subagent_id, proposal_id)
+    try:
+        message, destination = act(db(), viewer)
+    except SprigError as error:
+        flash(error.detail, "error")
+        return redirect(back)
+    commit()
+    flash(message, "ok")
+    return redirect(destination or back)
+
+
+@bp.post(f"/s/<{ID}:subagent_id>/upstream/<{ID}:proposal_id>/accept")
+def accept_upstream(subagent_id: int, proposal_id: int):
+    def act(session, viewer):
+        offer, version, _created = upstream.accept(session, viewer, proposal_id)
+        message = gettext(
+            "Merged: v%(number)s has the change of %(title)s v%(upstream)s.",
+            number=version.number,
+            title=offer.parent.title,
+            upstream=offer.upstream.number,
+        )
+        return message, url_for("web.subagent_page", subagent_id=subagent_id)
+
+    return _upstream_action(subagent_id, proposal_id, act)
+
+
+@bp.post(f"/s/<{ID}:subagent_id>/upstream/<{ID}:proposal_id>/decline")
+def decline_upstream(subagent_id: int, proposal_id: int):
+    def act(session, viewer):
+        offer = upstream.decline(session, viewer, proposal_id)
+        message = gettext(
+            "Declined the update from %(title)s v%(upstream)s.",
+            title=offer.parent.title,
+            upstream=offer.upstream.number,
+        )
+        return message, url_for("web.subagent_page", subagent_id=subagent_id)
+
+    return _upstream_action(subagent_id, proposal_id, act)
+
+
+@bp.post(f"/s/<{ID}:subagent_id>/upstream/<{ID}:proposal_id>/refresh")
+def refresh_upstream(subagent_id: int, proposal_id: int):
+    def act(session, viewer):
+        offer = upstream.refresh(session, viewer, proposal_id)
+        message = gettext(
+            "Merged again onto v%(number)s: review it below.", number=offer.current.number
+        )
+        return message, None
+
+    return _upstream_action(subagent_id, proposal_id, act)
 
 
 @bp.get("/me/installs")

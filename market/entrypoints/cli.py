@@ -148,6 +148,21 @@ def rank(force: bool) -> None:
     )
 
 
+@main.command("offer-upstream")
+@click.argument("version_id", type=click.IntRange(1))
+def offer_upstream(version_id: int) -> None:
+    """Offer a new version to its parent's forks now (what the task after a publish does;
+    for a version whose task was lost). Forks offered it already are left as they are."""
+    from market.catalog.upstream import propose_updates
+
+    engine = _engine()
+    try:
+        made = propose_updates(engine, version_id)
+    finally:
+        engine.dispose()
+    click.echo(f"{len(made)} fork(s) offered version {version_id}")
+
+
 @main.command("export-rewards")
 @click.option(
     "--out",
@@ -499,7 +514,8 @@ def ope(candidates, reward: str, weight_cap: float, days: int | None, as_json: b
     help="API token the tools act with (default: $SPRIG_MCP_TOKEN; none: public reads only).",
 )
 def mcp(token: str | None) -> None:
-    """Serve suggest_forks, get_subagent, get_diff and publish_fork as MCP tools on stdio."""
+    """Serve the MCP tools (suggest_forks, get_subagent, get_diff, get_files, publish_fork
+    and the upstream updates' tools) on stdio."""
     from market.entrypoints.mcp_server import build_server
 
     # stdout is the protocol channel: nothing else may be printed there.

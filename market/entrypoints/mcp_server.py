@@ -7,7 +7,14 @@ arguments with the API's own request models, so the tool listing shows their lim
   * ``get_diff``       a version against the version it was forked from, or the previous one:
                        files and permissions added, removed, changed (``GET …/diff``);
   * ``get_files``      a version's manifest and files, to build a fork from (``GET …/bundle``);
-  * ``publish_fork``   fork a sub-agent with a new bundle (``POST …/forks``).
+  * ``publish_fork``   fork a sub-agent with a new bundle (``POST …/forks``);
+  * ``list_upstream_updates``, ``get_upstream_update``, ``accept_upstream_update``,
+    ``decline_upstream_update``  a fork's proposed merges of its parent's new versions
+                       (``GET …/upstream-updates``, ``/upstream-updates/{id}``, its accept
+                       and decline), for the fork's author;
+  * ``list_upstream_conflicts``, ``resolve_upstream_update``  the coding agent's queue of
+                       conflicted ones (``GET /upstream-conflicts``) and publishing the
+                       resolved version (``POST …/versions`` with ``upstream_update_id``).
 Two transports: ``sprig mcp`` on stdio acts as the owner of the token given by
 ``SPRIG_MCP_TOKEN`` (or ``--token``), looked up on every call so a revoked token stops working
 at once; streamable HTTP at ``/mcp`` in the web app (``market.entrypoints.mcp_http``) acts, for
@@ -30,7 +37,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field, ValidationError
 from sqlmodel import Session
 
-from market.catalog import bundles
+from market.catalog import bundles, upstream
 from market.catalog import services as catalog
 from market.catalog.bundles.diff import diff_bundles
 from market.catalog.bundles.limits import BundleError, utf8_len
@@ -40,10 +47,29 @@ from market.catalog.schemas import (
     DiffOut,
     ForkIn,
     ManifestIn,
+    PageQuery,
     SubAgentOut,
+    UpstreamAcceptOut,
+    UpstreamDetailOut,
+    UpstreamProposalList,
+    UpstreamProposalOut,
+    UpstreamQuery,
+    UpstreamQueue,
+    UpstreamStatus,
+    VersionIn,
+    VersionOut,
     Visibility,
 )
-from market.catalog.serialize import fork_command, subagent_out, visible_detail
+from market.catalog.serialize import (
+    fork_command,
+    subagent_out,
+    upstream_detail_out,
+    upstream_out,
+    upstream_page_out,
+    upstream_queue_out,
+    version_out,
+    visible_detail,
+)
 from market.identity.tokens import ANONYMOUS, Principal, principal_for_token, reader_language
 from market.platform import metrics
 from market.platform.db import AfterCommit, UnitOfWork
@@ -61,7 +87,11 @@ INSTRUCTIONS = (
     "from scratch (none); the bases come with what their users asked for and which changes "
     "improved forks before. "
     "Read one with get_subagent and get_diff, take its files with get_files, then publish "
-    "your adapted version with publish_fork."
+    "your adapted version with publish_fork. "
+    "When a parent publishes a new version, each fork gets a proposed merge: its author "
+    "reads them with list_upstream_updates and get_upstream_update and accepts or declines; "
+    "the ones that conflict are in list_upstream_conflicts for you to resolve with "
+    "resolve_upstream_update."
 )
 
 # Who makes the HTTP request being served. The /mcp endpoint sets it in the task that serves
@@ -96,6 +126,9 @@ ParentVersionId = _field(ForkIn, "parent_version_id")
 ForkRequestId = _field(ForkIn, "fork_request_id")
 ForkVisibility = _field(ForkIn, "visibility")
 OnBehalfOf = _field(ForkIn, "on_behalf_of")
+Limit = _field(PageQuery, "limit")
+Cursor = _field(PageQuery, "cursor")
+Changelog = _field(VersionIn, "changelog")
 
 
 class PublishedFork(BaseModel):
@@ -138,7 +171,8 @@ def build_server(
         return principal_for_token(session, token) if token else ANONYMOUS
 
     suggestions = service or SuggestionService(engine)
-    return _server(engine, token_owner, suggestions, (suggestions.after_commit,))
+    hooks = (suggestions.after_commit, upstream.offer_in_process(engine))
+    return _server(engine, token_owner, suggestions, hooks)
 
 
 def build_http_server(
@@ -336,5 +370,111 @@ def _server(
             detail = subagent_out(child, catalog.get_author(session, child), version)
             detail = visible_detail(session, principal, detail, reader_language(session, principal))
             return PublishedFork(created=created, subagent=detail)
+
+    @server.tool()
+    def list_upstream_updates(
+        subagent_id: Id,
+        status: UpstreamStatus | None = None,
+        limit: Limit = 20,
+        cursor: Cursor = None,
+    ) -> UpstreamProposalList:
+        """A fork's proposed merges of its parent's new versions, newest first, with how many
+        are open and how many of those conflict (the fork's author's and moderators'; others
+        get none). Each names the parent versions merged and every file's merge status."""
+        with call() as (unit, who):
+            session = unit.session
+            viewer = who()
+            query = _validated(UpstreamQuery, {"status": status, "limit": limit, "cursor": cursor})
+            fork = catalog.get_visible(session, viewer, subagent_id)
+            return upstream_page_out(
+                upstream.offers_for(
+                    session,
+                    viewer,
+                    fork,
+                    status=query.status,
+                    limit=query.limit,
+                    cursor=query.cursor,
+                )
+            )
+
+    @server.tool()
+    def get_upstream_update(proposal_id: Id) -> UpstreamDetailOut:
+        """One proposed merge: each file's status (unchanged, taken-from-upstream,
+        kept-fork, merged-clean, conflict), the conflicts (file regions with the base, fork
+        and upstream text; manifest values both sides changed), and the diff accepting it
+        would make to the fork's newest version (conflicts between <<<<<<< fork / =======
+        / >>>>>>> upstream)."""
+        with call() as (unit, who):
+            session = unit.session
+            offer = upstream.get_offer(session, who(), proposal_id)
+            return upstream_detail_out(session, offer)
+
+    @server.tool()
+    def accept_upstream_update(proposal_id: Id) -> UpstreamAcceptOut:
+        """Accept a clean proposed merge (the fork's author): it becomes the fork's next
+        version, "merged from <parent> vN". Refused when it conflicts or the fork has a
+        newer version than the merge was made onto."""
+        with call() as (unit, who):
+            session = unit.session
+            offer, version, created = upstream.accept(session, who(), proposal_id)
+            unit.commit()
+            if created:
+                metrics.record_publish("version")
+            return UpstreamAcceptOut(proposal=upstream_out(offer), version=version_out(version))
+
+    @server.tool()
+    def decline_upstream_update(proposal_id: Id) -> UpstreamProposalOut:
+        """Decline a proposed merge (the fork's author)."""
+        with call() as (unit, who):
+            offer = upstream.decline(unit.session, who(), proposal_id)
+            unit.commit()
+            return upstream_out(offer)
+
+    @server.tool()
+    def list_upstream_conflicts(limit: Limit = 20, cursor: Cursor = None) -> UpstreamQueue:
+        """Open proposed merges that conflict, newest first: the coding agent's queue (every
+        one, with the publish:on-behalf scope; a person's own forks' for a person). Read one
+        with get_upstream_update and resolve it with resolve_upstream_update."""
+        with call() as (unit, who):
+            query = _validated(PageQuery, {"limit": limit, "cursor": cursor})
+            offers, next_cursor = upstream.conflict_queue(
+                unit.session, who(), limit=query.limit, cursor=query.cursor
+            )
+            return upstream_queue_out(offers, next_cursor)
+
+    @server.tool()
+    def resolve_upstream_update(
+        proposal_id: Id,
+        manifest: ManifestIn,
+        files: ForkFiles,
+        changelog: Changelog = "",
+        on_behalf_of: OnBehalfOf = None,
+    ) -> VersionOut:
+        """Publish the resolved merge of a proposal as the fork's next version (its author,
+        or a service for the author named in `on_behalf_of`); the proposal is then accepted
+        and the parent's next version is merged from the one it offered."""
+        with call() as (unit, who):
+            session = unit.session
+            principal = who()
+            body = _validated(
+                VersionIn,
+                {
+                    "changelog": changelog,
+                    "bundle": {"manifest": manifest.model_dump(exclude_none=True), "files": files},
+                    "on_behalf_of": on_behalf_of,
+                    "upstream_update_id": proposal_id,
+                },
+            )
+            offer = upstream.get_offer(session, principal, proposal_id)
+            publisher = catalog.resolve_publisher(session, principal, body.on_behalf_of)
+            bundle = bundles.bundle_from_json(body.bundle.model_dump())
+            version, created = catalog.publish_version(
+                session, publisher, offer.fork, bundle, body.changelog
+            )
+            upstream.resolve(session, principal, proposal_id, offer.fork, version)
+            unit.commit()
+            if created:
+                metrics.record_publish("version")
+            return version_out(version)
 
     return server

@@ -216,3 +216,32 @@ def can_fulfil_fork_request(caller: Principal, publisher: User, request) -> bool
     if caller.kind != "service" or "publish:on-behalf" not in caller.scopes:
         return False
     return request is None or request.requester_id == publisher.id
+
+
+# ---- upstream updates ----------------------------------------------------------------------
+
+
+def may_be_offered_upstream(session, author: Principal, parent: SubAgent, upstream) -> bool:
+    """Whether a fork's author is offered the parent's version ``upstream`` (made into a
+    proposal, listed, shown, accepted): only while they may read its files, so a private (or
+    quarantined, or yanked) parent's change never reaches an author who cannot see it."""
+    return can_read_files(session, author, parent, upstream)
+
+
+def can_see_upstream_update(
+    viewer: Principal, fork: SubAgent, parent: SubAgent, conflicted: bool
+) -> bool:
+    """A proposal to merge a parent's change into a fork: the fork's author and moderators;
+    a conflicted one also the coding agent (``sees_every_fork_request``), which resolves it.
+    It carries the parent's files, so the viewer must be able to see both sub-agents."""
+    if not (can_view(viewer, fork) and can_view(viewer, parent)):
+        return False
+    if viewer.user_id == fork.author_id or viewer.is_moderator:
+        return True
+    return conflicted and sees_every_fork_request(viewer)
+
+
+def can_decide_upstream_update(viewer: Principal, fork: SubAgent) -> bool:
+    """Accepting or declining a proposal makes or refuses a version of the fork: its author's
+    call alone (the coding agent resolves a conflicted one by publishing on their behalf)."""
+    return viewer.kind == "person" and viewer.user_id == fork.author_id

@@ -57,6 +57,7 @@ def task_time_limits(settings: Settings) -> dict[str, tuple[int, int]]:
         "sprig.delete_dead_web_sessions": settings.maintenance_time_limit_seconds,
         "sprig.create_event_partitions": settings.maintenance_time_limit_seconds,
         "sprig.drop_expired_events": settings.maintenance_time_limit_seconds,
+        "sprig.propose_upstream_updates": settings.maintenance_time_limit_seconds,
     }
     return {name: (max(1, int(limit * SOFT_LIMIT_FRACTION)), limit) for name, limit in hard.items()}
 

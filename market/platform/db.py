@@ -77,6 +77,7 @@ def make_engine(url: str, *, busy_timeout_ms: int = 5000, autocommit: bool = Fal
 # (``note_change``): the kinds of change, and which rows.
 CATALOG_CHANGED = "catalog_changed"  # anything an anonymous catalog page shows
 SUBAGENTS_PUBLISHED = "subagents_published"  # sub-agents given a version (their ids)
+NEW_VERSIONS = "new_versions"  # versions after a sub-agent's first (their ids)
 _CHANGES = "changes_to_announce"
 
 # Runs after a commit with the session and the changes it made (kind → ids).

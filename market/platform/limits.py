@@ -44,6 +44,11 @@ LIMITED_ENDPOINTS = {
     "subagents.publish_zip": "publish",
     "subagents.publish_version": "publish",
     "subagents.publish_version_zip": "publish",
+    # Accepting an upstream update publishes a version; refreshing one merges it again.
+    "subagents.accept_upstream_update": "publish",
+    "subagents.refresh_upstream_update": "publish",
+    "web.accept_upstream": "publish",
+    "web.refresh_upstream": "publish",
     "subagents.fork_subagent": "fork",
     "subagents.fork_subagent_zip": "fork",
     "subagents.request_fork": "fork",

@@ -39,12 +39,14 @@ class AppState:
     cache_listener: NotificationListener | None = None
     # A market.platform.health.Readiness: what /readyz checks, and its last result.
     readiness: Any = None
+    # After-commit hooks that enqueue the tasks a commit calls for (the domains' own).
+    enqueue_after_commit: tuple[AfterCommit, ...] = ()
 
     @property
     def after_commit(self) -> tuple[AfterCommit, ...]:
         """What catches up once a unit of work commits: this process's read cache, then its
-        suggestion index."""
-        hooks = (self.suggestions.after_commit,)
+        suggestion index; then the tasks the commit calls for are enqueued."""
+        hooks = (self.suggestions.after_commit, *self.enqueue_after_commit)
         return hooks if self.read_cache is None else (self.read_cache.after_commit, *hooks)
 
     def unit_of_work(self, *, read_only: bool = False) -> UnitOfWork:

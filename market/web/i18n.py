@@ -71,6 +71,17 @@ LABELS = frozenset(
         N_("added"),
         N_("removed"),
         N_("modified"),
+        # How an upstream update merged a file (evolution.merge.FileStatus).
+        N_("unchanged"),
+        N_("taken-from-upstream"),
+        N_("kept-fork"),
+        N_("merged-clean"),
+        N_("conflict"),
+        # Why a file conflicted (evolution.merge's reasons).
+        N_("upstream deleted the file; the fork edited it"),
+        N_("the fork deleted the file; upstream edited it"),
+        N_("both added the file, differently"),
+        N_("both changed the same or adjacent lines"),
     )
 )
 

@@ -34,7 +34,19 @@ from tests.conftest import make_app
 from tests.factories import Actor, bundle, make_user, publish
 
 ROOT = Path(__file__).resolve().parents[3]
-TOOLS = ["get_diff", "get_files", "get_subagent", "publish_fork", "suggest_forks"]
+TOOLS = [
+    "accept_upstream_update",
+    "decline_upstream_update",
+    "get_diff",
+    "get_files",
+    "get_subagent",
+    "get_upstream_update",
+    "list_upstream_conflicts",
+    "list_upstream_updates",
+    "publish_fork",
+    "resolve_upstream_update",
+    "suggest_forks",
+]
 # JSON-RPC over HTTP as the client sends it: one message, either answer format accepted.
 RPC_HEADERS = {"Accept": "application/json, text/event-stream"}
 

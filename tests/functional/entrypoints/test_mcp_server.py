@@ -12,6 +12,7 @@ from mcp import Client, StdioServerParameters
 
 from market.entrypoints.mcp_server import build_server
 from tests.factories import bundle, make_user, publish
+from tests.functional.entrypoints.test_mcp_http import TOOLS
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -38,13 +39,7 @@ def test_tools_are_listed(engine):
         async with Client(build_server(engine, token=None)) as client:
             return sorted(tool.name for tool in (await client.list_tools()).tools)
 
-    assert run_async(names) == [
-        "get_diff",
-        "get_files",
-        "get_subagent",
-        "publish_fork",
-        "suggest_forks",
-    ]
+    assert run_async(names) == TOOLS
 
 
 def test_suggest_read_diff_and_publish_a_fork(client, engine):
