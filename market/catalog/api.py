@@ -16,8 +16,9 @@ from market.catalog import services as catalog
 from market.catalog.bundles.archive import bundle_from_zip, bundle_to_zip
 from market.catalog.bundles.diff import diff_bundles
 from market.catalog.bundles.limits import BundleError
-from market.catalog.models import Report
+from market.catalog.models import NearCopyOffer, Report
 from market.catalog.schemas import (
+    AdoptParentIn,
     BrowseQuery,
     BundleOut,
     BundleQuery,
@@ -32,8 +33,10 @@ from market.catalog.schemas import (
     InstallList,
     InstallOut,
     Lineage,
+    NearCopyList,
     Page,
     PageQuery,
+    PublishedOut,
     PublishIn,
     QuarantineIn,
     ReportIn,
@@ -56,7 +59,9 @@ from market.catalog.serialize import (
     install_out,
     install_page_out,
     lineage_out,
+    near_copy_out,
     page_out,
+    report_out,
     subagent_out,
     tree_out,
     version_out,
@@ -127,17 +132,24 @@ def _fresh_ranking() -> None:
         state.ranking_schedule.refresh_if_due(state.unit_of_work)
 
 
+NEAR_COPIES = (
+    "A new root that nearly copies public sub-agents of others says so in `near_copies`: "
+    "publish it as a fork of one with `POST /subagents/{id}/adopt-parent` (within 7 days, "
+    "before anyone forks or installs it), or decline with `POST .../near-copies/decline`."
+)
+
+
 @bp.post("/subagents")
-@bp.output(SubAgentOut, status_code=201, description="created (200 if these bytes exist)")
-@bp.doc(operation_id="publishSubagent", description=ALSO_READS_ZIP)
+@bp.output(PublishedOut, status_code=201, description="created (200 if these bytes exist)")
+@bp.doc(operation_id="publishSubagent", description=f"{ALSO_READS_ZIP} {NEAR_COPIES}")
 def publish():
     """Publish a new sub-agent (JSON with `bundle`)."""
     return _publish(*read_body_with_bundle(PublishIn))
 
 
 @bp.post("/subagents/zip")
-@bp.output(SubAgentOut, status_code=201, description="created (200 if these bytes exist)")
-@bp.doc(operation_id="publishSubagentZip")
+@bp.output(PublishedOut, status_code=201, description="created (200 if these bytes exist)")
+@bp.doc(operation_id="publishSubagentZip", description=NEAR_COPIES)
 def publish_zip():
     """Publish a new sub-agent from a zip (multipart: `metadata` JSON and the zip `bundle`)."""
     return _publish(*read_zip_upload(PublishIn))
@@ -157,10 +169,49 @@ def _publish(body: PublishIn, bundle: bundles.Bundle):
         tags=body.tags,
         visibility=body.visibility.value,
     )
+    offers = catalog.offer_originals(session, publisher, subagent, bundle, created)
     commit()
     if created:
         metrics.record_publish("root")
-    return _detail(subagent), 201 if created else 200
+    detail = _detail(subagent)
+    published = PublishedOut(**dict(detail), near_copies=[near_copy_out(o) for o in offers])
+    return published, 201 if created else 200
+
+
+@bp.get("/subagents/<int(max=2147483647):subagent_id>/near-copies")
+@bp.output(NearCopyList)
+@bp.doc(operation_id="listNearCopies")
+def list_near_copies(subagent_id: int):
+    """The open near-copy offers of a new root, for its author (empty for anyone else): what
+    `near_copies` said when it was published, less what was answered or expired."""
+    session, who = db(), caller()
+    subagent = catalog.get_visible(session, who, subagent_id)
+    offers = catalog.offers_for(session, who, subagent)
+    return NearCopyList(items=[near_copy_out(o) for o in offers])
+
+
+@bp.post("/subagents/<int(max=2147483647):subagent_id>/adopt-parent")
+@bp.input(AdoptParentIn, arg_name="body")
+@bp.output(SubAgentOut, description="now a fork of `parent_id` (also when it already was)")
+@bp.doc(operation_id="adoptParent")
+def adopt_parent(subagent_id: int, body: AdoptParentIn):
+    """Accept a near-copy offer: the new root becomes a fork of the original it copies, so its
+    lineage, reach and credit flow there. Its author (or a service publishing for people),
+    within 7 days of publishing and before anyone forks or installs it."""
+    subagent, _changed = catalog.adopt_parent(db(), caller(), subagent_id, body.parent_id)
+    commit()
+    return _detail(subagent)
+
+
+@bp.post("/subagents/<int(max=2147483647):subagent_id>/near-copies/decline")
+@bp.output(SubAgentOut, description="every open offer declined (nothing changes if none)")
+@bp.doc(operation_id="declineNearCopies")
+def decline_near_copies(subagent_id: int):
+    """Keep the new root as a root of its own. A copy nearly identical to the original
+    (similarity 0.8 or more) goes to the moderators with the evidence."""
+    subagent = catalog.decline_near_copies(db(), caller(), subagent_id)
+    commit()
+    return _detail(subagent)
 
 
 @bp.get("/subagents")
@@ -459,7 +510,7 @@ def report(subagent_id: int, body: ReportIn):
     subagent = catalog.get_visible(session, who, subagent_id)
     row, created = catalog.report(session, who, subagent, body.reason.value, body.detail)
     commit()
-    return ReportOut.model_validate(row, from_attributes=True), 201 if created else 200
+    return report_out(row, None), 201 if created else 200
 
 
 # The caller's installs, the fork-request queue and the moderators' reports are catalog rows
@@ -503,8 +554,13 @@ def reports(query: PageQuery):
     if query.cursor:
         (last_id,) = decode_cursor(query.cursor, (int,))
         statement = statement.where(Report.id > last_id)
-    rows = list(db().exec(statement.order_by(Report.id).limit(query.limit + 1)))
-    items = [ReportOut.model_validate(r, from_attributes=True) for r in rows[: query.limit]]
+    session = db()
+    rows = list(session.exec(statement.order_by(Report.id).limit(query.limit + 1)))
+    offer_ids = [r.near_copy_offer_id for r in rows if r.near_copy_offer_id is not None]
+    offers = {
+        o.id: o for o in session.exec(select(NearCopyOffer).where(NearCopyOffer.id.in_(offer_ids)))
+    }
+    items = [report_out(r, offers.get(r.near_copy_offer_id)) for r in rows[: query.limit]]
     next_cursor = encode_cursor(rows[query.limit - 1].id) if len(rows) > query.limit else None
     return ReportList(items=items, next_cursor=next_cursor)
 

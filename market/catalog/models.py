@@ -16,9 +16,9 @@ from sqlalchemy import (
     JSON,
     Column,
     DateTime,
+    Float,
     ForeignKey,
     Index,
-    Float,
     Integer,
     LargeBinary,
     UniqueConstraint,
@@ -249,9 +249,7 @@ class NearCopyOffer(SQLModel, table=True):
     similarity: float = Field(sa_column=Column(Float, nullable=False))  # exact Jaccard
     shared_shingles: int
     # [{"path", "original_path", "shared", "share"}]: the copy's files and where they came from.
-    matching_files: list[dict] = Field(
-        default_factory=list, sa_column=Column(JSON, nullable=False)
-    )
+    matching_files: list[dict] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     status: str = Field(default="open", max_length=16)
     created_at: datetime = timestamp_field()
     decided_at: datetime | None = Field(
