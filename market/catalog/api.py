@@ -156,11 +156,10 @@ def publish_zip():
 
 
 def _publish(body: PublishIn, bundle: bundles.Bundle):
-    session = db()
-    publisher = catalog.resolve_publisher(session, caller(), body.on_behalf_of)
-    subagent, _version, created = catalog.publish(
-        session,
-        publisher,
+    subagent, _version, created, offers = catalog.publish_as_requested(
+        db(),
+        caller(),
+        on_behalf_of=body.on_behalf_of,
         title=body.title,
         category=body.category.value,
         bundle=bundle,
@@ -169,7 +168,6 @@ def _publish(body: PublishIn, bundle: bundles.Bundle):
         tags=body.tags,
         visibility=body.visibility.value,
     )
-    offers = catalog.offer_originals(session, publisher, subagent, bundle, created)
     commit()
     if created:
         metrics.record_publish("root")

@@ -305,6 +305,21 @@ def offer_originals(
     return near_copies.open_offers(session, viewer, subagent)
 
 
+def publish_as_requested(
+    session: Session, who: Principal, *, on_behalf_of: str | None, bundle: bundles.Bundle, **listing
+) -> tuple[SubAgent, Version, bool, list[near_copies.OfferedOriginal]]:
+    """A new root as the caller asks for it (the HTTP API and the MCP tool both call this),
+    with the near-copy offers its publisher gets."""
+    publisher = resolve_publisher(session, who, on_behalf_of)
+    subagent, version, created = publish(session, publisher, bundle=bundle, **listing)
+    return (
+        subagent,
+        version,
+        created,
+        offer_originals(session, publisher, subagent, bundle, created),
+    )
+
+
 def _decide_near_copies(session: Session, caller: Principal, subagent_id: int) -> SubAgent:
     """The copy whose offers the caller answers, held until the transaction ends: its author,
     or a service publishing on people's behalf (it published the root for them)."""

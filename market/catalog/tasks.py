@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from market.catalog import near_copies
 from market.catalog.maintenance import (
     delete_dead_web_sessions,
     forget_old_contexts,
@@ -37,5 +38,16 @@ def forget_old_contexts_task() -> dict:
 def delete_dead_web_sessions_task() -> dict:
     with app_state().unit_of_work() as unit:
         done = delete_dead_web_sessions(unit.session, utcnow())
+        unit.commit()
+    return done
+
+
+@shared_task(name="sprig.refresh_near_copies", **RETRY_TRANSIENT)
+def refresh_near_copies_task() -> dict:
+    """Re-learn the near-copy boilerplate, sign what is unsigned, and report the offers left
+    unanswered past their window (beat: nightly)."""
+    with app_state().unit_of_work() as unit:
+        done = near_copies.refresh(unit.session)
+        done.update(near_copies.report_ignored(unit.session, utcnow()))
         unit.commit()
     return done

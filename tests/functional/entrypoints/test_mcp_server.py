@@ -39,10 +39,13 @@ def test_tools_are_listed(engine):
             return sorted(tool.name for tool in (await client.list_tools()).tools)
 
     assert run_async(names) == [
+        "adopt_parent",
+        "decline_near_copies",
         "get_diff",
         "get_files",
         "get_subagent",
         "publish_fork",
+        "publish_subagent",
         "suggest_forks",
     ]
 
