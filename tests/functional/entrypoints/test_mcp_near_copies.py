@@ -4,12 +4,7 @@ public apps it copies, and adopt_parent makes it their fork; nobody else may ans
 from __future__ import annotations
 
 from market.entrypoints.mcp_server import build_server
-from tests.factories import make_user
-from tests.functional.catalog.test_near_copies import (
-    app_bundle,
-    catalog_of_templates,
-    publish_app,
-)
+from tests.factories import app_bundle, catalog_of_templates, make_user, publish_app
 from tests.functional.entrypoints.test_mcp_server import call_tools
 
 
