@@ -8,7 +8,6 @@ import io
 from apiflask import APIBlueprint
 from flask import after_this_request, current_app, request, send_file
 from pydantic import BaseModel
-from sqlmodel import select
 
 from market.catalog import bundles, installs
 from market.catalog import queries as browse
@@ -16,7 +15,6 @@ from market.catalog import services as catalog
 from market.catalog.bundles.archive import bundle_from_zip, bundle_to_zip
 from market.catalog.bundles.diff import diff_bundles
 from market.catalog.bundles.limits import BundleError
-from market.catalog.models import NearCopyOffer, Report
 from market.catalog.schemas import (
     AdoptParentIn,
     BrowseQuery,
@@ -67,13 +65,11 @@ from market.catalog.serialize import (
     version_out,
     visible_detail,
 )
-from market.identity.access import can_moderate
 from market.identity.models import User
 from market.identity.tokens import caller, reader_language
 from market.platform import metrics
 from market.platform.api_deps import body_optional, commit, db, parse_json, parse_model
-from market.platform.errors import Forbidden, Unprocessable, UnsupportedMediaType
-from market.platform.pagination import decode_cursor, encode_cursor
+from market.platform.errors import Unprocessable, UnsupportedMediaType
 from market.platform.problems import problem
 from market.platform.state import app_state
 
@@ -543,24 +539,13 @@ def fork_requests(query: ForkRequestQuery):
 @bp.output(ReportList)
 @bp.doc(operation_id="listReports", **ACCOUNT)
 def reports(query: PageQuery):
-    """Open reports, for moderators."""
-    who = caller()
-    who.require()
-    if not can_moderate(who):
-        raise Forbidden("Only moderators read reports.")
-    statement = select(Report).where(Report.status == "open")
-    if query.cursor:
-        (last_id,) = decode_cursor(query.cursor, (int,))
-        statement = statement.where(Report.id > last_id)
-    session = db()
-    rows = list(session.exec(statement.order_by(Report.id).limit(query.limit + 1)))
-    offer_ids = [r.near_copy_offer_id for r in rows if r.near_copy_offer_id is not None]
-    offers = {
-        o.id: o for o in session.exec(select(NearCopyOffer).where(NearCopyOffer.id.in_(offer_ids)))
-    }
-    items = [report_out(r, offers.get(r.near_copy_offer_id)) for r in rows[: query.limit]]
-    next_cursor = encode_cursor(rows[query.limit - 1].id) if len(rows) > query.limit else None
-    return ReportList(items=items, next_cursor=next_cursor)
+    """Open reports, for moderators; a near-copy report (filed by Sprig when a copy declines
+    or ignores the offer to become a fork) carries its evidence."""
+    page = browse.open_reports(db(), caller(), limit=query.limit, cursor=query.cursor)
+    return ReportList(
+        items=[report_out(item.report, item.offer) for item in page.items],
+        next_cursor=page.next_cursor,
+    )
 
 
 def read_zip_upload(model: type[BaseModel]) -> tuple[BaseModel, bundles.Bundle]:

@@ -1,0 +1,116 @@
+"""In a real browser, at a phone's size and a desktop's: someone publishes a renamed copy of a
+demo app; its page offers them to publish it as a fork of the original (only to them, in
+their language), accepting makes it one, declining another copy sends it to the moderators,
+whose page shows the evidence."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from sqlmodel import select
+
+from market.catalog import services as catalog
+from market.catalog.models import NearCopySignature, SubAgent
+from market.platform.db import session_scope
+from market.platform.state import app_state
+from tests.factories import make_user
+
+pytestmark = pytest.mark.browser
+
+SIZES = {"phone": {"width": 390, "height": 844}, "desktop": {"width": 1280, "height": 900}}
+
+
+def fits_the_viewport(page) -> bool:
+    return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+
+
+def sign_in_with_token(page, token: str) -> None:
+    page.goto("/signin?lang=en")
+    page.fill("#token", token)
+    page.get_by_role("button", name="Sign in", exact=True).click()
+    page.wait_for_url(re.compile(r"/(\?.*)?$"))
+
+
+def most_installed_signed_root(app) -> tuple[int, str, dict]:
+    """A public demo root with a signature: (id, title, its bundle as JSON)."""
+    with session_scope(app_state(app).engine) as session:
+        root = session.exec(
+            select(SubAgent)
+            .join(NearCopySignature, NearCopySignature.subagent_id == SubAgent.id)
+            .where(
+                SubAgent.parent_id.is_(None),
+                SubAgent.visibility == "public",
+                SubAgent.status == "active",
+                NearCopySignature.signature.is_not(None),
+            )
+            .order_by(SubAgent.install_count.desc(), SubAgent.id)
+        ).first()
+        bundle = catalog.load_bundle(session, catalog.get_version(session, root, None))
+        return root.id, root.title, {"manifest": dict(bundle.manifest), "files": bundle.files}
+
+
+def publish_copy(app, actor, original: dict, name: str) -> dict:
+    copied = {"manifest": {**original["manifest"], "name": name}, "files": original["files"]}
+    response = app.test_client().post(
+        "/api/v1/subagents",
+        json={"title": name, "category": "health", "bundle": copied},
+        headers=actor.headers,
+    )
+    assert response.status_code == 201, response.get_json()
+    return response.get_json()
+
+
+@pytest.mark.parametrize("size", ["phone", "desktop"])
+def test_offer_accept_decline_and_the_moderators_evidence(live_app, page, screenshots, size):
+    page.set_viewport_size(SIZES[size])
+    engine = app_state(live_app).engine
+    copier = make_user(engine, f"copier-{size}", display_name="Copy Cat")
+    moderator = make_user(engine, f"moderator-{size}", role="moderator")
+    original_id, original_title, original = most_installed_signed_root(live_app)
+    accepted = publish_copy(live_app, copier, original, f"Borrowed Tracker {size}")
+    declined = publish_copy(live_app, copier, original, f"Second Borrowed Tracker {size}")
+    assert [o["id"] for o in accepted["near_copies"]][:1] == [original_id]
+    assert declined["near_copies"][0]["similarity"] >= 0.8
+
+    sign_in_with_token(page, copier.token)
+    page.goto(f"/s/{accepted['id']}?lang=en")
+    offer = page.locator(".near-copy").first
+    assert f"This looks like {original_title} by " in offer.inner_text()
+    assert fits_the_viewport(page)
+    page.screenshot(path=screenshots / f"near-copy-offer-{size}.png", full_page=True)
+    page.goto(f"/s/{accepted['id']}?lang=zh")
+    assert "要作为它的派生发布吗" in page.locator(".near-copy").first.inner_text()
+    page.goto(f"/s/{accepted['id']}?lang=en")
+    page.locator(".near-copy").first.get_by_role("button", name="Accept: publish as a fork").click()
+    page.wait_for_load_state()
+    assert f"Published as a fork of “{original_title}”." in page.locator(".flashes").inner_text()
+    assert original_title in page.locator(".crumbs").inner_text()
+    assert page.locator(".near-copy").count() == 0
+    page.screenshot(path=screenshots / f"near-copy-accepted-{size}.png", full_page=True)
+
+    page.goto(f"/s/{declined['id']}?lang=en")
+    page.get_by_role("button", name="Decline: it is my own").click()
+    page.wait_for_load_state()
+    assert "Kept as your own sub-agent." in page.locator(".flashes").inner_text()
+    assert page.locator(".near-copy").count() == 0
+
+    # Another person sees no offer on the copy's page, and no Reports link.
+    page.context.clear_cookies()
+    sign_in_with_token(page, make_user(engine, f"stranger-{size}").token)
+    page.goto(f"/s/{declined['id']}?lang=en")
+    assert page.locator(".near-copy").count() == 0
+    assert page.get_by_role("link", name="Reports").count() == 0
+    assert page.goto("/moderation/reports?lang=en").status == 403
+
+    page.context.clear_cookies()
+    sign_in_with_token(page, moderator.token)
+    page.goto("/?lang=en")
+    page.get_by_role("link", name="Reports").click()
+    page.wait_for_url(re.compile(r"/moderation/reports"))
+    report = page.locator(".report", has_text=f"Second Borrowed Tracker {size}")
+    assert report.count() == 1
+    assert f"Copies {original_title}:" in report.inner_text()
+    assert report.locator("table.evidence tbody tr").count() >= 1
+    assert fits_the_viewport(page)
+    page.screenshot(path=screenshots / f"near-copy-reports-{size}.png", full_page=True)
