@@ -6,6 +6,7 @@ only share a template are not copies, and private or unlisted sub-agents are nev
 from __future__ import annotations
 
 import threading
+import uuid
 
 from sqlalchemy import delete, func, select
 
@@ -62,6 +63,22 @@ def test_a_renamed_copy_is_offered_as_a_fork_and_accepting_makes_it_one(client, 
     assert [f["id"] for f in forks] == [copy["id"]]
     lineage = client.get(f"{API}/subagents/{copy['id']}/lineage").get_json()
     assert [n["subagent"]["id"] for n in lineage["ancestors"]] == [water["id"]]
+    # Reach and credit flow to the original: a use of the copy is a use of its lineage.
+    tracker = make_user(engine, "tracker", kind="service", scopes=["events:write"])
+    event = {
+        "event_id": str(uuid.uuid4()),
+        "user_id": carol.id,
+        "subagent_id": copy["id"],
+        "version_id": copy["latest_version"]["id"],
+        "kind": "open",
+        "occurred_at": utcnow().isoformat(),
+    }
+    logged = client.post(f"{API}/events", json={"events": [event]}, headers=tracker.headers)
+    assert logged.status_code == 202
+    stats = client.get(f"{API}/subagents/{water['id']}/stats", headers=alice.headers).get_json()
+    assert stats["lineage"]["forks_by_others"] == 1
+    assert stats["lineage"]["lineage_reach"] == 1
+    assert stats["lineage"]["credit"][str(water["id"])]["descendant_users"] == 1
     # Answered: no offer left, and accepting again is the same fork.
     listed = client.get(f"{API}/subagents/{copy['id']}/near-copies", headers=bob.headers)
     assert listed.get_json()["items"] == []
