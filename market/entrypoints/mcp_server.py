@@ -190,6 +190,13 @@ def _bundle_rejected(error: BundleError) -> ToolError:
     return ToolError(f"{title} ({error.status}): {findings}")
 
 
+def _publish_body(model: type[BaseModel], manifest: ManifestIn, files: dict, **fields) -> Any:
+    """A publish tool's arguments as the API's request model: the bundle from the manifest
+    and files, no tags as an empty list."""
+    bundle = {"manifest": manifest.model_dump(exclude_none=True), "files": files}
+    return _validated(model, {**fields, "bundle": bundle, "tags": fields.get("tags") or []})
+
+
 def _server(
     engine,
     principal_of: Callable[[Session], Principal],
@@ -332,21 +339,20 @@ def _server(
         with call() as (unit, who):
             session = unit.session
             principal = who()
-            body = _validated(
+            body = _publish_body(
                 ForkIn,
-                {
-                    "title": title,
-                    "fork_request": fork_request,
-                    "bundle": {"manifest": manifest.model_dump(exclude_none=True), "files": files},
-                    "summary": summary,
-                    "story": story,
-                    "tags": tags or [],
-                    "category": category,
-                    "parent_version_id": parent_version_id,
-                    "fork_request_id": fork_request_id,
-                    "visibility": visibility,
-                    "on_behalf_of": on_behalf_of,
-                },
+                manifest,
+                files,
+                title=title,
+                fork_request=fork_request,
+                summary=summary,
+                story=story,
+                tags=tags,
+                category=category,
+                parent_version_id=parent_version_id,
+                fork_request_id=fork_request_id,
+                visibility=visibility,
+                on_behalf_of=on_behalf_of,
             )
             bundle = bundles.bundle_from_json(body.bundle.model_dump())
             command = fork_command(parent_id, body, bundle)
@@ -376,18 +382,17 @@ def _server(
         with call() as (unit, who):
             session = unit.session
             principal = who()
-            body = _validated(
+            body = _publish_body(
                 PublishIn,
-                {
-                    "title": title,
-                    "category": category,
-                    "bundle": {"manifest": manifest.model_dump(exclude_none=True), "files": files},
-                    "summary": summary,
-                    "story": story,
-                    "tags": tags or [],
-                    "visibility": visibility,
-                    "on_behalf_of": on_behalf_of,
-                },
+                manifest,
+                files,
+                title=title,
+                category=category,
+                summary=summary,
+                story=story,
+                tags=tags,
+                visibility=visibility,
+                on_behalf_of=on_behalf_of,
             )
             subagent, version, created, offers = catalog.publish_as_requested(
                 session,
