@@ -133,15 +133,20 @@ class _SharedIndex:
             self.boilerplate_id = newest
         return self.boilerplate_id, self.boilerplate
 
-    def caught_up(self, session: Session) -> NearCopyIndex:
+    def caught_up(self, session: Session, publishing: int) -> NearCopyIndex:
+        """The index with every other process's commits, read in the transaction publishing
+        the sub-agent ``publishing``, which is left out: it may yet roll back, and the next
+        catch-up after its commit adds it."""
         boilerplate_id, boilerplate = self.current_boilerplate(session)
         if self.index is None or self.index_boilerplate_id != boilerplate_id:
-            self._build(session, boilerplate_id, boilerplate)
+            self._build(session, boilerplate_id, boilerplate, publishing)
         else:
-            self._catch_up(session, boilerplate_id)
+            self._catch_up(session, boilerplate_id, publishing)
         return self.index
 
-    def _build(self, session: Session, boilerplate_id: int, boilerplate: Boilerplate) -> None:
+    def _build(
+        self, session: Session, boilerplate_id: int, boilerplate: Boilerplate, publishing: int
+    ) -> None:
         self.watermark = session.execute(select(func.max(SubAgent.updated_at))).scalar_one()
         rows = session.execute(
             select(NearCopySignature.subagent_id, NearCopySignature.signature, SubAgent.updated_at)
@@ -150,6 +155,7 @@ class _SharedIndex:
                 publicly_listed_clause(),
                 NearCopySignature.boilerplate_id == boilerplate_id,
                 NearCopySignature.signature.is_not(None),
+                SubAgent.id != publishing,
             )
         ).all()
         self.indexed_at = {row.subagent_id: row.updated_at for row in rows}
@@ -161,17 +167,21 @@ class _SharedIndex:
         )
         self.index_boilerplate_id = boilerplate_id
 
-    def _catch_up(self, session: Session, boilerplate_id: int) -> None:
+    def _catch_up(self, session: Session, boilerplate_id: int, publishing: int) -> None:
         """Re-read the sub-agents whose row changed since the watermark (a few seconds back,
         for a transaction that committed late): add the publicly listed, drop the rest."""
-        statement = select(
-            SubAgent.id,
-            SubAgent.visibility,
-            SubAgent.status,
-            SubAgent.updated_at,
-            NearCopySignature.boilerplate_id,
-            NearCopySignature.signature,
-        ).outerjoin(NearCopySignature, NearCopySignature.subagent_id == SubAgent.id)
+        statement = (
+            select(
+                SubAgent.id,
+                SubAgent.visibility,
+                SubAgent.status,
+                SubAgent.updated_at,
+                NearCopySignature.boilerplate_id,
+                NearCopySignature.signature,
+            )
+            .outerjoin(NearCopySignature, NearCopySignature.subagent_id == SubAgent.id)
+            .where(SubAgent.id != publishing)
+        )
         if self.watermark is not None:
             statement = statement.where(SubAgent.updated_at >= self.watermark - CATCH_UP_OVERLAP)
         for row in session.execute(statement):
@@ -327,7 +337,7 @@ def find_originals(
     ``MAX_OFFERS``, most similar first); none before a boilerplate is learned."""
     shared = _shared_index(session)
     with shared.lock:
-        index = shared.caught_up(session)
+        index = shared.caught_up(session, copy.id)
         boilerplate_id = shared.index_boilerplate_id
         estimated = [] if boilerplate_id == 0 else index.query(bundle)[:MAX_CANDIDATES]
     if boilerplate_id == 0:

@@ -32,8 +32,9 @@ def sign_in_with_token(page, token: str) -> None:
     page.wait_for_url(re.compile(r"/(\?.*)?$"))
 
 
-def most_installed_signed_root(app) -> tuple[int, str, dict]:
-    """A public demo root with a signature: (id, title, its bundle as JSON)."""
+def signed_root(app, rank: int) -> tuple[int, str, dict]:
+    """The ``rank``-th most installed public demo root with a signature: (id, title, its
+    bundle as JSON)."""
     with session_scope(app_state(app).engine) as session:
         root = session.exec(
             select(SubAgent)
@@ -45,13 +46,17 @@ def most_installed_signed_root(app) -> tuple[int, str, dict]:
                 NearCopySignature.signature.is_not(None),
             )
             .order_by(SubAgent.install_count.desc(), SubAgent.id)
+            .offset(rank)
         ).first()
         bundle = catalog.load_bundle(session, catalog.get_version(session, root, None))
         return root.id, root.title, {"manifest": dict(bundle.manifest), "files": bundle.files}
 
 
 def publish_copy(app, actor, original: dict, name: str) -> dict:
-    copied = {"manifest": {**original["manifest"], "name": name}, "files": original["files"]}
+    """The original renamed, in its manifest and wherever its files show its name."""
+    old = original["manifest"]["name"]
+    files = {path: text.replace(old, name) for path, text in original["files"].items()}
+    copied = {"manifest": {**original["manifest"], "name": name}, "files": files}
     response = app.test_client().post(
         "/api/v1/subagents",
         json={"title": name, "category": "health", "bundle": copied},
@@ -67,7 +72,8 @@ def test_offer_accept_decline_and_the_moderators_evidence(live_app, page, screen
     engine = app_state(live_app).engine
     copier = make_user(engine, f"copier-{size}", display_name="Copy Cat")
     moderator = make_user(engine, f"moderator-{size}", role="moderator")
-    original_id, original_title, original = most_installed_signed_root(live_app)
+    # Each size copies its own original: the other size's accepted copy is a fork of its own.
+    original_id, original_title, original = signed_root(live_app, list(SIZES).index(size))
     accepted = publish_copy(live_app, copier, original, f"Borrowed Tracker {size}")
     declined = publish_copy(live_app, copier, original, f"Second Borrowed Tracker {size}")
     assert [o["id"] for o in accepted["near_copies"]][:1] == [original_id]
