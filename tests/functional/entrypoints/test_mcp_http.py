@@ -34,7 +34,16 @@ from tests.conftest import make_app
 from tests.factories import Actor, bundle, make_user, publish
 
 ROOT = Path(__file__).resolve().parents[3]
-TOOLS = ["get_diff", "get_files", "get_subagent", "publish_fork", "suggest_forks"]
+TOOLS = [
+    "adopt_parent",
+    "decline_near_copies",
+    "get_diff",
+    "get_files",
+    "get_subagent",
+    "publish_fork",
+    "publish_subagent",
+    "suggest_forks",
+]
 # JSON-RPC over HTTP as the client sends it: one message, either answer format accepted.
 RPC_HEADERS = {"Accept": "application/json, text/event-stream"}
 
