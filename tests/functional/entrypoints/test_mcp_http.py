@@ -32,18 +32,9 @@ from market.platform.state import app_state
 from tests import gunicorn_server
 from tests.conftest import make_app
 from tests.factories import Actor, bundle, make_user, publish
+from tests.functional.entrypoints.test_mcp_server import TOOLS
 
 ROOT = Path(__file__).resolve().parents[3]
-TOOLS = [
-    "adopt_parent",
-    "decline_near_copies",
-    "get_diff",
-    "get_files",
-    "get_subagent",
-    "publish_fork",
-    "publish_subagent",
-    "suggest_forks",
-]
 # JSON-RPC over HTTP as the client sends it: one message, either answer format accepted.
 RPC_HEADERS = {"Accept": "application/json, text/event-stream"}
 

@@ -14,6 +14,17 @@ from market.entrypoints.mcp_server import build_server
 from tests.factories import bundle, make_user, publish
 
 ROOT = Path(__file__).resolve().parents[3]
+# Every tool, as both transports list them.
+TOOLS = [
+    "adopt_parent",
+    "decline_near_copies",
+    "get_diff",
+    "get_files",
+    "get_subagent",
+    "publish_fork",
+    "publish_subagent",
+    "suggest_forks",
+]
 
 
 def run_async(function):
@@ -38,16 +49,7 @@ def test_tools_are_listed(engine):
         async with Client(build_server(engine, token=None)) as client:
             return sorted(tool.name for tool in (await client.list_tools()).tools)
 
-    assert run_async(names) == [
-        "adopt_parent",
-        "decline_near_copies",
-        "get_diff",
-        "get_files",
-        "get_subagent",
-        "publish_fork",
-        "publish_subagent",
-        "suggest_forks",
-    ]
+    assert run_async(names) == TOOLS
 
 
 def test_suggest_read_diff_and_publish_a_fork(client, engine):
