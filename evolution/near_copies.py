@@ -222,12 +222,74 @@ class Boilerplate:
         return shingles[self.hashes[at] != shingles]
 
 
+def distinctive_shingles(
+    bundle: BundleLike, boilerplate: Boilerplate, *, words: int = SHINGLE_WORDS
+) -> np.ndarray:
+    """The bundle's shingles that are not boilerplate: what makes it itself."""
+    return boilerplate.strip(shingle_hashes(bundle, words))
+
+
+def jaccard(a: np.ndarray, b: np.ndarray) -> tuple[float, int]:
+    """The exact Jaccard similarity of two sorted unique shingle sets, and how many shingles
+    they share (what the MinHash estimate stands in for, computed on a few candidates)."""
+    shared = len(np.intersect1d(a, b, assume_unique=True))
+    union = len(a) + len(b) - shared
+    return (shared / union if union else 0.0), shared
+
+
+@dataclass(frozen=True)
+class FileMatch:
+    """A file of the copy and the original's file it shares most distinctive shingles with."""
+
+    path: str
+    original_path: str
+    shared: int  # distinctive shingles in common
+    share: float  # of the copy file's distinctive shingles
+
+
+@dataclass(frozen=True)
+class _OneFile:
+    manifest: Mapping[str, Any]
+    files: Mapping[str, str]
+
+
+def matching_files(
+    copy: BundleLike, original: BundleLike, boilerplate: Boilerplate, *, words: int = SHINGLE_WORDS
+) -> list[FileMatch]:
+    """Evidence for a moderator: each file of ``copy`` that shares distinctive shingles with a
+    file of ``original``, paired with the file it shares most with, most shared first. Each
+    file is shingled alone under its bundle's name (renamed copies still pair up)."""
+
+    def per_file(bundle: BundleLike) -> dict[str, np.ndarray]:
+        name = {"name": bundle.manifest.get("name") or ""}
+        return {
+            path: distinctive_shingles(_OneFile(name, {path: text}), boilerplate, words=words)
+            for path, text in bundle.files.items()
+        }
+
+    theirs = per_file(original)
+    found = []
+    for path, mine in sorted(per_file(copy).items()):
+        if len(mine) == 0:
+            continue
+        best = max(
+            (
+                (len(np.intersect1d(mine, other, assume_unique=True)), p)
+                for p, other in theirs.items()
+            ),
+            default=(0, ""),
+        )
+        if best[0]:
+            found.append(FileMatch(path, best[1], best[0], best[0] / len(mine)))
+    return sorted(found, key=lambda m: (-m.shared, m.path))
+
+
 def signature(
     bundle: BundleLike, boilerplate: Boilerplate, *, words: int = SHINGLE_WORDS
 ) -> np.ndarray | None:
     """The bundle's MinHash signature (uint32, ``NUM_PERM`` values) over its distinctive
     shingles, or None when it has fewer than ``MIN_SHINGLES`` of them."""
-    distinctive = boilerplate.strip(shingle_hashes(bundle, words))
+    distinctive = distinctive_shingles(bundle, boilerplate, words=words)
     if len(distinctive) < MIN_SHINGLES:
         return None
     minhash = MinHash(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
+from market.catalog import near_copies
 from market.identity.models import User
 from market.identity.tokens import issue_token
 from market.platform.db import session_scope
@@ -102,3 +103,70 @@ def fork(client, actor: Actor, parent_id: int, note: str = "fork", **extra) -> d
     response = client.post(f"/api/v1/subagents/{parent_id}/forks", json=body, headers=actor.headers)
     assert response.status_code == 201, response.get_json()
     return response.get_json()
+
+
+# ---- near-copies: apps of one template, the way the demo writes them -------------------
+
+# The engine every demo-like app is written from: shared by all of them, so it is boilerplate.
+_ENGINE = "".join(
+    f"function step{i}(items, state) {{\n"
+    f"  const total = items.reduce((sum, item) => sum + item.amount{i}, 0);\n"
+    f"  state.render{i}(total, items.length, 'entries-{i}');\n"
+    f"  return state.save{i}(items.filter((item) => item.kept{i}));\n"
+    "}\n"
+    for i in range(12)
+)
+
+_APPS = {
+    "water": ("Water Tracker", "glasses litres thirst morning bottle refill sip tap jug kettle"),
+    "coffee": ("Caffeine Log", "espresso latte mocha beans grinder crema roast barista cup"),
+    "sleep": ("Sleep Diary", "pillow dream nap snore blanket midnight alarm dawn yawn"),
+    "steps": ("Step Counter", "walk stride pedometer trail hike sneaker mile park stairs"),
+}
+
+
+def app_bundle(kind: str, name: str | None = None) -> dict:
+    """A template app: the shared engine plus its own labels, fields and help text."""
+    title, words = _APPS[kind]
+    words = words.split()
+    config = "const CONFIG = {\n" + "".join(
+        f'  "{w}": "Record the {w} you had with a {words[(i + 3) % len(words)]} '
+        f'and a {words[(i + 5) % len(words)]} note",\n'
+        for i, w in enumerate(words)
+    )
+    config += "};\n"
+    return {
+        "manifest": {"name": name or title, "entry": "index.html", "scopes": []},
+        "files": {
+            "index.html": f"<!doctype html><title>{name or title}</title>"
+            "<script src=config.js></script><script src=engine.js></script>",
+            "config.js": config,
+            "engine.js": _ENGINE,
+        },
+    }
+
+
+def publish_app(client, actor, kind: str, *, name=None, title=None, visibility="public"):
+    body = {
+        "title": title or name or _APPS[kind][0],
+        "category": "health",
+        "visibility": visibility,
+        "bundle": app_bundle(kind, name),
+    }
+    response = client.post("/api/v1/subagents", json=body, headers=actor.headers)
+    assert response.status_code == 201, response.get_json()
+    return response.get_json()
+
+
+def learn_boilerplate(engine) -> dict:
+    """What the nightly refresh does: learn the template text, sign what is not signed."""
+    with session_scope(engine) as session:
+        return near_copies.refresh(session)
+
+
+def catalog_of_templates(client, engine, alice, carol) -> dict:
+    """Two apps of one template by two authors, the boilerplate learned from them."""
+    water = publish_app(client, alice, "water")
+    publish_app(client, carol, "coffee")
+    assert learn_boilerplate(engine)["changed"]
+    return water

@@ -8,7 +8,6 @@ import io
 from apiflask import APIBlueprint
 from flask import after_this_request, current_app, request, send_file
 from pydantic import BaseModel
-from sqlmodel import select
 
 from market.catalog import bundles, installs, upstream
 from market.catalog import queries as browse
@@ -16,8 +15,8 @@ from market.catalog import services as catalog
 from market.catalog.bundles.archive import bundle_from_zip, bundle_to_zip
 from market.catalog.bundles.diff import diff_bundles
 from market.catalog.bundles.limits import BundleError
-from market.catalog.models import Report
 from market.catalog.schemas import (
+    AdoptParentIn,
     BrowseQuery,
     BundleOut,
     BundleQuery,
@@ -32,8 +31,10 @@ from market.catalog.schemas import (
     InstallList,
     InstallOut,
     Lineage,
+    NearCopyList,
     Page,
     PageQuery,
+    PublishedOut,
     PublishIn,
     QuarantineIn,
     ReportIn,
@@ -62,7 +63,9 @@ from market.catalog.serialize import (
     install_out,
     install_page_out,
     lineage_out,
+    near_copy_out,
     page_out,
+    report_out,
     subagent_out,
     tree_out,
     upstream_detail_out,
@@ -72,13 +75,11 @@ from market.catalog.serialize import (
     version_out,
     visible_detail,
 )
-from market.identity.access import can_moderate
 from market.identity.models import User
 from market.identity.tokens import caller, reader_language
 from market.platform import metrics
 from market.platform.api_deps import body_optional, commit, db, parse_json, parse_model
-from market.platform.errors import Forbidden, Unprocessable, UnsupportedMediaType
-from market.platform.pagination import decode_cursor, encode_cursor
+from market.platform.errors import Unprocessable, UnsupportedMediaType
 from market.platform.problems import problem
 from market.platform.state import app_state
 
@@ -137,28 +138,34 @@ def _fresh_ranking() -> None:
         state.ranking_schedule.refresh_if_due(state.unit_of_work)
 
 
+NEAR_COPIES = (
+    "A new root that nearly copies public sub-agents of others says so in `near_copies`: "
+    "publish it as a fork of one with `POST /subagents/{id}/adopt-parent` (within 7 days, "
+    "before anyone forks or installs it), or decline with `POST .../near-copies/decline`."
+)
+
+
 @bp.post("/subagents")
-@bp.output(SubAgentOut, status_code=201, description="created (200 if these bytes exist)")
-@bp.doc(operation_id="publishSubagent", description=ALSO_READS_ZIP)
+@bp.output(PublishedOut, status_code=201, description="created (200 if these bytes exist)")
+@bp.doc(operation_id="publishSubagent", description=f"{ALSO_READS_ZIP} {NEAR_COPIES}")
 def publish():
     """Publish a new sub-agent (JSON with `bundle`)."""
     return _publish(*read_body_with_bundle(PublishIn))
 
 
 @bp.post("/subagents/zip")
-@bp.output(SubAgentOut, status_code=201, description="created (200 if these bytes exist)")
-@bp.doc(operation_id="publishSubagentZip")
+@bp.output(PublishedOut, status_code=201, description="created (200 if these bytes exist)")
+@bp.doc(operation_id="publishSubagentZip", description=NEAR_COPIES)
 def publish_zip():
     """Publish a new sub-agent from a zip (multipart: `metadata` JSON and the zip `bundle`)."""
     return _publish(*read_zip_upload(PublishIn))
 
 
 def _publish(body: PublishIn, bundle: bundles.Bundle):
-    session = db()
-    publisher = catalog.resolve_publisher(session, caller(), body.on_behalf_of)
-    subagent, _version, created = catalog.publish(
-        session,
-        publisher,
+    subagent, _version, created, offers = catalog.publish_as_requested(
+        db(),
+        caller(),
+        on_behalf_of=body.on_behalf_of,
         title=body.title,
         category=body.category.value,
         bundle=bundle,
@@ -170,7 +177,45 @@ def _publish(body: PublishIn, bundle: bundles.Bundle):
     commit()
     if created:
         metrics.record_publish("root")
-    return _detail(subagent), 201 if created else 200
+    detail = _detail(subagent)
+    published = PublishedOut(**dict(detail), near_copies=[near_copy_out(o) for o in offers])
+    return published, 201 if created else 200
+
+
+@bp.get("/subagents/<int(max=2147483647):subagent_id>/near-copies")
+@bp.output(NearCopyList)
+@bp.doc(operation_id="listNearCopies")
+def list_near_copies(subagent_id: int):
+    """The open near-copy offers of a new root, for its author (empty for anyone else): what
+    `near_copies` said when it was published, less what was answered or expired."""
+    session, who = db(), caller()
+    subagent = catalog.get_visible(session, who, subagent_id)
+    offers = catalog.offers_for(session, who, subagent)
+    return NearCopyList(items=[near_copy_out(o) for o in offers])
+
+
+@bp.post("/subagents/<int(max=2147483647):subagent_id>/adopt-parent")
+@bp.input(AdoptParentIn, arg_name="body")
+@bp.output(SubAgentOut, description="now a fork of `parent_id` (also when it already was)")
+@bp.doc(operation_id="adoptParent")
+def adopt_parent(subagent_id: int, body: AdoptParentIn):
+    """Accept a near-copy offer: the new root becomes a fork of the original it copies, so its
+    lineage, reach and credit flow there. Its author (or a service publishing for people),
+    within 7 days of publishing and before anyone forks or installs it."""
+    subagent, _changed = catalog.adopt_parent(db(), caller(), subagent_id, body.parent_id)
+    commit()
+    return _detail(subagent)
+
+
+@bp.post("/subagents/<int(max=2147483647):subagent_id>/near-copies/decline")
+@bp.output(SubAgentOut, description="every open offer declined (nothing changes if none)")
+@bp.doc(operation_id="declineNearCopies")
+def decline_near_copies(subagent_id: int):
+    """Keep the new root as a root of its own. A copy nearly identical to the original
+    (similarity 0.8 or more) goes to the moderators with the evidence."""
+    subagent = catalog.decline_near_copies(db(), caller(), subagent_id)
+    commit()
+    return _detail(subagent)
 
 
 @bp.get("/subagents")
@@ -471,7 +516,7 @@ def report(subagent_id: int, body: ReportIn):
     subagent = catalog.get_visible(session, who, subagent_id)
     row, created = catalog.report(session, who, subagent, body.reason.value, body.detail)
     commit()
-    return ReportOut.model_validate(row, from_attributes=True), 201 if created else 200
+    return report_out(row, None), 201 if created else 200
 
 
 # The caller's installs, the fork-request queue and the moderators' reports are catalog rows
@@ -506,19 +551,13 @@ def fork_requests(query: ForkRequestQuery):
 @bp.output(ReportList)
 @bp.doc(operation_id="listReports", **ACCOUNT)
 def reports(query: PageQuery):
-    """Open reports, for moderators."""
-    who = caller()
-    who.require()
-    if not can_moderate(who):
-        raise Forbidden("Only moderators read reports.")
-    statement = select(Report).where(Report.status == "open")
-    if query.cursor:
-        (last_id,) = decode_cursor(query.cursor, (int,))
-        statement = statement.where(Report.id > last_id)
-    rows = list(db().exec(statement.order_by(Report.id).limit(query.limit + 1)))
-    items = [ReportOut.model_validate(r, from_attributes=True) for r in rows[: query.limit]]
-    next_cursor = encode_cursor(rows[query.limit - 1].id) if len(rows) > query.limit else None
-    return ReportList(items=items, next_cursor=next_cursor)
+    """Open reports, for moderators; a near-copy report (filed by Sprig when a copy declines
+    or ignores the offer to become a fork) carries its evidence."""
+    page = browse.open_reports(db(), caller(), limit=query.limit, cursor=query.cursor)
+    return ReportList(
+        items=[report_out(item.report, item.offer) for item in page.items],
+        next_cursor=page.next_cursor,
+    )
 
 
 # ---- upstream updates: a parent's new version offered to each fork (market.catalog.upstream)

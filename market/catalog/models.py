@@ -1,8 +1,10 @@
 """Catalog tables: sub-agents as a fork tree, bundles, versions, installs, fork requests and
-reports, and the categories a sub-agent is filed under.
+reports, near-copy signatures and offers, and the categories a sub-agent is filed under.
 
 Fork links (parent, parent version, root, depth, ancestry) are written once by the server at
-fork time and never change, which is what lets lineage be read in one query.
+fork time and never change, which is what lets lineage be read in one query. The one exception
+is a new root that accepts a near-copy offer (``market.catalog.near_copies``): within a window,
+before anyone forked or installed it, it becomes the fork of the original it was copied from.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from sqlalchemy import (
     JSON,
     Column,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -215,15 +218,87 @@ class UpstreamProposal(SQLModel, table=True):
 
 class Report(SQLModel, table=True):
     __tablename__ = "report"
-    __table_args__ = (UniqueConstraint("subagent_id", "reporter_id", name="uq_report_reporter"),)
+    __table_args__ = (
+        UniqueConstraint("subagent_id", "reporter_id", name="uq_report_reporter"),
+        # An offer is reported once however many times it is declined or swept.
+        UniqueConstraint("near_copy_offer_id", name="uq_report_near_copy_offer"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     subagent_id: int = Field(foreign_key="subagent.id", index=True)
-    reporter_id: int = Field(foreign_key="user_account.id")
+    # None: filed by Sprig itself (a declined or ignored near-copy offer), not by a person.
+    reporter_id: int | None = Field(default=None, foreign_key="user_account.id")
     reason: str = Field(max_length=32)
     detail: str = Field(default="", max_length=2000)
     status: str = Field(default="open", max_length=16)
+    # The near-copy offer whose evidence a near-copy report carries.
+    near_copy_offer_id: int | None = Field(
+        default=None,
+        sa_column=Column(
+            Integer,
+            ForeignKey("near_copy_offer.id", name="fk_report_near_copy_offer"),
+            nullable=True,
+        ),
+    )
     created_at: datetime = timestamp_field()
+
+
+class NearCopyBoilerplate(SQLModel, table=True):
+    """Shingles too common in the public catalog to be evidence of copying (template text),
+    learned from a sample of it (``evolution.near_copies.Boilerplate``). The newest row is in
+    force; signatures name the row they were signed against."""
+
+    __tablename__ = "near_copy_boilerplate"
+
+    id: int | None = Field(default=None, primary_key=True)
+    # Sorted unique uint32 shingle hashes, little-endian.
+    hashes: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    sample_size: int
+    learned_at: datetime = timestamp_field()
+
+
+class NearCopySignature(SQLModel, table=True):
+    """Each sub-agent's latest version as the near-copy check compares it, whatever its
+    visibility (a private one made public later is found without re-reading its bundle); only
+    publicly listed ones are ever read into the index others' publishes are checked against."""
+
+    __tablename__ = "near_copy_signature"
+
+    subagent_id: int = Field(
+        sa_column=Column(Integer, ForeignKey("subagent.id"), primary_key=True, autoincrement=False)
+    )
+    version_id: int = Field(foreign_key="subagent_version.id")
+    # The boilerplate row it was signed against (0: none learned yet).
+    boilerplate_id: int = Field(default=0)
+    # sha256 of the normalized text: equal for copies that differ only in naming and layout.
+    fingerprint: str = Field(max_length=64, index=True)
+    # NUM_PERM uint32 MinHash values, little-endian; None when too little of the bundle is its
+    # own (nothing to credit).
+    signature: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))
+
+
+class NearCopyOffer(SQLModel, table=True):
+    """A new root found to be a near-copy of another author's public sub-agent: its publisher
+    is offered to make it a fork of the original (``open`` until ``accepted``, ``declined``,
+    ``ignored`` past the window, or ``closed`` when another original was accepted)."""
+
+    __tablename__ = "near_copy_offer"
+    __table_args__ = (UniqueConstraint("subagent_id", "original_id", name="uq_near_copy_offer"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    subagent_id: int = Field(foreign_key="subagent.id", index=True)
+    original_id: int = Field(foreign_key="subagent.id")
+    # The original's version the copy was compared with: the parent version if accepted.
+    original_version_id: int = Field(foreign_key="subagent_version.id")
+    similarity: float = Field(sa_column=Column(Float, nullable=False))  # exact Jaccard
+    shared_shingles: int
+    # [{"path", "original_path", "shared", "share"}]: the copy's files and where they came from.
+    matching_files: list[dict] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    status: str = Field(default="open", max_length=16)
+    created_at: datetime = timestamp_field()
+    decided_at: datetime | None = Field(
+        default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
+    )
 
 
 # The categories a sub-agent may be filed under (an input enum of every API that takes one).

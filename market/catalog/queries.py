@@ -11,13 +11,20 @@ from sqlalchemy.orm import aliased
 from sqlmodel import Session, func, select
 
 from evolution.clones import collapse, spread_lineages
-from market.catalog.models import SubAgent, SubAgentTag
+from market.catalog.models import NearCopyOffer, Report, SubAgent, SubAgentTag
 from market.catalog.search import TextMatcher, relevant_ids
-from market.identity.access import can_view, hidden_among, listed_clause, tree_clause, tree_visible
+from market.identity.access import (
+    can_moderate,
+    can_view,
+    hidden_among,
+    listed_clause,
+    tree_clause,
+    tree_visible,
+)
 from market.identity.models import User
 from market.identity.tokens import Principal
 from market.platform.db import id_in, position_in
-from market.platform.errors import BadRequest
+from market.platform.errors import BadRequest, Forbidden
 from market.platform.pagination import decode_cursor, encode_cursor
 from market.ranking.models import SubAgentScore
 
@@ -580,3 +587,44 @@ def _tree_node(row: SubAgent) -> SubtreeNode:
         fork_count=row.fork_count,
         shown_children=0,
     )
+
+
+# ---- the moderators' queue -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OpenReport:
+    report: Report
+    subagent: SubAgent
+    offer: NearCopyOffer | None  # a near-copy report's evidence
+    original: SubAgent | None  # and the sub-agent it copies
+
+
+@dataclass(frozen=True)
+class ReportPage:
+    items: list[OpenReport]
+    next_cursor: str | None
+
+
+_ORIGINAL = aliased(SubAgent, name="original")
+
+
+def open_reports(session: Session, viewer: Principal, *, limit: int, cursor: str | None):
+    """Open reports, oldest first, with a near-copy report's evidence: moderators only."""
+    viewer.require()
+    if not can_moderate(viewer):
+        raise Forbidden("Only moderators read reports.")
+    statement = (
+        select(Report, SubAgent, NearCopyOffer, _ORIGINAL)
+        .join(SubAgent, SubAgent.id == Report.subagent_id)
+        .outerjoin(NearCopyOffer, NearCopyOffer.id == Report.near_copy_offer_id)
+        .outerjoin(_ORIGINAL, _ORIGINAL.id == NearCopyOffer.original_id)
+        .where(Report.status == "open")
+    )
+    if cursor:
+        (last_id,) = decode_cursor(cursor, (int,))
+        statement = statement.where(Report.id > last_id)
+    rows = session.execute(statement.order_by(Report.id).limit(limit + 1)).all()
+    items = [OpenReport(*row) for row in rows[:limit]]
+    next_cursor = encode_cursor(rows[limit - 1][0].id) if len(rows) > limit else None
+    return ReportPage(items, next_cursor)

@@ -307,6 +307,35 @@ class SubAgentOut(BaseModel):
     )
 
 
+class NearCopyOut(BaseModel):
+    """A public sub-agent of another author that a new root nearly copies: publish the root as
+    its fork with ``POST /subagents/{id}/adopt-parent``, or decline."""
+
+    id: int = Field(description="the original sub-agent")
+    title: str
+    author: AuthorOut
+    similarity: float = Field(
+        description="Jaccard similarity of the two bundles' distinctive text, 0-1 (template "
+        "text shared by many apps left out); offered from 0.35"
+    )
+
+
+class PublishedOut(SubAgentOut):
+    near_copies: list[NearCopyOut] = Field(
+        default_factory=list,
+        description="a new root only: public sub-agents of others it nearly copies, most "
+        "similar first, each offered as the parent to publish it as a fork of",
+    )
+
+
+class NearCopyList(BaseModel):
+    items: list[NearCopyOut]
+
+
+class AdoptParentIn(StrictInput):
+    parent_id: Id = Field(description="an original offered in `near_copies`")
+
+
 class SubAgentCard(BaseModel):
     id: int
     title: str
@@ -422,6 +451,20 @@ class ForkRequestList(BaseModel):
     next_cursor: str | None
 
 
+class MatchingFileOut(BaseModel):
+    path: str = Field(description="a file of the reported sub-agent")
+    original_path: str = Field(description="the original's file it shares most text with")
+    shared: int = Field(description="distinctive shingles (3-word runs) in common")
+    share: float = Field(description="of the file's distinctive shingles, 0-1")
+
+
+class NearCopyEvidenceOut(BaseModel):
+    original_id: int
+    similarity: float
+    shared_shingles: int
+    matching_files: list[MatchingFileOut]
+
+
 class ReportOut(BaseModel):
     id: int
     subagent_id: int
@@ -429,6 +472,9 @@ class ReportOut(BaseModel):
     detail: str
     status: str
     created_at: UtcDatetime
+    near_copy: NearCopyEvidenceOut | None = Field(
+        None, description="a near-copy report (filed by Sprig): what it copies, and the evidence"
+    )
 
 
 class ReportList(BaseModel):

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from market.catalog import bundles
 from market.catalog.installs import ForkRequestPage, InstallPage
-from market.catalog.models import ForkRequest, Install, SubAgent, Version
+from market.catalog.models import ForkRequest, Install, NearCopyOffer, Report, SubAgent, Version
+from market.catalog.near_copies import OfferedOriginal
 from market.catalog.queries import Card, CardAuthor, CardPage, LineagePath, Subtree
 from market.catalog.schemas import (
     AuthorOut,
@@ -18,8 +19,11 @@ from market.catalog.schemas import (
     Lineage,
     LineageNode,
     MergedDiffOut,
+    NearCopyEvidenceOut,
+    NearCopyOut,
     Page,
     RankingOut,
+    ReportOut,
     SubAgentCard,
     SubAgentOut,
     Tree,
@@ -157,6 +161,35 @@ def subagent_out(subagent: SubAgent, author: User, latest: Version | None) -> Su
         fork_count=subagent.fork_count,
         created_at=subagent.created_at,
         updated_at=subagent.updated_at,
+    )
+
+
+def near_copy_out(offered: OfferedOriginal) -> NearCopyOut:
+    return NearCopyOut(
+        id=offered.original.id,
+        title=offered.original.title,
+        author=author_out(offered.author),
+        similarity=offered.offer.similarity,
+    )
+
+
+def report_out(report: Report, offer: NearCopyOffer | None) -> ReportOut:
+    evidence = None
+    if offer is not None:
+        evidence = NearCopyEvidenceOut(
+            original_id=offer.original_id,
+            similarity=offer.similarity,
+            shared_shingles=offer.shared_shingles,
+            matching_files=offer.matching_files,
+        )
+    return ReportOut(
+        id=report.id,
+        subagent_id=report.subagent_id,
+        reason=report.reason,
+        detail=report.detail,
+        status=report.status,
+        created_at=report.created_at,
+        near_copy=evidence,
     )
 
 

@@ -15,16 +15,25 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, func, select
 
-from market.catalog import bundles
+from market.catalog import bundles, near_copies
 from market.catalog.bundles import scan
 from market.catalog.counters import lock_subagent, recount_forks
-from market.catalog.models import BundleBlob, ForkRequest, Report, SubAgent, SubAgentTag, Version
+from market.catalog.models import (
+    BundleBlob,
+    ForkRequest,
+    Install,
+    Report,
+    SubAgent,
+    SubAgentTag,
+    Version,
+)
 from market.identity.access import (
     can_fulfil_fork_request,
     can_moderate,
     can_read_files,
     can_view,
     can_yank,
+    may_be_credited_as_original,
     may_be_published_for,
     may_inherit_listing,
 )
@@ -215,6 +224,7 @@ def _new_version(
     )
     session.add(version)
     session.flush()
+    near_copies.sign(session, subagent.id, version.id, bundle)
     subagent.latest_version_id = version.id
     subagent.updated_at = utcnow()
     session.add(subagent)
@@ -288,6 +298,107 @@ def publish(
     version = _new_version(session, subagent, bundle, 1, "")
     version.created_at = now
     return subagent, version, True
+
+
+# ---- near-copies: a new root offered as a fork of what it copies ------------------------
+
+
+def offer_originals(
+    session: Session, publisher: User, subagent: SubAgent, bundle: bundles.Bundle, created: bool
+) -> list[near_copies.OfferedOriginal]:
+    """After ``publish``: the public sub-agents of others a new root nearly copies, offered to
+    its publisher (a retried publish gets the offers its first try made)."""
+    viewer = viewer_for(publisher)
+    if created and subagent.parent_id is None:
+        near_copies.find_originals(session, viewer, subagent, bundle)
+    return near_copies.open_offers(session, viewer, subagent)
+
+
+def publish_as_requested(
+    session: Session, who: Principal, *, on_behalf_of: str | None, bundle: bundles.Bundle, **listing
+) -> tuple[SubAgent, Version, bool, list[near_copies.OfferedOriginal]]:
+    """A new root as the caller asks for it (the HTTP API and the MCP tool both call this),
+    with the near-copy offers its publisher gets."""
+    publisher = resolve_publisher(session, who, on_behalf_of)
+    subagent, version, created = publish(session, publisher, bundle=bundle, **listing)
+    return (
+        subagent,
+        version,
+        created,
+        offer_originals(session, publisher, subagent, bundle, created),
+    )
+
+
+def _decide_near_copies(session: Session, caller: Principal, subagent_id: int) -> SubAgent:
+    """The copy whose offers the caller answers, held until the transaction ends: its author,
+    or a service publishing on people's behalf (it published the root for them)."""
+    copy = get_visible(session, caller, subagent_id)
+    if caller.kind == "person":
+        caller.require("publish")
+        if copy.author_id != caller.user_id:
+            raise Forbidden("Only the sub-agent's author answers its near-copy offers.")
+    else:
+        caller.require("publish:on-behalf")
+    return lock_subagent(session, copy.id)
+
+
+def offers_for(session: Session, caller: Principal, subagent: SubAgent):
+    """The open offers of a sub-agent, for its author only (nobody else learns of them)."""
+    if caller.user_id is None or caller.user_id != subagent.author_id:
+        return []
+    return near_copies.open_offers(session, caller, subagent)
+
+
+def adopt_parent(
+    session: Session, caller: Principal, subagent_id: int, original_id: int
+) -> tuple[SubAgent, bool]:
+    """Accept a near-copy offer: the new root becomes a fork of ``original_id`` (the version it
+    was compared with), so lineage, reach and credit flow to it. Only within the offer's
+    window and while nobody forked or installed the copy: re-parenting a node with forks would
+    rewrite their lineage, and its installs were made of a root. (row, changed); accepting
+    again answers the same fork unchanged."""
+    copy = _decide_near_copies(session, caller, subagent_id)
+    if copy.parent_id == original_id:
+        return copy, False  # a retry, or a concurrent accept that went first
+    offer = near_copies.find_offer(session, copy.id, original_id)
+    if offer is None:
+        raise NotFound(f"Sub-agent {copy.id} was not offered as a fork of {original_id}.")
+    if copy.parent_id is not None:
+        raise Conflict(f"Sub-agent {copy.id} is already a fork of {copy.parent_id}.")
+    if offer.status != "open":
+        raise Conflict(f"The offer to fork {original_id} was {offer.status}.")
+    if near_copies.expired(offer, utcnow()):
+        raise Conflict(
+            f"The offer expired: a new root becomes a fork within "
+            f"{near_copies.OFFER_WINDOW.days} days of publishing."
+        )
+    forked = session.exec(select(SubAgent.id).where(SubAgent.parent_id == copy.id)).first()
+    installed = session.exec(select(Install.id).where(Install.subagent_id == copy.id)).first()
+    if forked is not None or installed is not None:
+        raise Conflict("It was forked or installed already: its lineage stays as published.")
+    original = lock_subagent(session, original_id)
+    publisher = viewer_for(get_author(session, copy))
+    if original is None or not may_be_credited_as_original(publisher, original):
+        raise Conflict(f"Sub-agent {original_id} can no longer be credited as the original.")
+    mark_catalog_changed(session)
+    copy.parent_id = original.id
+    copy.parent_version_id = offer.original_version_id
+    copy.root_id = original.root_id
+    copy.depth = original.depth + 1
+    copy.ancestry = f"{original.ancestry}/{original.id}" if original.ancestry else str(original.id)
+    copy.updated_at = utcnow()
+    session.add(copy)
+    near_copies.settle(session, copy, "closed", accepted_id=original.id)
+    recount_forks(session, original.id)
+    return copy, True
+
+
+def decline_near_copies(session: Session, caller: Principal, subagent_id: int) -> SubAgent:
+    """Decline every open offer of the copy; those at the moderation line go to the
+    moderators with their evidence (once, however often it is declined)."""
+    copy = _decide_near_copies(session, caller, subagent_id)
+    near_copies.settle(session, copy, "declined")
+    return copy
 
 
 @dataclass(frozen=True)

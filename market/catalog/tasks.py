@@ -8,7 +8,7 @@ import logging
 
 from celery import shared_task
 
-from market.catalog import upstream
+from market.catalog import near_copies, upstream
 from market.catalog.maintenance import (
     delete_dead_web_sessions,
     forget_old_contexts,
@@ -68,3 +68,14 @@ def enqueue_upstream_proposals(_session, changes) -> None:
             propose_upstream_updates_task.delay(version_id)
         except Exception:
             log.exception("upstream updates of version %s were not offered", version_id)
+
+
+@shared_task(name="sprig.refresh_near_copies", **RETRY_TRANSIENT)
+def refresh_near_copies_task() -> dict:
+    """Re-learn the near-copy boilerplate, sign what is unsigned, and report the offers left
+    unanswered past their window (beat: nightly)."""
+    with app_state().unit_of_work() as unit:
+        done = near_copies.refresh(unit.session)
+        done.update(near_copies.report_ignored(unit.session, utcnow()))
+        unit.commit()
+    return done

@@ -38,6 +38,7 @@ from market.platform.api_deps import commit, db
 from market.platform.db import id_in
 from market.platform.errors import BadRequest, NotFound, SprigError
 from market.platform.pagination import encode_cursor
+from market.platform.schemas import INT32_MAX
 from market.ranking.services import listing_language, ranking_figures
 from market.usage import queries as figures
 from market.usage import ratings
@@ -282,6 +283,7 @@ def subagent_page(subagent_id: int):
             installed_version=installed_version,
             update_asks=[(scope, SCOPE_DESCRIPTIONS.get(scope, scope)) for scope in update_asks],
             upstream_offers=upstream.open_offers(session, viewer, subagent),
+            near_copies=catalog.offers_for(session, viewer, subagent),
             preview_url=preview_url,
             rated_version=rated_version,
             rating_refusal=rating_refusal,
@@ -406,6 +408,56 @@ def customize_subagent(subagent_id: int):
         "ok",
     )
     return redirect(url_for("web.subagent_page", subagent_id=subagent_id))
+
+
+@bp.post(f"/s/<{ID}:subagent_id>/adopt-parent")
+def adopt_parent(subagent_id: int):
+    """Accept the near-copy offer the author's page showed: publish it as the original's
+    fork."""
+    session, viewer = db(), caller()
+    if not viewer.is_authenticated:
+        return _sign_in_first(subagent_id)
+    back = url_for("web.subagent_page", subagent_id=subagent_id)
+    parent_id = request.form.get("parent_id", "")
+    if not parent_id.isdigit() or not 1 <= int(parent_id) <= INT32_MAX:
+        flash(gettext("Choose the sub-agent to fork from the offer."), "error")
+        return redirect(back)
+    try:
+        subagent, _changed = catalog.adopt_parent(session, viewer, subagent_id, int(parent_id))
+    except SprigError as error:
+        flash(error.detail, "error")
+        return redirect(back)
+    commit()
+    parent = session.get(SubAgent, subagent.parent_id)
+    flash(gettext("Published as a fork of “%(title)s”.", title=parent.title), "ok")
+    return redirect(back)
+
+
+@bp.post(f"/s/<{ID}:subagent_id>/near-copies/decline")
+def decline_near_copies(subagent_id: int):
+    session, viewer = db(), caller()
+    if not viewer.is_authenticated:
+        return _sign_in_first(subagent_id)
+    back = url_for("web.subagent_page", subagent_id=subagent_id)
+    try:
+        catalog.decline_near_copies(session, viewer, subagent_id)
+    except SprigError as error:
+        flash(error.detail, "error")
+        return redirect(back)
+    commit()
+    flash(gettext("Kept as your own sub-agent."), "ok")
+    return redirect(back)
+
+
+@bp.get("/moderation/reports")
+def reports_page():
+    """The moderators' queue: open reports, a near-copy's with its evidence."""
+    viewer = caller()
+    if not viewer.is_authenticated:
+        return redirect(url_for("web.signin_page", next=request.full_path))
+    page = browse.open_reports(db(), viewer, limit=PAGE_SIZE, cursor=_cursor_arg())
+    next_url = url_for("web.reports_page", cursor=page.next_cursor) if page.next_cursor else None
+    return render_template("web/reports.html", items=page.items, next_url=next_url)
 
 
 @bp.get(f"/s/<{ID}:subagent_id>/tree")

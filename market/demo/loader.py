@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import Engine, func
 from sqlmodel import select
 
-from market.catalog import bundles
+from market.catalog import bundles, near_copies
 from market.catalog import services as catalog
 from market.catalog.maintenance import recount_counters
 from market.catalog.models import ForkRequest, Install, SubAgent, Version
@@ -47,6 +47,8 @@ def load_demo(engine: Engine, seed: int = 7, *, now: datetime | None = None) -> 
         requests = _load_fork_requests(session, community, users, keys, now)
         session.flush()
         recount_counters(session)
+        # The demo's apps share templates: learn them, so a visitor's copy of one is found.
+        near_copies.refresh(session)
     activity = simulate_activity(engine, seed, now=now)
     with session_scope(engine) as session:
         run_ranking(session)  # browse sorts and best descendants are there from the start

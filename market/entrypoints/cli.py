@@ -102,6 +102,33 @@ def demo(seed: int, if_empty: bool, tokens: bool, as_json: bool) -> None:
         click.echo(f"{label} token ({handle}): {token}")
 
 
+@main.group("near-copies")
+def near_copies_group() -> None:
+    """Finding the public sub-agents a new root copies."""
+
+
+@near_copies_group.command("refresh")
+@JSON_OPTION
+def near_copies_refresh(as_json: bool) -> None:
+    """Learn the template text shared by many apps and sign every sub-agent not yet signed
+    against it (the nightly job; the backfill after upgrading), then report the offers left
+    unanswered past their window."""
+    from market.catalog import near_copies
+    from market.platform.time import utcnow
+
+    with session_scope(_engine()) as session:
+        done = near_copies.refresh(session)
+        done.update(near_copies.report_ignored(session, utcnow()))
+    if as_json:
+        _emit_json(done)
+        return
+    click.echo(
+        f"boilerplate {done['boilerplate_id']} ({'changed' if done['changed'] else 'unchanged'},"
+        f" learned from {done['sample']} sub-agents); {done['signed']} signed; "
+        f"{done['ignored']} unanswered offers closed"
+    )
+
+
 @main.command()
 def rollup() -> None:
     """Bring daily stats and retention cohorts up to date (what Celery beat runs)."""

@@ -14,7 +14,11 @@ arguments with the API's own request models, so the tool listing shows their lim
                        and decline), for the fork's author;
   * ``list_upstream_conflicts``, ``resolve_upstream_update``  the coding agent's queue of
                        conflicted ones (``GET /upstream-conflicts``) and publishing the
-                       resolved version (``POST …/versions`` with ``upstream_update_id``).
+                       resolved version (``POST …/versions`` with ``upstream_update_id``);
+  * ``publish_subagent`` publish a new root (``POST /subagents``), with the public
+                       sub-agents it nearly copies offered as its parent;
+  * ``adopt_parent``   accept such an offer: the root becomes a fork of the original
+                       (``POST …/adopt-parent``); ``decline_near_copies`` declines them.
 Two transports: ``sprig mcp`` on stdio acts as the owner of the token given by
 ``SPRIG_MCP_TOKEN`` (or ``--token``), looked up on every call so a revoked token stops working
 at once; streamable HTTP at ``/mcp`` in the web app (``market.entrypoints.mcp_http``) acts, for
@@ -42,12 +46,15 @@ from market.catalog import services as catalog
 from market.catalog.bundles.diff import diff_bundles
 from market.catalog.bundles.limits import BundleError, utf8_len
 from market.catalog.schemas import (
+    AdoptParentIn,
     BundleIn,
     DiffAgainst,
     DiffOut,
     ForkIn,
     ManifestIn,
+    NearCopyOut,
     PageQuery,
+    PublishIn,
     SubAgentOut,
     UpstreamAcceptOut,
     UpstreamDetailOut,
@@ -62,6 +69,7 @@ from market.catalog.schemas import (
 )
 from market.catalog.serialize import (
     fork_command,
+    near_copy_out,
     subagent_out,
     upstream_detail_out,
     upstream_out,
@@ -91,7 +99,10 @@ INSTRUCTIONS = (
     "When a parent publishes a new version, each fork gets a proposed merge: its author "
     "reads them with list_upstream_updates and get_upstream_update and accepts or declines; "
     "the ones that conflict are in list_upstream_conflicts for you to resolve with "
-    "resolve_upstream_update."
+    "resolve_upstream_update. "
+    "When nothing fits and you publish a new app with publish_subagent, read its "
+    "near_copies: if it is in fact a copy of one of them, make it that app's fork with "
+    "adopt_parent (the original's author is credited), else call decline_near_copies."
 )
 
 # Who makes the HTTP request being served. The /mcp endpoint sets it in the task that serves
@@ -129,11 +140,22 @@ OnBehalfOf = _field(ForkIn, "on_behalf_of")
 Limit = _field(PageQuery, "limit")
 Cursor = _field(PageQuery, "cursor")
 Changelog = _field(VersionIn, "changelog")
+RootCategory = _field(PublishIn, "category")
+ParentId = _field(AdoptParentIn, "parent_id")
 
 
 class PublishedFork(BaseModel):
     created: bool  # False: the same bytes were already forked by the same author
     subagent: SubAgentOut
+
+
+class PublishedRoot(BaseModel):
+    created: bool  # False: the same bytes were already published by the same author
+    subagent: SubAgentOut
+    near_copies: list[NearCopyOut] = Field(
+        description="public sub-agents of others this nearly copies, most similar first: "
+        "make it a fork of one with adopt_parent, or decline_near_copies"
+    )
 
 
 class FileOut(BaseModel):
@@ -201,6 +223,13 @@ def _bundle_rejected(error: BundleError) -> ToolError:
         for e in error.errors
     )
     return ToolError(f"{title} ({error.status}): {findings}")
+
+
+def _publish_body(model: type[BaseModel], manifest: ManifestIn, files: dict, **fields) -> Any:
+    """A publish tool's arguments as the API's request model: the bundle from the manifest
+    and files, no tags as an empty list."""
+    bundle = {"manifest": manifest.model_dump(exclude_none=True), "files": files}
+    return _validated(model, {**fields, "bundle": bundle, "tags": fields.get("tags") or []})
 
 
 def _server(
@@ -345,21 +374,20 @@ def _server(
         with call() as (unit, who):
             session = unit.session
             principal = who()
-            body = _validated(
+            body = _publish_body(
                 ForkIn,
-                {
-                    "title": title,
-                    "fork_request": fork_request,
-                    "bundle": {"manifest": manifest.model_dump(exclude_none=True), "files": files},
-                    "summary": summary,
-                    "story": story,
-                    "tags": tags or [],
-                    "category": category,
-                    "parent_version_id": parent_version_id,
-                    "fork_request_id": fork_request_id,
-                    "visibility": visibility,
-                    "on_behalf_of": on_behalf_of,
-                },
+                manifest,
+                files,
+                title=title,
+                fork_request=fork_request,
+                summary=summary,
+                story=story,
+                tags=tags,
+                category=category,
+                parent_version_id=parent_version_id,
+                fork_request_id=fork_request_id,
+                visibility=visibility,
+                on_behalf_of=on_behalf_of,
             )
             bundle = bundles.bundle_from_json(body.bundle.model_dump())
             command = fork_command(parent_id, body, bundle)
@@ -367,9 +395,85 @@ def _server(
             unit.commit()
             if created:
                 metrics.record_publish("fork")
-            detail = subagent_out(child, catalog.get_author(session, child), version)
-            detail = visible_detail(session, principal, detail, reader_language(session, principal))
-            return PublishedFork(created=created, subagent=detail)
+            return PublishedFork(
+                created=created, subagent=_detail_of(session, principal, child, version)
+            )
+
+    @server.tool()
+    def publish_subagent(
+        title: ForkTitle,
+        category: RootCategory,
+        manifest: ManifestIn,
+        files: ForkFiles,
+        summary: ForkSummary = "",
+        story: ForkStory = "",
+        tags: ForkTags | None = None,
+        visibility: ForkVisibility = Visibility.public,
+        on_behalf_of: OnBehalfOf = None,
+    ) -> PublishedRoot:
+        """Publish a new app that forks nothing (manifest and files as for publish_fork). The
+        answer's `near_copies` lists public apps of others it nearly copies: make it a fork
+        of one with adopt_parent, or call decline_near_copies."""
+        with call() as (unit, who):
+            session = unit.session
+            principal = who()
+            body = _publish_body(
+                PublishIn,
+                manifest,
+                files,
+                title=title,
+                category=category,
+                summary=summary,
+                story=story,
+                tags=tags,
+                visibility=visibility,
+                on_behalf_of=on_behalf_of,
+            )
+            subagent, version, created, offers = catalog.publish_as_requested(
+                session,
+                principal,
+                on_behalf_of=body.on_behalf_of,
+                bundle=bundles.bundle_from_json(body.bundle.model_dump()),
+                title=body.title,
+                category=body.category.value,
+                summary=body.summary,
+                story=body.story,
+                tags=body.tags,
+                visibility=body.visibility.value,
+            )
+            unit.commit()
+            if created:
+                metrics.record_publish("root")
+            return PublishedRoot(
+                created=created,
+                subagent=_detail_of(session, principal, subagent, version),
+                near_copies=[near_copy_out(o) for o in offers],
+            )
+
+    @server.tool()
+    def adopt_parent(subagent_id: Id, parent_id: ParentId) -> SubAgentOut:
+        """Accept a near-copy offer from publish_subagent: the new app becomes a fork of
+        `parent_id`, crediting its author (within 7 days, before anyone forks or installs
+        it; accepting again answers the same fork)."""
+        with call() as (unit, who):
+            session = unit.session
+            principal = who()
+            subagent, _changed = catalog.adopt_parent(session, principal, subagent_id, parent_id)
+            unit.commit()
+            latest = session.get(catalog.Version, subagent.latest_version_id)
+            return _detail_of(session, principal, subagent, latest)
+
+    @server.tool()
+    def decline_near_copies(subagent_id: Id) -> SubAgentOut:
+        """Keep a new app a root of its own: decline its near-copy offers (a copy nearly
+        identical to the original goes to the moderators)."""
+        with call() as (unit, who):
+            session = unit.session
+            principal = who()
+            subagent = catalog.decline_near_copies(session, principal, subagent_id)
+            unit.commit()
+            latest = session.get(catalog.Version, subagent.latest_version_id)
+            return _detail_of(session, principal, subagent, latest)
 
     @server.tool()
     def list_upstream_updates(
@@ -478,3 +582,8 @@ def _server(
             return version_out(version)
 
     return server
+
+
+def _detail_of(session: Session, viewer: Principal, subagent, version) -> SubAgentOut:
+    detail = subagent_out(subagent, catalog.get_author(session, subagent), version)
+    return visible_detail(session, viewer, detail, reader_language(session, viewer))

@@ -127,6 +127,17 @@ def can_read_files(session, viewer: Principal, subagent: SubAgent, version) -> b
     )
 
 
+def may_be_credited_as_original(publisher: Principal, original: SubAgent) -> bool:
+    """Whether a new root of ``publisher`` may be offered (and become) a fork of ``original``
+    as its near-copy: publicly listed, another author's, and visible to the publisher. Never a
+    private or unlisted one: matching those would tell a stranger they exist."""
+    return (
+        publicly_listed(original.visibility, original.status)
+        and original.author_id != publisher.user_id
+        and can_view(publisher, original)
+    )
+
+
 def may_inherit_listing(parent: SubAgent) -> bool:
     """A fork starts with its parent's summary and tags only when everyone may read them in
     a listing: otherwise a public fork would carry a private (or unlisted, or quarantined)

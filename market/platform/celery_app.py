@@ -55,6 +55,7 @@ def task_time_limits(settings: Settings) -> dict[str, tuple[int, int]]:
         "sprig.recount_counters": settings.maintenance_time_limit_seconds,
         "sprig.forget_old_contexts": settings.maintenance_time_limit_seconds,
         "sprig.delete_dead_web_sessions": settings.maintenance_time_limit_seconds,
+        "sprig.refresh_near_copies": settings.maintenance_time_limit_seconds,
         "sprig.create_event_partitions": settings.maintenance_time_limit_seconds,
         "sprig.drop_expired_events": settings.maintenance_time_limit_seconds,
         "sprig.propose_upstream_updates": settings.maintenance_time_limit_seconds,
@@ -105,6 +106,12 @@ def celery_config(settings: Settings) -> dict:
             "forget-old-exposure-contexts": {
                 "task": "sprig.forget_old_contexts",
                 "schedule": crontab(minute=47, hour=3),
+            },
+            # Re-signing every sub-agent takes minutes at 100,000; it happens only when the
+            # template text learned from the catalog changed.
+            "refresh-near-copies": {
+                "task": "sprig.refresh_near_copies",
+                "schedule": crontab(minute=57, hour=2),
             },
             "delete-dead-web-sessions": {
                 "task": "sprig.delete_dead_web_sessions",

@@ -17,3 +17,8 @@ def timestamp_field(nullable: bool = False):
         default_factory=utcnow if not nullable else None,
         sa_column=Column(DateTime(timezone=True), nullable=nullable),
     )
+
+
+def as_utc(moment: datetime) -> datetime:
+    """A stored moment with its zone: SQLite hands ``DateTime(timezone=True)`` back naive."""
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)

@@ -30,7 +30,7 @@ from openapi_spec_validator import validate
 from werkzeug.serving import make_server
 
 from market.app import create_app
-from tests.factories import bundle, make_user
+from tests.factories import app_bundle, bundle, catalog_of_templates, make_user
 
 API = "/api/v1"
 GENERATOR = Path(sys.executable).with_name("openapi-python-client")
@@ -177,7 +177,8 @@ def test_a_generated_client_drives_the_whole_flow(generated, app, engine):
         )
         assert published.status_code == 201
         root = published.parsed
-        assert isinstance(root, m.SubAgentOut)
+        assert isinstance(root, m.PublishedOut)
+        assert root.near_copies == []
         assert isinstance(root.author, m.AuthorOut) and root.author.handle == "alice"
         assert isinstance(root.latest_version, m.VersionOut) and root.latest_version.number == 1
 
@@ -291,7 +292,7 @@ def test_a_generated_client_gets_typed_problems(generated, app, engine):
         assert isinstance(refused.parsed, m.Problem) and refused.parsed.status == 401
 
         private = publish.sync_detailed(client=as_alice, body=listing).parsed
-        assert isinstance(private, m.SubAgentOut)
+        assert isinstance(private, m.PublishedOut)
         hidden = api("sub_agents", "get_subagent").sync_detailed(private.id, client=as_carol)
         assert hidden.status_code == 404 and isinstance(hidden.parsed, m.Problem)
 
@@ -313,6 +314,45 @@ def test_a_generated_client_gets_typed_problems(generated, app, engine):
             client=as_carol, body=m.EventBatchIn(events=[])
         )
         assert events.status_code == 403 and isinstance(events.parsed, m.Problem)
+
+
+def test_a_generated_client_is_offered_the_original_and_adopts_it(generated, app, engine, client):
+    alice, bob, carol = (make_user(engine, h) for h in ("alice", "bob", "carol"))
+    water = catalog_of_templates(client, engine, alice, carol)
+    m, api = generated.models, generated.api
+    with serving(app) as base:
+        as_bob = generated.package.AuthenticatedClient(base_url=base, token=bob.token)
+        published = api("sub_agents", "publish_subagent").sync_detailed(
+            client=as_bob,
+            body=m.PublishIn(
+                title="Hydration Buddy",
+                category=m.Category.HEALTH,
+                bundle=m.BundleIn.from_dict(app_bundle("water", "Hydration Buddy")),
+            ),
+        )
+        assert published.status_code == 201
+        copy = published.parsed
+        assert isinstance(copy, m.PublishedOut)
+        [offer] = copy.near_copies
+        assert isinstance(offer, m.NearCopyOut) and isinstance(offer.author, m.AuthorOut)
+        assert (offer.id, offer.author.handle) == (water["id"], "alice")
+        listed = api("sub_agents", "list_near_copies").sync_detailed(copy.id, client=as_bob)
+        assert isinstance(listed.parsed, m.NearCopyList)
+        assert [o.id for o in listed.parsed.items] == [water["id"]]
+
+        adopted = api("sub_agents", "adopt_parent").sync_detailed(
+            copy.id, client=as_bob, body=m.AdoptParentIn(parent_id=water["id"])
+        )
+        assert adopted.status_code == 200
+        assert isinstance(adopted.parsed, m.SubAgentOut)
+        assert (adopted.parsed.parent_id, adopted.parsed.root_id) == (water["id"], water["id"])
+        declined = api("sub_agents", "decline_near_copies").sync_detailed(copy.id, client=as_bob)
+        assert isinstance(declined.parsed, m.SubAgentOut)
+        as_alice = generated.package.AuthenticatedClient(base_url=base, token=alice.token)
+        refused = api("sub_agents", "adopt_parent").sync_detailed(
+            copy.id, client=as_alice, body=m.AdoptParentIn(parent_id=water["id"])
+        )
+        assert refused.status_code == 403 and isinstance(refused.parsed, m.Problem)
 
 
 def test_zip_uploads_have_their_own_operation_and_the_json_path_still_reads_them(client, engine):

@@ -198,3 +198,30 @@ def test_empty_and_absurd_bundles_are_handled(index: nc.NearCopyIndex) -> None:
     assert len(nc.shingle_hashes(big_words)) == 1  # capped, and one repeated shingle
     assert index.query(Bundle(manifest={"name": "Bin"}, files={"bin.dat": binary})) == []
     assert index.add("binary", Bundle(manifest={}, files={"bin.dat": binary})) is not None
+
+
+def test_exact_jaccard_agrees_with_a_set_recount(boilerplate: nc.Boilerplate) -> None:
+    """The fast path (sorted arrays) against its slow twin (Python sets)."""
+    mine = nc.distinctive_shingles(lightly_edited(CATALOG[5]), boilerplate)
+    theirs = nc.distinctive_shingles(CATALOG[5], boilerplate)
+    a, b = set(mine.tolist()), set(theirs.tolist())
+
+    similarity, shared = nc.jaccard(mine, theirs)
+
+    assert shared == len(a & b)
+    assert similarity == pytest.approx(len(a & b) / len(a | b))
+    assert nc.jaccard(mine, np.zeros(0, np.uint32)) == (0.0, 0)
+    assert nc.jaccard(np.zeros(0, np.uint32), np.zeros(0, np.uint32)) == (0.0, 0)
+
+
+def test_matching_files_pair_each_copied_file_with_its_source(
+    boilerplate: nc.Boilerplate,
+) -> None:
+    copy = renamed_and_reformatted(CATALOG[3], "Totally Different Name")
+    copy = Bundle(copy.manifest, {"main.js": copy.files["app.js"], "page.html": "<p>mine</p>"})
+
+    [match] = nc.matching_files(copy, CATALOG[3], boilerplate)
+
+    assert (match.path, match.original_path) == ("main.js", "app.js")
+    assert match.shared > 0 and match.share == 1.0
+    assert nc.matching_files(app(1000), CATALOG[3], boilerplate) == []

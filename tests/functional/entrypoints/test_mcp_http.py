@@ -32,21 +32,9 @@ from market.platform.state import app_state
 from tests import gunicorn_server
 from tests.conftest import make_app
 from tests.factories import Actor, bundle, make_user, publish
+from tests.functional.entrypoints.test_mcp_server import TOOLS
 
 ROOT = Path(__file__).resolve().parents[3]
-TOOLS = [
-    "accept_upstream_update",
-    "decline_upstream_update",
-    "get_diff",
-    "get_files",
-    "get_subagent",
-    "get_upstream_update",
-    "list_upstream_conflicts",
-    "list_upstream_updates",
-    "publish_fork",
-    "resolve_upstream_update",
-    "suggest_forks",
-]
 # JSON-RPC over HTTP as the client sends it: one message, either answer format accepted.
 RPC_HEADERS = {"Accept": "application/json, text/event-stream"}
 

@@ -12,9 +12,25 @@ from mcp import Client, StdioServerParameters
 
 from market.entrypoints.mcp_server import build_server
 from tests.factories import bundle, make_user, publish
-from tests.functional.entrypoints.test_mcp_http import TOOLS
 
 ROOT = Path(__file__).resolve().parents[3]
+# Every tool, as both transports list them.
+TOOLS = [
+    "accept_upstream_update",
+    "adopt_parent",
+    "decline_near_copies",
+    "decline_upstream_update",
+    "get_diff",
+    "get_files",
+    "get_subagent",
+    "get_upstream_update",
+    "list_upstream_conflicts",
+    "list_upstream_updates",
+    "publish_fork",
+    "publish_subagent",
+    "resolve_upstream_update",
+    "suggest_forks",
+]
 
 
 def run_async(function):
