@@ -40,6 +40,8 @@ from market.catalog.schemas import (
     ReportList,
     ReportOut,
     SubAgentOut,
+    SwitchPlanOut,
+    SwitchPlanQuery,
     Tree,
     TreeQuery,
     UpdateIn,
@@ -58,10 +60,12 @@ from market.catalog.serialize import (
     lineage_out,
     page_out,
     subagent_out,
+    switch_plan_out,
     tree_out,
     version_out,
     visible_detail,
 )
+from market.catalog.switch_plans import plan_switch
 from market.identity.access import can_moderate
 from market.identity.models import User
 from market.identity.tokens import caller, reader_language
@@ -362,6 +366,25 @@ def get_diff(subagent_id: int, query: DiffQuery):
         base_version_id=base.id if base else None,
         **diff,
     )
+
+
+@bp.get("/subagents/<int(max=2147483647):subagent_id>/switch-plan")
+@bp.input(SwitchPlanQuery, location="query", arg_name="query")
+@bp.output(SwitchPlanOut)
+@bp.doc(operation_id="getSwitchPlan")
+def get_switch_plan(subagent_id: int, query: SwitchPlanQuery):
+    """Before switching from this sub-agent to another branch of its lineage (`to`): what
+    becomes of each field of the data it keeps (carried, transformed, at risk or lost),
+    composing the migrations declared along the fork path. Changes nothing."""
+    planned = plan_switch(
+        db(),
+        caller(),
+        subagent_id,
+        query.to,
+        version_id=query.version_id,
+        target_version_id=query.to_version_id,
+    )
+    return switch_plan_out(planned)
 
 
 @bp.post("/subagents/<int(max=2147483647):subagent_id>/install")

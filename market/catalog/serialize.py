@@ -10,6 +10,8 @@ from market.catalog.queries import Card, CardAuthor, CardPage, LineagePath, Subt
 from market.catalog.schemas import (
     AuthorOut,
     BestDescendantOut,
+    FieldChangeOut,
+    FieldPlanOut,
     ForkIn,
     ForkRequestList,
     ForkRequestOut,
@@ -18,14 +20,19 @@ from market.catalog.schemas import (
     Lineage,
     LineageNode,
     Page,
+    PathStepOut,
     RankingOut,
+    SchemaChangeOut,
     SubAgentCard,
     SubAgentOut,
+    SwitchEndOut,
+    SwitchPlanOut,
     Tree,
     TreeNode,
     VersionOut,
 )
 from market.catalog.services import ForkCommand
+from market.catalog.switch_plans import SwitchPlanned
 from market.identity.access import hidden_among
 from market.identity.models import User
 from market.ranking.services import ranking_figures
@@ -219,3 +226,39 @@ def visible_detail(
             language=figures.best_language,
         )
     return detail
+
+
+def switch_plan_out(planned: SwitchPlanned) -> SwitchPlanOut:
+    def end(subagent, version) -> SwitchEndOut:
+        return SwitchEndOut(
+            subagent_id=subagent.id,
+            title=subagent.title,
+            version_id=version.id,
+            version_number=version.number,
+        )
+
+    plan = planned.plan
+    return SwitchPlanOut(
+        current=end(planned.current, planned.current_version),
+        installed=planned.installed,
+        target=end(planned.target, planned.target_version),
+        change=SchemaChangeOut(
+            kind=planned.change.kind,
+            fields=[
+                FieldChangeOut(name=f.name, change=f.change, detail=f.detail, kind=f.kind)
+                for f in planned.change.fields
+            ],
+        ),
+        fields=[
+            FieldPlanOut(name=f.name, verdict=f.verdict, into=list(f.into), detail=f.detail)
+            for f in plan.fields
+        ],
+        defaults=plan.defaults,
+        unfilled=list(plan.unfilled),
+        safe=plan.safe,
+        path=[
+            PathStepOut(subagent_id=p.subagent_id, version_id=p.version_id, migration=p.migration)
+            for p in planned.path
+        ],
+        composed=planned.composed,
+    )

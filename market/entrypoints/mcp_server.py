@@ -7,7 +7,10 @@ arguments with the API's own request models, so the tool listing shows their lim
   * ``get_diff``       a version against the version it was forked from, or the previous one:
                        files and permissions added, removed, changed (``GET …/diff``);
   * ``get_files``      a version's manifest and files, to build a fork from (``GET …/bundle``);
-  * ``publish_fork``   fork a sub-agent with a new bundle (``POST …/forks``).
+  * ``publish_fork``   fork a sub-agent with a new bundle (``POST …/forks``);
+  * ``switch_plan``    what becomes of each field of the data a sub-agent keeps when the
+                       person switches to another branch of its lineage
+                       (``GET …/switch-plan``).
 Two transports: ``sprig mcp`` on stdio acts as the owner of the token given by
 ``SPRIG_MCP_TOKEN`` (or ``--token``), looked up on every call so a revoked token stops working
 at once; streamable HTTP at ``/mcp`` in the web app (``market.entrypoints.mcp_http``) acts, for
@@ -41,9 +44,17 @@ from market.catalog.schemas import (
     ForkIn,
     ManifestIn,
     SubAgentOut,
+    SwitchPlanOut,
+    SwitchPlanQuery,
     Visibility,
 )
-from market.catalog.serialize import fork_command, subagent_out, visible_detail
+from market.catalog.serialize import (
+    fork_command,
+    subagent_out,
+    switch_plan_out,
+    visible_detail,
+)
+from market.catalog.switch_plans import plan_switch
 from market.identity.tokens import ANONYMOUS, Principal, principal_for_token, reader_language
 from market.platform import metrics
 from market.platform.db import AfterCommit, UnitOfWork
@@ -61,7 +72,9 @@ INSTRUCTIONS = (
     "from scratch (none); the bases come with what their users asked for and which changes "
     "improved forks before. "
     "Read one with get_subagent and get_diff, take its files with get_files, then publish "
-    "your adapted version with publish_fork."
+    "your adapted version with publish_fork. "
+    "Before moving a person to another branch of a lineage, call switch_plan: it says what "
+    "becomes of each field of the data they keep."
 )
 
 # Who makes the HTTP request being served. The /mcp endpoint sets it in the task that serves
@@ -96,6 +109,9 @@ ParentVersionId = _field(ForkIn, "parent_version_id")
 ForkRequestId = _field(ForkIn, "fork_request_id")
 ForkVisibility = _field(ForkIn, "visibility")
 OnBehalfOf = _field(ForkIn, "on_behalf_of")
+SwitchTo = _field(SwitchPlanQuery, "to")
+CurrentVersionId = _field(SwitchPlanQuery, "version_id")
+TargetVersionId = _field(SwitchPlanQuery, "to_version_id")
 
 
 class PublishedFork(BaseModel):
@@ -336,5 +352,28 @@ def _server(
             detail = subagent_out(child, catalog.get_author(session, child), version)
             detail = visible_detail(session, principal, detail, reader_language(session, principal))
             return PublishedFork(created=created, subagent=detail)
+
+    @server.tool()
+    def switch_plan(
+        subagent_id: Id,
+        to: SwitchTo,
+        version_id: CurrentVersionId = None,
+        to_version_id: TargetVersionId = None,
+    ) -> SwitchPlanOut:
+        """Before moving a person from sub-agent `subagent_id` to another branch of its
+        lineage `to` (a better-rated sibling, say): what becomes of each field of the data it
+        keeps, per field carried, transformed (how), at_risk or lost, the target fields filled
+        with defaults, and `safe` when nothing is lost. The current version defaults to the
+        one in the caller's agent. Changes nothing."""
+        with call() as (unit, who):
+            planned = plan_switch(
+                unit.session,
+                who(),
+                subagent_id,
+                to,
+                version_id=version_id,
+                target_version_id=to_version_id,
+            )
+            return switch_plan_out(planned)
 
     return server

@@ -44,6 +44,7 @@ def test_tools_are_listed(engine):
         "get_subagent",
         "publish_fork",
         "suggest_forks",
+        "switch_plan",
     ]
 
 

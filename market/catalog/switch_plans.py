@@ -1,0 +1,241 @@
+"""The plan a person sees before their data moves to another branch of the lineage: what
+becomes of each field their current version keeps, in the target version.
+
+The path runs from the current version up to the common ancestor and down to the target: each
+hop down into a fork applies the migration that fork declared (checked at its publish by
+:mod:`market.catalog.schema_checks`), every other hop the implicit one (fields both schemas
+hold are kept), all composed into one migration from the current schema to the target's
+(:mod:`evolution.data_schema` has the rules). Who sees which sub-agent is
+:mod:`market.identity.access`'s to say.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import reduce
+from itertools import pairwise
+from typing import Any
+
+from sqlmodel import Session, select
+
+from evolution import data_schema
+from market.catalog.models import Install, SubAgent, Version
+from market.catalog.services import get_version, get_visible
+from market.identity.access import can_view
+from market.identity.tokens import Principal
+from market.platform.errors import NotFound, Unprocessable
+
+DECLARED, IMPLICIT = "declared", "implicit"
+
+
+@dataclass(frozen=True)
+class PathStep:
+    """A hop of the tree path a switch follows: the version it arrives at (None where the
+    caller may not see that sub-agent) and whether a declared migration takes the data there."""
+
+    subagent_id: int | None
+    version_id: int | None
+    migration: str
+
+
+@dataclass(frozen=True)
+class SwitchPlanned:
+    current: SubAgent
+    current_version: Version
+    installed: bool  # the current version is the one in the caller's agent
+    target: SubAgent
+    target_version: Version
+    change: data_schema.SchemaChange
+    plan: data_schema.SwitchPlan
+    path: list[PathStep]
+    composed: bool  # False: the path's migrations did not compose; the implicit one is used
+
+
+@dataclass(frozen=True)
+class _Waypoint:
+    subagent: SubAgent
+    version: Version
+    declared: dict | None = None  # the migration a fork declared into this version
+    source: dict | None = None  # the parent version's schema that migration starts from
+
+
+def plan_switch(
+    session: Session,
+    viewer: Principal,
+    current_id: int,
+    target_id: int,
+    *,
+    version_id: int | None = None,
+    target_version_id: int | None = None,
+) -> SwitchPlanned:
+    """What becomes of each field of the data kept by ``current_id`` (at ``version_id``, else
+    the version in the caller's agent, else its latest) moved to ``target_id`` (at
+    ``target_version_id``, else its latest), before anything happens. 404 for a sub-agent the
+    caller may not see, 422 for one of another lineage or without a data_schema."""
+    current = get_visible(session, viewer, current_id)
+    try:
+        target = get_visible(session, viewer, target_id)
+    except NotFound:
+        raise NotFound(
+            f"No sub-agent {target_id}.",
+            errors=[{"location": "to", "message": "no such sub-agent"}],
+        ) from None
+    if target.root_id != current.root_id:
+        raise Unprocessable(
+            f"Sub-agent {target.id} is not a branch of sub-agent {current.id}'s lineage: a "
+            "switch moves data between branches of one family tree.",
+            errors=[{"location": "to", "message": "another lineage"}],
+        )
+    installed_version = _installed_version(session, viewer, current.id)
+    current_version = get_version(session, current, version_id or installed_version)
+    target_version = get_version(session, target, target_version_id)
+    for who, version, where in (
+        (current, current_version, "version_id"),
+        (target, target_version, "to"),
+    ):
+        if version.manifest.get("data_schema") is None:
+            raise Unprocessable(
+                f"Version {version.number} of sub-agent {who.id} declares no data_schema: "
+                "there is no stored data to plan for.",
+                errors=[{"location": where, "message": "no data_schema"}],
+            )
+    old = current_version.manifest["data_schema"]
+    new = target_version.manifest["data_schema"]
+    try:
+        change = data_schema.classify_change(old, new)
+    except ValueError as exc:
+        raise Unprocessable(
+            f"A data_schema on this path is not one a plan can read: {exc}",
+            errors=[{"location": "to", "message": str(exc)}],
+        ) from None
+    waypoints = _waypoints(session, current, current_version, target, target_version)
+    migration, composed = _path_migration(waypoints)
+    plan = data_schema.switch_plan(old, new, migration)
+    path = [
+        PathStep(
+            w.subagent.id if can_view(viewer, w.subagent) else None,
+            w.version.id if can_view(viewer, w.subagent) else None,
+            DECLARED if w.declared is not None else IMPLICIT,
+        )
+        for w in waypoints[1:]
+    ]
+    return SwitchPlanned(
+        current,
+        current_version,
+        installed_version == current_version.id,
+        target,
+        target_version,
+        change,
+        plan,
+        path,
+        composed,
+    )
+
+
+def _installed_version(session: Session, viewer: Principal, subagent_id: int) -> int | None:
+    if viewer.user_id is None:
+        return None
+    return session.exec(
+        select(Install.version_id).where(
+            Install.user_id == viewer.user_id,
+            Install.subagent_id == subagent_id,
+            Install.active,
+        )
+    ).first()
+
+
+def _chain(session: Session, subagent: SubAgent) -> list[SubAgent]:
+    """The sub-agent's ancestors, root first, then itself."""
+    ids = [int(i) for i in subagent.ancestry.split("/") if i]
+    rows = {s.id: s for s in session.exec(select(SubAgent).where(SubAgent.id.in_(ids)))}
+    return [rows[i] for i in ids] + [subagent]
+
+
+def _waypoints(
+    session: Session,
+    current: SubAgent,
+    current_version: Version,
+    target: SubAgent,
+    target_version: Version,
+) -> list[_Waypoint]:
+    """The versions the data passes on the way: the current one, the version of the common
+    ancestor the target's branch was forked from, each fork's first version down to the
+    target (with the migration it declared) and the version forked from next, then the
+    target version. Going up no migration was declared (a fork says how to come from its
+    parent, not how to go back), so the way up is one implicit hop."""
+    current_chain, target_chain = _chain(session, current), _chain(session, target)
+    shared = 0
+    for mine, theirs in zip(current_chain, target_chain, strict=False):
+        if mine.id != theirs.id:
+            break
+        shared += 1
+    down = target_chain[shared:]
+    points = [_Waypoint(current, current_version)]
+    if not down:  # the target is the current sub-agent or one of its ancestors
+        points.append(_Waypoint(target, target_version))
+        return _without_repeats(points)
+    fork_point = _Waypoint(
+        target_chain[shared - 1], session.get(Version, down[0].parent_version_id)
+    )
+    points.append(fork_point)
+    for i, fork in enumerate(down):
+        first = session.exec(
+            select(Version).where(Version.subagent_id == fork.id, Version.number == 1)
+        ).one()
+        source = points[-1].version.manifest.get("data_schema")
+        points.append(_Waypoint(fork, first, first.manifest.get("data_migration"), source))
+        onward = (
+            session.get(Version, down[i + 1].parent_version_id)
+            if i + 1 < len(down)
+            else target_version
+        )
+        points.append(_Waypoint(fork, onward))
+    return _without_repeats(points)
+
+
+def _without_repeats(points: list[_Waypoint]) -> list[_Waypoint]:
+    """The waypoints that change something: a version without a schema carries no declared
+    data (the fork after it could declare no migration from it), and a hop to the same schema
+    without a declared migration keeps every field."""
+    kept: list[_Waypoint] = []
+    for point in points:
+        schema = point.version.manifest.get("data_schema")
+        if schema is None:
+            continue
+        before = kept[-1].version.manifest["data_schema"] if kept else None
+        if point.declared is not None and (
+            point.source is None or before is None or not _same(before, point.source)
+        ):
+            # Declared from the parent version's schema: it applies where the data has it.
+            point = _Waypoint(point.subagent, point.version)
+        if before is not None and point.declared is None and _same(before, schema):
+            continue
+        kept.append(point)
+    return kept
+
+
+def _same(schema: Any, other: Any) -> bool:
+    return data_schema.schema_fingerprint(schema) == data_schema.schema_fingerprint(other)
+
+
+def _path_migration(points: list[_Waypoint]) -> tuple[dict, bool]:
+    """One migration from the first waypoint's schema to the last's, and whether it is the
+    path's own (False: its steps did not compose, and the implicit migration stands in)."""
+    first = points[0].version.manifest["data_schema"]
+    last = points[-1].version.manifest["data_schema"]
+    if len(points) == 1:
+        return data_schema.implicit_migration(first, last), True
+    steps = []
+    for before, point in pairwise(points):
+        if point.declared is not None:
+            steps.append(point.declared)
+        else:
+            steps.append(
+                data_schema.implicit_migration(
+                    before.version.manifest["data_schema"], point.version.manifest["data_schema"]
+                )
+            )
+    try:
+        return reduce(data_schema.compose, steps), True
+    except ValueError:
+        return data_schema.implicit_migration(first, last), False

@@ -1,0 +1,411 @@
+"""Data that survives a branch switch: a fork's change to its parent's data_schema classed and
+checked at publish, the class in the version diff, and the switch plan through the HTTP API
+and the MCP tool, on every backend."""
+
+from __future__ import annotations
+
+import copy
+import threading
+
+import pytest
+
+from market.catalog import schema_checks
+from market.entrypoints.mcp_server import build_server
+from tests.factories import bundle, make_user
+from tests.functional.entrypoints.test_mcp_server import call_tools
+
+API = "/api/v1"
+
+# The parent's stored data: a day's cups of tea, how it felt, a note. Its author shows one
+# record (``examples``), which every migration away from it must carry.
+TEA_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "day": {"type": "string", "format": "date"},
+        "cups": {"type": "integer", "minimum": 0},
+        "mood": {"type": "string", "enum": ["good", "ok", "bad"]},
+        "note": {"type": "string", "maxLength": 200},
+    },
+    "required": ["day"],
+    "examples": [{"day": "2026-01-01", "cups": 3, "mood": "ok", "note": "green tea"}],
+}
+
+
+def schema(**changes) -> dict:
+    """TEA_SCHEMA with properties replaced (a None value removes the field)."""
+    out = copy.deepcopy(TEA_SCHEMA)
+    del out["examples"]
+    for name, prop in changes.items():
+        if prop is None:
+            out["properties"].pop(name)
+        else:
+            out["properties"][name] = prop
+    return out
+
+
+# Breaking: the mood words change and the note is renamed.
+FEELINGS_SCHEMA = schema(
+    mood={"type": "string", "enum": ["happy", "meh", "sad"]},
+    note=None,
+    remarks={"type": "string"},
+)
+FEELINGS_MIGRATION = {
+    "fields": {
+        "mood": {"from": "mood", "values": {"good": "happy", "ok": "meh", "bad": "sad"}},
+        "remarks": {"from": "note"},
+    }
+}
+
+
+def tea_bundle(note: str, data_schema: dict | None, **manifest) -> dict:
+    body = bundle(note)
+    if data_schema is not None:
+        body["manifest"]["data_schema"] = data_schema
+    body["manifest"].update(manifest)
+    return body
+
+
+def publish_tea(client, actor, **extra) -> dict:
+    body = {
+        "title": "Tea Log",
+        "summary": "Cups of tea a day.",
+        "story": "I drink tea all day and wanted to know how much.",
+        "category": "diet",
+        "bundle": tea_bundle("tea", TEA_SCHEMA),
+        **extra,
+    }
+    response = client.post(f"{API}/subagents", json=body, headers=actor.headers)
+    assert response.status_code == 201, response.get_json()
+    return response.get_json()
+
+
+def fork_tea(client, actor, parent_id: int, note: str, data_schema, **manifest):
+    visibility = manifest.pop("visibility", "public")
+    return client.post(
+        f"{API}/subagents/{parent_id}/forks",
+        json={
+            "title": f"Tea {note}",
+            "fork_request": f"please: {note}",
+            "bundle": tea_bundle(note, data_schema, **manifest),
+            "visibility": visibility,
+        },
+        headers=actor.headers,
+    )
+
+
+def forks_of(client, subagent_id: int) -> list[int]:
+    items = client.get(f"{API}/subagents/{subagent_id}/forks").get_json()["items"]
+    return [item["id"] for item in items]
+
+
+# --------------------------------------------------------------------------- at fork
+
+
+def test_compatible_and_additive_forks_need_no_migration(client, alice, bob):
+    tea = publish_tea(client, alice)
+    looser = fork_tea(
+        client, bob, tea["id"], "looser", schema(cups={"type": "number", "minimum": 0})
+    )
+    assert looser.status_code == 201, looser.get_json()
+    more = fork_tea(client, bob, tea["id"], "more", schema(milk={"type": "boolean"}))
+    assert more.status_code == 201, more.get_json()
+    kinds = [
+        client.get(f"{API}/subagents/{fork['id']}/diff").get_json()["data_schema_change"]
+        for fork in (looser.get_json(), more.get_json())
+    ]
+    assert [k["kind"] for k in kinds] == ["compatible", "additive"]
+    assert kinds[0]["fields"] == [
+        {
+            "name": "cups",
+            "change": "loosened",
+            "detail": "type integer widened to number",
+            "kind": "compatible",
+        }
+    ]
+    assert kinds[1]["fields"][0]["name"] == "milk" and kinds[1]["fields"][0]["change"] == "added"
+
+
+def test_a_breaking_fork_without_a_migration_is_refused_naming_each_field(client, alice, bob):
+    tea = publish_tea(client, alice)
+    response = fork_tea(client, bob, tea["id"], "feelings", FEELINGS_SCHEMA)
+    assert response.status_code == 422
+    assert response.content_type == "application/problem+json"
+    problem = response.get_json()
+    assert "breaks its parent's data schema" in problem["detail"]
+    by_location = {e["location"]: e for e in problem["errors"]}
+    assert set(by_location) == {
+        "manifest.data_schema.properties.mood",
+        "manifest.data_schema.properties.note",
+    }
+    assert all(e["code"] == "breaking_schema_change" for e in problem["errors"])
+    assert "data_migration.drop" in by_location["manifest.data_schema.properties.note"]["message"]
+    assert "values" in by_location["manifest.data_schema.properties.mood"]["message"]
+    assert forks_of(client, tea["id"]) == []
+
+
+def test_a_breaking_fork_with_a_migration_that_carries_the_samples_is_published(
+    client, alice, bob
+):
+    tea = publish_tea(client, alice)
+    response = fork_tea(
+        client,
+        bob,
+        tea["id"],
+        "feelings",
+        FEELINGS_SCHEMA,
+        data_migration=FEELINGS_MIGRATION,
+        data_samples=[{"day": "2026-02-01", "mood": "bad"}, {"day": "2026-02-02"}],
+    )
+    assert response.status_code == 201, response.get_json()
+    diff = client.get(f"{API}/subagents/{response.get_json()['id']}/diff").get_json()
+    change = diff["data_schema_change"]
+    assert change["kind"] == "breaking"
+    assert {(f["name"], f["change"]) for f in change["fields"]} == {
+        ("mood", "tightened"),
+        ("note", "removed"),
+        ("remarks", "added"),
+    }
+
+
+def test_a_sample_the_migration_fails_is_named_and_nothing_is_published(client, alice, bob):
+    tea = publish_tea(client, alice)
+    forgets_bad = copy.deepcopy(FEELINGS_MIGRATION)
+    del forgets_bad["fields"]["mood"]["values"]["bad"]
+    response = fork_tea(
+        client,
+        bob,
+        tea["id"],
+        "feelings",
+        FEELINGS_SCHEMA,
+        data_migration=forgets_bad,
+        data_samples=[{"day": "2026-02-02", "mood": "good"}, {"day": "2026-02-01", "mood": "bad"}],
+    )
+    assert response.status_code == 422
+    [error] = response.get_json()["errors"]
+    assert error["location"] == "manifest.data_samples[1]"
+    assert "refused by the new schema" in error["message"] and "bad" in error["message"]
+    assert forks_of(client, tea["id"]) == []
+
+
+def test_the_parents_examples_are_samples_too(client, alice, bob):
+    tea = publish_tea(client, alice)
+    # The note of the parent's example ("green tea") is not a number.
+    numbered = schema(note=None, score={"type": "integer"})
+    response = fork_tea(
+        client,
+        bob,
+        tea["id"],
+        "scores",
+        numbered,
+        data_migration={"fields": {"score": {"from": "note", "convert": "integer"}}},
+    )
+    assert response.status_code == 422
+    [error] = response.get_json()["errors"]
+    assert error["location"] == "parent data_schema.examples[0]"
+    assert "does not migrate" in error["message"]
+
+
+def test_a_malformed_migration_is_refused_with_what_is_wrong(client, alice, bob):
+    tea = publish_tea(client, alice)
+    response = fork_tea(
+        client,
+        bob,
+        tea["id"],
+        "typo",
+        FEELINGS_SCHEMA,
+        data_migration={"fields": {"remarks": {"form": "note"}}},
+    )
+    assert response.status_code == 422
+    messages = " ".join(e["message"] for e in response.get_json()["errors"])
+    assert "form: unknown key" in messages
+    samples_without_migration = fork_tea(
+        client, bob, tea["id"], "x", None, data_samples=[{"day": "2026-01-01"}]
+    )
+    assert samples_without_migration.status_code == 422
+    [error] = samples_without_migration.get_json()["errors"]
+    assert error["location"] == "manifest.data_samples"
+    assert forks_of(client, tea["id"]) == []
+
+
+def test_a_hostile_pattern_is_cut_off_by_the_time_limit(client, alice, bob, monkeypatch):
+    """A pattern that backtracks exponentially on the sample would hold the check for hours;
+    the child process running it is killed at the limit and the fork refused."""
+    monkeypatch.setattr(schema_checks, "MIGRATION_CHECK_SECONDS", 1.0)
+    tea = publish_tea(client, alice)
+    hostile = schema(note=None, code={"type": "string", "pattern": "^(a+)+$"})
+    response = fork_tea(
+        client,
+        bob,
+        tea["id"],
+        "hostile",
+        hostile,
+        data_migration={"fields": {"code": {"from": "note"}}},
+        data_samples=[{"day": "2026-01-01", "note": "a" * 64 + "!"}],
+    )
+    assert response.status_code == 422
+    assert "took longer than 1 s" in response.get_json()["detail"]
+    assert forks_of(client, tea["id"]) == []
+    # The same check on a sample the pattern answers at once still runs.
+    fine = fork_tea(
+        client,
+        bob,
+        tea["id"],
+        "fine",
+        schema(note=None, code={"type": "string", "pattern": "^a+$"}),
+        data_migration={"fields": {"code": {"from": "note", "default": "a"}}},
+        data_samples=[{"day": "2026-01-01", "note": "aaa"}],
+    )
+    # The parent's example note ("green tea") does not match: named, not timed out.
+    assert fine.status_code == 422
+    assert fine.get_json()["errors"][0]["location"] == "parent data_schema.examples[0]"
+
+
+def test_racing_identical_breaking_forks_make_one(app, engine, alice):
+    client = app.test_client()
+    tea = publish_tea(client, alice)
+    bob = make_user(engine, "bob")
+    answers: list[int] = []
+
+    def race():
+        answers.append(
+            fork_tea(
+                app.test_client(),
+                bob,
+                tea["id"],
+                "feelings",
+                FEELINGS_SCHEMA,
+                data_migration=FEELINGS_MIGRATION,
+            ).status_code
+        )
+
+    threads = [threading.Thread(target=race) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(answers) == [200, 201]
+    assert len(forks_of(client, tea["id"])) == 1
+
+
+# --------------------------------------------------------------------------- switch plans
+
+
+@pytest.fixture
+def lineage(client, alice, bob):
+    """The tea log, a sibling that adds milk, and a branch that renames moods and the note."""
+    tea = publish_tea(client, alice)
+    milk = fork_tea(client, bob, tea["id"], "milk", schema(milk={"type": "boolean"}))
+    feelings = fork_tea(
+        client,
+        bob,
+        tea["id"],
+        "feelings",
+        FEELINGS_SCHEMA,
+        data_migration=FEELINGS_MIGRATION,
+    )
+    assert milk.status_code == feelings.status_code == 201
+    return tea, milk.get_json(), feelings.get_json()
+
+
+def plan(client, actor, current: int, target: int, **query):
+    return client.get(
+        f"{API}/subagents/{current}/switch-plan",
+        query_string={"to": target, **query},
+        headers=actor.headers if actor else {},
+    )
+
+
+def test_a_switch_to_a_sibling_composes_the_path_and_changes_nothing(client, lineage, alice):
+    tea, milk, feelings = lineage
+    installed = client.post(f"{API}/subagents/{milk['id']}/install", headers=alice.headers)
+    assert installed.status_code == 201
+    response = plan(client, alice, milk["id"], feelings["id"])
+    assert response.status_code == 200, response.get_json()
+    body = response.get_json()
+    assert body["installed"] is True
+    assert body["current"]["subagent_id"] == milk["id"]
+    assert body["target"]["subagent_id"] == feelings["id"]
+    verdicts = {f["name"]: (f["verdict"], f["into"]) for f in body["fields"]}
+    assert verdicts == {
+        "cups": ("carried", ["cups"]),
+        "day": ("carried", ["day"]),
+        "milk": ("lost", []),
+        "mood": ("transformed", ["mood"]),
+        "note": ("transformed", ["remarks"]),
+    }
+    assert body["safe"] is False and body["unfilled"] == []
+    assert body["change"]["kind"] == "breaking"
+    # Up to the tea log (implicit: the milk has no place there), down into the branch by its
+    # declared migration.
+    assert [(p["subagent_id"], p["migration"]) for p in body["path"]] == [
+        (tea["id"], "implicit"),
+        (feelings["id"], "declared"),
+    ]
+    assert body["composed"] is True
+    mine = client.get(f"{API}/me/installs", headers=alice.headers).get_json()["items"]
+    assert [i["subagent_id"] for i in mine] == [milk["id"]]
+
+
+def test_a_plan_to_the_parent_and_back_down(client, lineage, alice):
+    tea, _milk, feelings = lineage
+    down = plan(client, alice, tea["id"], feelings["id"]).get_json()
+    assert down["installed"] is False
+    assert {f["name"]: f["verdict"] for f in down["fields"]} == {
+        "cups": "carried",
+        "day": "carried",
+        "mood": "transformed",
+        "note": "transformed",
+    }
+    assert down["safe"] is True
+    up = plan(client, None, feelings["id"], tea["id"]).get_json()
+    verdicts = {f["name"]: f["verdict"] for f in up["fields"]}
+    # Going back no migration was declared: remarks have no place in the parent, and the
+    # parent refuses the new mood words.
+    assert verdicts["remarks"] == "lost" and verdicts["mood"] == "at_risk"
+
+
+def test_refusals_are_clear_and_a_private_branch_is_a_404(client, engine, lineage, alice, bob):
+    tea, _milk, feelings = lineage
+    secret = fork_tea(
+        client, bob, tea["id"], "secret", schema(milk={"type": "boolean"}), visibility="private"
+    ).get_json()
+    other = publish_tea(client, alice, title="Another Tea Log", bundle=tea_bundle("x", TEA_SCHEMA))
+    plain = fork_tea(client, alice, tea["id"], "plain", None).get_json()
+    hidden = plan(client, alice, tea["id"], secret["id"])
+    assert hidden.status_code == 404
+    assert hidden.get_json()["detail"] == f"No sub-agent {secret['id']}."
+    assert plan(client, alice, secret["id"], tea["id"]).status_code == 404
+    assert plan(client, bob, tea["id"], secret["id"]).status_code == 200  # its owner sees it
+    elsewhere = plan(client, alice, tea["id"], other["id"])
+    assert elsewhere.status_code == 422
+    assert elsewhere.get_json()["errors"][0]["location"] == "to"
+    no_schema = plan(client, alice, tea["id"], plain["id"])
+    assert no_schema.status_code == 422 and "no data_schema" in no_schema.get_json()["detail"]
+    assert plan(client, alice, tea["id"], "x").status_code == 422
+    wrong_version = plan(client, alice, tea["id"], feelings["id"], version_id=2**31 - 1)
+    assert wrong_version.status_code == 404
+    # A public fork of the private branch: its plan passes through the private one, which the
+    # path does not name.
+    below = fork_tea(
+        client, bob, secret["id"], "below", schema(milk={"type": "boolean"}, sugar={})
+    ).get_json()
+    through = plan(client, alice, tea["id"], below["id"]).get_json()
+    assert [p["subagent_id"] for p in through["path"]] == [None, below["id"]]
+    assert through["path"][0]["version_id"] is None
+
+
+def test_the_mcp_tool_answers_the_same_plan_and_the_same_404(client, engine, lineage, alice, bob):
+    tea, milk, feelings = lineage
+    secret = fork_tea(
+        client, bob, tea["id"], "secret", schema(milk={"type": "boolean"}), visibility="private"
+    ).get_json()
+    over_http = plan(client, alice, milk["id"], feelings["id"]).get_json()
+    server = build_server(engine, token=alice.token)
+    by_tool, hidden = call_tools(
+        server,
+        ("switch_plan", {"subagent_id": milk["id"], "to": feelings["id"]}),
+        ("switch_plan", {"subagent_id": tea["id"], "to": secret["id"]}),
+    )
+    assert not by_tool.is_error, by_tool.content
+    assert by_tool.structured_content == over_http
+    assert hidden.is_error and "Not found (404)" in hidden.content[0].text
