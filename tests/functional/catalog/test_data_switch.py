@@ -143,9 +143,7 @@ def test_a_breaking_fork_without_a_migration_is_refused_naming_each_field(client
     assert forks_of(client, tea["id"]) == []
 
 
-def test_a_breaking_fork_with_a_migration_that_carries_the_samples_is_published(
-    client, alice, bob
-):
+def test_a_breaking_fork_with_a_migration_that_carries_the_samples_is_published(client, alice, bob):
     tea = publish_tea(client, alice)
     response = fork_tea(
         client,
