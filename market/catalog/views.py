@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from flask import (
     current_app,
     flash,
@@ -27,11 +29,12 @@ from market.catalog.models import CATEGORIES, Install, SubAgent
 from market.catalog.schemas import BrowseSort
 from market.catalog.search import matcher_for
 from market.catalog.serialize import install_page_out
+from market.catalog.switch_plans import plan_switch
 from market.identity.access import can_read_files, hidden_among, tree_clause
 from market.identity.tokens import ANONYMOUS, Principal, caller, reader_language
 from market.platform.api_deps import commit, db
 from market.platform.db import id_in
-from market.platform.errors import BadRequest, NotFound, SprigError
+from market.platform.errors import BadRequest, NotFound, SprigError, Unprocessable
 from market.platform.pagination import encode_cursor
 from market.ranking.services import listing_language, ranking_figures
 from market.usage import queries as figures
@@ -471,6 +474,33 @@ def diff_page(subagent_id: int):
         diff=diff,
         scopes_added=[(s, SCOPE_DESCRIPTIONS.get(s, s)) for s in manifest["scopes_added"]],
         scopes_removed=[(s, SCOPE_DESCRIPTIONS.get(s, s)) for s in manifest["scopes_removed"]],
+    )
+
+
+@bp.get(f"/s/<{ID}:subagent_id>/switch/<{ID}:target_id>")
+def switch_plan_page(subagent_id: int, target_id: int):
+    """What becomes of the data this sub-agent keeps if the reader switches to ``target_id``
+    (the better branch the sub-agent page suggests), before any action."""
+    session = db()
+    viewer = caller()
+    try:
+        planned = plan_switch(session, viewer, subagent_id, target_id)
+    except Unprocessable as refusal:
+        # Both are visible (a hidden one is a 404 before any refusal): say why there is no plan.
+        return render_template(
+            "web/switch_plan.html",
+            current=catalog.get_visible(session, viewer, subagent_id),
+            target=catalog.get_visible(session, viewer, target_id),
+            planned=None,
+            other_lineage=refusal.errors[0]["message"] == "another lineage",
+        )
+    return render_template(
+        "web/switch_plan.html",
+        current=planned.current,
+        target=planned.target,
+        planned=planned,
+        # What the page says for each defaulted field: its value as JSON.
+        defaults=[(name, json.dumps(value)) for name, value in planned.plan.defaults.items()],
     )
 
 

@@ -5,14 +5,18 @@ and the MCP tool, on every backend."""
 from __future__ import annotations
 
 import copy
+import re
 import threading
 
 import pytest
 
 from market.catalog import schema_checks
 from market.entrypoints.mcp_server import build_server
+from market.platform.db import session_scope
+from market.ranking.models import SubAgentScore
 from tests.factories import bundle, make_user
 from tests.functional.entrypoints.test_mcp_server import call_tools
+from tests.functional.web.test_pages import sign_in, text
 
 API = "/api/v1"
 
@@ -407,3 +411,47 @@ def test_the_mcp_tool_answers_the_same_plan_and_the_same_404(client, engine, lin
     assert not by_tool.is_error, by_tool.content
     assert by_tool.structured_content == over_http
     assert hidden.is_error and "Not found (404)" in hidden.content[0].text
+
+
+# --------------------------------------------------------------------------- pages
+
+
+def test_the_better_branch_banner_leads_to_the_plan_page(client, engine, lineage, alice, bob):
+    tea, _milk, feelings = lineage
+    with session_scope(engine) as session:
+        session.add(
+            SubAgentScore(
+                subagent_id=tea["id"],
+                quality=0.1,
+                quality_sd=0.1,
+                display=0.0,
+                branch_value=1.0,
+                best_descendant_id=feelings["id"],
+                p_descendant_better=0.9,
+            )
+        )
+    sign_in(client, alice)
+    before = text(client.get(f"/s/{tea['id']}"))
+    assert f"/s/{tea['id']}/switch/{feelings['id']}" not in before  # nothing installed yet
+    client.post(f"{API}/subagents/{tea['id']}/install", headers=alice.headers)
+    banner = text(client.get(f"/s/{tea['id']}"))
+    link = f"/s/{tea['id']}/switch/{feelings['id']}"
+    assert link in banner
+    page = client.get(link)
+    assert page.status_code == 200
+    html = text(page)
+    assert "(the version in your agent)" in html
+    assert re.search(r"<code>note</code>\s*<span class=\"verdict\">transformed</span>", html)
+    assert "into remarks" in html
+    chinese = text(client.get(link, query_string={"lang": "zh"}))
+    assert "你保存的每个字段" in chinese and "已转换" in chinese
+    diff = text(client.get(f"/s/{feelings['id']}/diff", query_string={"lang": "en"}))
+    assert "Breaking: a record kept before may not fit as it is" in diff
+    secret = fork_tea(
+        client, bob, tea["id"], "secret", schema(milk={"type": "boolean"}), visibility="private"
+    ).get_json()
+    assert client.get(f"/s/{tea['id']}/switch/{secret['id']}").status_code == 404
+    plain = fork_tea(client, alice, tea["id"], "plain", None).get_json()
+    refused = client.get(f"/s/{tea['id']}/switch/{plain['id']}")
+    assert refused.status_code == 200
+    assert "does not say what data it keeps" in text(refused)
