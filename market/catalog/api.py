@@ -40,6 +40,8 @@ from market.catalog.schemas import (
     ReportList,
     ReportOut,
     SubAgentOut,
+    SwitchIn,
+    SwitchOut,
     SwitchPlanOut,
     SwitchPlanQuery,
     Tree,
@@ -65,7 +67,7 @@ from market.catalog.serialize import (
     version_out,
     visible_detail,
 )
-from market.catalog.switch_plans import plan_switch
+from market.catalog.switch_plans import plan_switch, switch_install
 from market.identity.access import can_moderate
 from market.identity.models import User
 from market.identity.tokens import caller, reader_language
@@ -385,6 +387,34 @@ def get_switch_plan(subagent_id: int, query: SwitchPlanQuery):
         target_version_id=query.to_version_id,
     )
     return switch_plan_out(planned)
+
+
+@bp.post("/subagents/<int(max=2147483647):subagent_id>/switch")
+@bp.input(SwitchIn, arg_name="body")
+@bp.output(SwitchOut, status_code=201, description="switched (200 if it already was)")
+@bp.doc(operation_id="switchSubagent")
+def switch(subagent_id: int, body: SwitchIn):
+    """Move the caller's install of this sub-agent to another branch of its lineage (`to`),
+    once the person agreed to the plan (`GET …/switch-plan`): `accept_losses` when it is not
+    safe, `grant_scopes` for every scope the target asks for beyond the current one's; 409
+    naming what is missing otherwise. The plan's `migration` is for the main agent to apply
+    to the person's records."""
+    switched = switch_install(
+        db(),
+        caller(),
+        subagent_id,
+        body.to,
+        target_version_id=body.to_version_id,
+        accept_losses=body.accept_losses,
+        grant_scopes=body.grant_scopes,
+    )
+    commit()
+    installed = switched.installed
+    out = SwitchOut(
+        install=install_out(installed.install, installed.new_scopes),
+        plan=switch_plan_out(switched.planned),
+    )
+    return out, 201 if installed.created else 200
 
 
 @bp.post("/subagents/<int(max=2147483647):subagent_id>/install")

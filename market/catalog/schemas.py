@@ -462,7 +462,7 @@ class PathStepOut(BaseModel):
     version_id: int | None
     migration: Literal["declared", "implicit"] = Field(
         description="declared: the fork's own data_migration takes the data into it; "
-        "implicit: fields both schemas hold are kept, the others dropped"
+        "implicit: every field keeps its name"
     )
 
 
@@ -484,10 +484,34 @@ class SwitchPlanOut(BaseModel):
         description="the hops of the fork tree that change the data, from the current version "
         "to the target"
     )
+    migration: dict[str, Any] = Field(
+        description="the data_migration the plan applies, for the main agent to run on the "
+        "person's records when they switch (fields, drop)"
+    )
     composed: bool = Field(
         description="false when the path's migrations could not be composed into one and "
         "the implicit migration from the current schema to the target's is shown"
     )
+
+
+class SwitchIn(StrictInput):
+    to: Id = Field(description="the sub-agent to switch to, a branch of the same lineage")
+    to_version_id: Id | None = Field(None, description="the target version; default: latest")
+    accept_losses: StrictBool = Field(
+        False,
+        description="the person saw the plan and agrees to lose the fields it says are lost, "
+        "at risk or unfilled (required when the plan is not safe)",
+    )
+    grant_scopes: list[Literal[tuple(sorted(SCOPES))]] = Field(
+        default_factory=list,
+        description="scopes the person newly grants the target: every scope it asks for "
+        "beyond those granted to the current sub-agent",
+    )
+
+
+class SwitchOut(BaseModel):
+    install: InstallOut = Field(description="the install of the target, now active")
+    plan: SwitchPlanOut = Field(description="what the switch did to the data's shape")
 
 
 class InstallOut(BaseModel):

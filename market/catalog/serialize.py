@@ -260,5 +260,6 @@ def switch_plan_out(planned: SwitchPlanned) -> SwitchPlanOut:
             PathStepOut(subagent_id=p.subagent_id, version_id=p.version_id, migration=p.migration)
             for p in planned.path
         ],
+        migration=planned.migration,
         composed=planned.composed,
     )

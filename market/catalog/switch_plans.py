@@ -3,29 +3,34 @@ becomes of each field their current version keeps, in the target version.
 
 The path runs from the current version up to the common ancestor and down to the target: each
 hop down into a fork applies the migration that fork declared (checked at its publish by
-:mod:`market.catalog.schema_checks`), every other hop the implicit one (fields both schemas
-hold are kept), all composed into one migration from the current schema to the target's
-(:mod:`evolution.data_schema` has the rules). Who sees which sub-agent is
-:mod:`market.identity.access`'s to say.
+:mod:`market.catalog.schema_checks`), composed into one migration from the current schema to
+the target's; on every other hop a field keeps its name. With no declared migration on the
+way, the implicit one stands (fields both schemas hold are kept, converted to text where only
+the type changed and the target takes text). :mod:`evolution.data_schema` has the rules; who
+sees which sub-agent is :mod:`market.identity.access`'s to say.
+
+A switch (:func:`switch_install`) moves the person's install once they agreed to the plan;
+Sprig keeps no records itself: the main agent applies the plan's migration to them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import reduce
-from itertools import pairwise
-from typing import Any
 
 from sqlmodel import Session, select
 
 from evolution import data_schema
+from market.catalog import installs
+from market.catalog.installs import Installed
 from market.catalog.models import Install, SubAgent, Version
 from market.catalog.services import get_version, get_visible
 from market.identity.access import can_view
 from market.identity.tokens import Principal
-from market.platform.errors import NotFound, Unprocessable
+from market.platform.errors import Conflict, NotFound, Unprocessable
 
 DECLARED, IMPLICIT = "declared", "implicit"
+SWITCH = "switch"  # an install's source when a switch made it
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,7 @@ class SwitchPlanned:
     change: data_schema.SchemaChange
     plan: data_schema.SwitchPlan
     path: list[PathStep]
+    migration: dict  # what the plan applies: the main agent runs it on the person's records
     composed: bool  # False: the path's migrations did not compose; the implicit one is used
 
 
@@ -56,7 +62,6 @@ class _Waypoint:
     subagent: SubAgent
     version: Version
     declared: dict | None = None  # the migration a fork declared into this version
-    source: dict | None = None  # the parent version's schema that migration starts from
 
 
 def plan_switch(
@@ -128,20 +133,14 @@ def plan_switch(
         change,
         plan,
         path,
+        migration,
         composed,
     )
 
 
 def _installed_version(session: Session, viewer: Principal, subagent_id: int) -> int | None:
-    if viewer.user_id is None:
-        return None
-    return session.exec(
-        select(Install.version_id).where(
-            Install.user_id == viewer.user_id,
-            Install.subagent_id == subagent_id,
-            Install.active,
-        )
-    ).first()
+    row = _install_row(session, viewer.user_id, subagent_id)
+    return row.version_id if row is not None and row.active else None
 
 
 def _chain(session: Session, subagent: SubAgent) -> list[SubAgent]:
@@ -182,8 +181,7 @@ def _waypoints(
         first = session.exec(
             select(Version).where(Version.subagent_id == fork.id, Version.number == 1)
         ).one()
-        source = points[-1].version.manifest.get("data_schema")
-        points.append(_Waypoint(fork, first, first.manifest.get("data_migration"), source))
+        points.append(_Waypoint(fork, first, first.manifest.get("data_migration")))
         onward = (
             session.get(Version, down[i + 1].parent_version_id)
             if i + 1 < len(down)
@@ -194,48 +192,139 @@ def _waypoints(
 
 
 def _without_repeats(points: list[_Waypoint]) -> list[_Waypoint]:
-    """The waypoints that change something: a version without a schema carries no declared
-    data (the fork after it could declare no migration from it), and a hop to the same schema
-    without a declared migration keeps every field."""
+    """The waypoints that change something: a version without a schema declares no data, and
+    a hop to the same schema without a declared migration keeps every field."""
     kept: list[_Waypoint] = []
     for point in points:
         schema = point.version.manifest.get("data_schema")
         if schema is None:
             continue
-        before = kept[-1].version.manifest["data_schema"] if kept else None
-        if point.declared is not None and (
-            point.source is None or before is None or not _same(before, point.source)
-        ):
-            # Declared from the parent version's schema: it applies where the data has it.
-            point = _Waypoint(point.subagent, point.version)
-        if before is not None and point.declared is None and _same(before, schema):
-            continue
+        if kept and point.declared is None:
+            before = kept[-1].version.manifest["data_schema"]
+            if data_schema.schema_fingerprint(before) == data_schema.schema_fingerprint(schema):
+                continue
         kept.append(point)
     return kept
 
 
-def _same(schema: Any, other: Any) -> bool:
-    return data_schema.schema_fingerprint(schema) == data_schema.schema_fingerprint(other)
-
-
 def _path_migration(points: list[_Waypoint]) -> tuple[dict, bool]:
     """One migration from the first waypoint's schema to the last's, and whether it is the
-    path's own (False: its steps did not compose, and the implicit migration stands in)."""
+    path's own (False: its steps did not compose, and the implicit migration stands in).
+
+    The path's own is the declared migrations composed in order; between them a field keeps
+    its name (``switch_plan`` then keeps it where the target has it). Going through each
+    intermediate schema instead would drop a field two sibling branches both added, which
+    their common parent lacks, though the target has it and nothing would be lost."""
     first = points[0].version.manifest["data_schema"]
     last = points[-1].version.manifest["data_schema"]
-    if len(points) == 1:
+    declared = [point.declared for point in points[1:] if point.declared is not None]
+    if not declared:
         return data_schema.implicit_migration(first, last), True
-    steps = []
-    for before, point in pairwise(points):
-        if point.declared is not None:
-            steps.append(point.declared)
-        else:
-            steps.append(
-                data_schema.implicit_migration(
-                    before.version.manifest["data_schema"], point.version.manifest["data_schema"]
-                )
-            )
     try:
-        return reduce(data_schema.compose, steps), True
+        return reduce(data_schema.compose, declared), True
     except ValueError:
         return data_schema.implicit_migration(first, last), False
+
+
+# --------------------------------------------------------------------------- switching
+
+
+@dataclass(frozen=True)
+class Switched:
+    installed: Installed  # the target's install (``created`` False: an earlier switch made it)
+    planned: SwitchPlanned
+
+
+def switch_install(
+    session: Session,
+    caller: Principal,
+    current_id: int,
+    target_id: int,
+    *,
+    target_version_id: int | None,
+    accept_losses: bool,
+    grant_scopes: list[str],
+) -> Switched:
+    """Move the caller's install of ``current_id`` to ``target_id`` once they agreed to what
+    the plan says: ``accept_losses`` when a field would be lost, at risk or unfilled, and
+    ``grant_scopes`` naming every scope the target asks for beyond those granted to the
+    current one (409 naming what is missing otherwise; nothing changes). A retried or
+    concurrent switch that finds it done answers with the target's install."""
+    caller.require("install")
+    current = get_visible(session, caller, current_id)
+    target = get_visible(session, caller, target_id)
+    current_install = _install_row(session, caller.user_id, current.id)
+    if current_install is None or not current_install.active:
+        done = _install_row(session, caller.user_id, target.id)
+        if (
+            current_install is not None
+            and done is not None
+            and done.active
+            and target_version_id in (None, done.version_id)
+        ):
+            # A retried (or concurrent) switch: the first one moved the install (or the
+            # person moved it themselves, which leaves them where the switch would).
+            planned = plan_switch(
+                session,
+                caller,
+                current_id,
+                target_id,
+                version_id=current_install.version_id,
+                target_version_id=done.version_id,
+            )
+            return Switched(Installed(done, [], False), planned)
+        raise Conflict(
+            f"Sub-agent {current.id} is not in your agent: there is nothing to switch.",
+            errors=[{"location": "subagent_id", "message": "not installed"}],
+        )
+    planned = plan_switch(
+        session, caller, current_id, target_id, target_version_id=target_version_id
+    )
+    if not planned.plan.safe and not accept_losses:
+        at_stake = [
+            f.name
+            for f in planned.plan.fields
+            if f.verdict in (data_schema.AT_RISK, data_schema.LOST)
+        ]
+        raise Conflict(
+            "Switching would not carry all of the data over: show the plan to the person, "
+            "and send accept_losses once they agree.",
+            errors=[
+                {"location": f"fields.{name}", "message": "lost or at risk"} for name in at_stake
+            ]
+            + [
+                {"location": f"unfilled.{name}", "message": "required, filled by nothing"}
+                for name in planned.plan.unfilled
+            ],
+        )
+    asked = set(planned.target_version.manifest.get("scopes", []))
+    ungranted = sorted(asked - set(current_install.granted_scopes) - set(grant_scopes))
+    if ungranted:
+        raise Conflict(
+            f"{target.title} asks for more of the person's data than they granted: ask them, "
+            f"and send grant_scopes with {', '.join(ungranted)}.",
+            errors=[{"location": "grant_scopes", "message": scope} for scope in ungranted],
+        )
+    installs.uninstall(session, caller, current)
+    installed = installs.install(
+        session,
+        caller,
+        target,
+        version_id=planned.target_version.id,
+        source=SWITCH,
+        exposure_id=None,
+    )
+    # New to the person is what the target asks beyond the current one, just granted.
+    granted_now = sorted(asked - set(current_install.granted_scopes))
+    return Switched(Installed(installed.install, granted_now, installed.created), planned)
+
+
+def _install_row(session: Session, user_id: int | None, subagent_id: int) -> Install | None:
+    """The person's install of the sub-agent, active or not, as committed last."""
+    if user_id is None:
+        return None
+    return session.exec(
+        select(Install)
+        .where(Install.user_id == user_id, Install.subagent_id == subagent_id)
+        .execution_options(populate_existing=True)
+    ).first()

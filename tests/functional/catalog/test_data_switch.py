@@ -455,3 +455,87 @@ def test_the_better_branch_banner_leads_to_the_plan_page(client, engine, lineage
     refused = client.get(f"/s/{tea['id']}/switch/{plain['id']}")
     assert refused.status_code == 200
     assert "does not say what data it keeps" in text(refused)
+
+
+# --------------------------------------------------------------------------- switching
+
+
+def switch(client, actor, current: int, **body):
+    return client.post(f"{API}/subagents/{current}/switch", json=body, headers=actor.headers)
+
+
+def active_installs(client, actor) -> list[tuple[int, int]]:
+    items = client.get(f"{API}/me/installs", headers=actor.headers).get_json()["items"]
+    return sorted((i["subagent_id"], i["version_id"]) for i in items)
+
+
+def test_a_switch_needs_the_persons_agreement_and_moves_the_install(client, lineage, alice, bob):
+    tea, milk, feelings = lineage
+    moody = fork_tea(
+        client,
+        bob,
+        tea["id"],
+        "moody",
+        schema(milk={"type": "boolean"}),
+        scopes=["hydration.read", "hydration.write", "mood.read"],
+    ).get_json()
+    assert switch(client, alice, milk["id"], to=moody["id"]).status_code == 409  # not installed
+    client.post(f"{API}/subagents/{milk['id']}/install", headers=alice.headers)
+    before = active_installs(client, alice)
+    asks = switch(client, alice, milk["id"], to=moody["id"])
+    assert asks.status_code == 409
+    assert asks.get_json()["errors"] == [{"location": "grant_scopes", "message": "mood.read"}]
+    loses = switch(client, alice, milk["id"], to=feelings["id"])
+    assert loses.status_code == 409
+    assert loses.get_json()["errors"] == [{"location": "fields.milk", "message": "lost or at risk"}]
+    assert active_installs(client, alice) == before  # nothing changed
+
+    moved = switch(client, alice, milk["id"], to=moody["id"], grant_scopes=["mood.read"])
+    assert moved.status_code == 201, moved.get_json()
+    body = moved.get_json()
+    assert body["install"]["subagent_id"] == moody["id"]
+    assert body["install"]["new_scopes"] == ["mood.read"]
+    assert body["plan"]["safe"] is True and body["plan"]["migration"]["drop"] == []
+    assert active_installs(client, alice) == [(moody["id"], moody["latest_version"]["id"])]
+    again = switch(client, alice, milk["id"], to=moody["id"], grant_scopes=["mood.read"])
+    assert again.status_code == 200
+    assert again.get_json()["install"]["id"] == body["install"]["id"]
+    counts = {
+        s["id"]: client.get(f"{API}/subagents/{s['id']}").get_json()["install_count"]
+        for s in (milk, moody)
+    }
+    assert counts == {milk["id"]: 0, moody["id"]: 1}
+
+
+def test_racing_switches_move_the_install_once(app, engine, lineage, alice):
+    _tea, milk, feelings = lineage
+    client = app.test_client()
+    client.post(f"{API}/subagents/{milk['id']}/install", headers=alice.headers)
+    answers: list[int] = []
+
+    def race():
+        response = switch(
+            app.test_client(), alice, milk["id"], to=feelings["id"], accept_losses=True
+        )
+        answers.append(response.status_code)
+
+    threads = [threading.Thread(target=race) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(answers) == [200, 201]
+    assert [s for s, _v in active_installs(client, alice)] == [feelings["id"]]
+    count = client.get(f"{API}/subagents/{feelings['id']}").get_json()["install_count"]
+    assert count == 1
+
+
+def test_a_switch_to_a_private_branch_is_a_404_and_changes_nothing(client, lineage, alice, bob):
+    tea, milk, _feelings = lineage
+    secret = fork_tea(
+        client, bob, tea["id"], "secret", schema(milk={"type": "boolean"}), visibility="private"
+    ).get_json()
+    client.post(f"{API}/subagents/{milk['id']}/install", headers=alice.headers)
+    response = switch(client, alice, milk["id"], to=secret["id"], accept_losses=True)
+    assert response.status_code == 404
+    assert [s for s, _v in active_installs(client, alice)] == [milk["id"]]
