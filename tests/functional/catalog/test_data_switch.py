@@ -440,7 +440,7 @@ def test_the_better_branch_banner_leads_to_the_plan_page(client, engine, lineage
     page = client.get(link)
     assert page.status_code == 200
     html = text(page)
-    assert "(the version in your agent)" in html
+    assert "the version in your agent" in html
     assert re.search(r"<code>note</code>\s*<span class=\"verdict\">transformed</span>", html)
     assert "into remarks" in html
     chinese = text(client.get(link, query_string={"lang": "zh"}))
