@@ -41,13 +41,7 @@ def check_fork_data(parent_manifest: Mapping[str, Any], manifest: Mapping[str, A
     old, new = parent_manifest.get("data_schema"), manifest.get("data_schema")
     if old is None or new is None or not _readable(old):
         return
-    try:
-        change = data_schema.classify_change(old, new)
-    except ValueError as exc:
-        raise Unprocessable(
-            f"The data_schema is not one a migration can be checked against: {exc}",
-            errors=[{"location": "manifest.data_schema", "message": str(exc)}],
-        ) from None
+    change = classify_or_refuse(old, new, "manifest.data_schema")
     migration = manifest.get("data_migration")
     if migration is None:
         if change.kind == data_schema.BREAKING:
@@ -63,6 +57,17 @@ def check_fork_data(parent_manifest: Mapping[str, Any], manifest: Mapping[str, A
             f"{problems[0]}",
             errors=[_sample_error(problem, len(examples)) for problem in problems[:50]],
         )
+
+
+def classify_or_refuse(old: Any, new: Any, location: str) -> data_schema.SchemaChange:
+    """``classify_change``, or a 422 at ``location`` when a schema is not a JSON Schema."""
+    try:
+        return data_schema.classify_change(old, new)
+    except ValueError as exc:
+        raise Unprocessable(
+            f"A data_schema is not one Sprig can compare: {exc}",
+            errors=[{"location": location, "message": str(exc)}],
+        ) from None
 
 
 def _readable(schema: Any) -> bool:

@@ -24,6 +24,7 @@ from evolution import data_schema
 from market.catalog import installs
 from market.catalog.installs import Installed
 from market.catalog.models import Install, SubAgent, Version
+from market.catalog.schema_checks import classify_or_refuse
 from market.catalog.services import get_version, get_visible
 from market.identity.access import can_view
 from market.identity.tokens import Principal
@@ -106,13 +107,7 @@ def plan_switch(
             )
     old = current_version.manifest["data_schema"]
     new = target_version.manifest["data_schema"]
-    try:
-        change = data_schema.classify_change(old, new)
-    except ValueError as exc:
-        raise Unprocessable(
-            f"A data_schema on this path is not one a plan can read: {exc}",
-            errors=[{"location": "to", "message": str(exc)}],
-        ) from None
+    change = classify_or_refuse(old, new, "to")
     waypoints = _waypoints(session, current, current_version, target, target_version)
     migration, composed = _path_migration(waypoints)
     plan = data_schema.switch_plan(old, new, migration)

@@ -15,7 +15,8 @@ from market.platform.db import session_scope
 from market.ranking.models import SubAgentScore
 from tests.e2e.test_browser import engine_of, sign_in_with_token
 from tests.e2e.test_families_browser import SIZES, fits_the_width, inside_the_width
-from tests.factories import bundle, make_user
+from tests.factories import make_user
+from tests.functional.catalog.test_data_switch import fork_tea
 
 pytestmark = pytest.mark.browser
 
@@ -95,26 +96,15 @@ def test_a_private_branch_has_no_plan_page(live_app, page):
     engine = engine_of(live_app)
     parent_id, _fork_id = a_fork_that_migrates(engine)
     owner = make_user(engine, "branch-owner")
-    client = live_app.test_client()
     with session_scope(engine) as session:
-        schema = session.get(Version, session.get(SubAgent, parent_id).latest_version_id).manifest[
-            "data_schema"
-        ]
-    body = bundle("secret")
-    body["manifest"]["data_schema"] = schema
-    secret = client.post(
-        f"/api/v1/subagents/{parent_id}/forks",
-        json={
-            "title": "My secret branch",
-            "fork_request": "keep it to myself",
-            "bundle": body,
-            "visibility": "private",
-        },
-        headers=owner.headers,
+        parent = session.get(SubAgent, parent_id)
+        schema = session.get(Version, parent.latest_version_id).manifest["data_schema"]
+    secret = fork_tea(
+        live_app.test_client(), owner, parent_id, "secret", schema, visibility="private"
     )
     assert secret.status_code == 201, secret.get_json()
     stranger = make_user(engine, "stranger-of-branches")
     sign_in_with_token(page, stranger.token)
     response = page.goto(f"/s/{parent_id}/switch/{secret.get_json()['id']}?lang=en")
     assert response.status == 404
-    assert "My secret branch" not in page.content()
+    assert "Tea secret" not in page.content()

@@ -34,7 +34,7 @@ from tests.conftest import make_app
 from tests.factories import Actor, bundle, make_user, publish
 
 ROOT = Path(__file__).resolve().parents[3]
-TOOLS = ["get_diff", "get_files", "get_subagent", "publish_fork", "suggest_forks"]
+TOOLS = ["get_diff", "get_files", "get_subagent", "publish_fork", "suggest_forks", "switch_plan"]
 # JSON-RPC over HTTP as the client sends it: one message, either answer format accepted.
 RPC_HEADERS = {"Accept": "application/json, text/event-stream"}
 
