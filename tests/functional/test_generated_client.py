@@ -344,7 +344,7 @@ def test_a_generated_client_reads_a_switch_plan_and_switches(generated, app, eng
     migration as a dict, and a private branch of someone else a typed 404."""
     from tests.functional.catalog.test_data_switch import (
         FEELINGS_MIGRATION,
-        FEELINGS_SCHEMA,
+        fork_feelings,
         fork_tea,
         publish_tea,
         schema,
@@ -353,9 +353,7 @@ def test_a_generated_client_reads_a_switch_plan_and_switches(generated, app, eng
     alice, bob = make_user(engine, "alice"), make_user(engine, "bob")
     setup = app.test_client()
     tea = publish_tea(setup, alice)
-    feelings = fork_tea(
-        setup, bob, tea["id"], "feelings", FEELINGS_SCHEMA, data_migration=FEELINGS_MIGRATION
-    ).get_json()
+    feelings = fork_feelings(setup, bob, tea["id"], data_migration=FEELINGS_MIGRATION).get_json()
     secret = fork_tea(
         setup, bob, tea["id"], "secret", schema(milk={"type": "boolean"}), visibility="private"
     ).get_json()

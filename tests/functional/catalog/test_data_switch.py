@@ -97,6 +97,11 @@ def fork_tea(client, actor, parent_id: int, note: str, data_schema, **manifest):
     )
 
 
+def fork_feelings(client, actor, parent_id: int, **manifest):
+    """A fork with FEELINGS_SCHEMA, which breaks TEA_SCHEMA."""
+    return fork_tea(client, actor, parent_id, "feelings", FEELINGS_SCHEMA, **manifest)
+
+
 def forks_of(client, subagent_id: int) -> list[int]:
     items = client.get(f"{API}/subagents/{subagent_id}/forks").get_json()["items"]
     return [item["id"] for item in items]
@@ -131,7 +136,7 @@ def test_compatible_and_additive_forks_need_no_migration(client, alice, bob):
 
 def test_a_breaking_fork_without_a_migration_is_refused_naming_each_field(client, alice, bob):
     tea = publish_tea(client, alice)
-    response = fork_tea(client, bob, tea["id"], "feelings", FEELINGS_SCHEMA)
+    response = fork_feelings(client, bob, tea["id"])
     assert response.status_code == 422
     assert response.content_type == "application/problem+json"
     problem = response.get_json()
@@ -149,12 +154,10 @@ def test_a_breaking_fork_without_a_migration_is_refused_naming_each_field(client
 
 def test_a_breaking_fork_with_a_migration_that_carries_the_samples_is_published(client, alice, bob):
     tea = publish_tea(client, alice)
-    response = fork_tea(
+    response = fork_feelings(
         client,
         bob,
         tea["id"],
-        "feelings",
-        FEELINGS_SCHEMA,
         data_migration=FEELINGS_MIGRATION,
         data_samples=[{"day": "2026-02-01", "mood": "bad"}, {"day": "2026-02-02"}],
     )
@@ -173,12 +176,10 @@ def test_a_sample_the_migration_fails_is_named_and_nothing_is_published(client, 
     tea = publish_tea(client, alice)
     forgets_bad = copy.deepcopy(FEELINGS_MIGRATION)
     del forgets_bad["fields"]["mood"]["values"]["bad"]
-    response = fork_tea(
+    response = fork_feelings(
         client,
         bob,
         tea["id"],
-        "feelings",
-        FEELINGS_SCHEMA,
         data_migration=forgets_bad,
         data_samples=[{"day": "2026-02-02", "mood": "good"}, {"day": "2026-02-01", "mood": "bad"}],
     )
@@ -209,12 +210,10 @@ def test_the_parents_examples_are_samples_too(client, alice, bob):
 
 def test_a_malformed_migration_is_refused_with_what_is_wrong(client, alice, bob):
     tea = publish_tea(client, alice)
-    response = fork_tea(
+    response = fork_feelings(
         client,
         bob,
         tea["id"],
-        "typo",
-        FEELINGS_SCHEMA,
         data_migration={"fields": {"remarks": {"form": "note"}}},
     )
     assert response.status_code == 422
@@ -270,12 +269,10 @@ def test_racing_identical_breaking_forks_make_one(app, engine, alice):
 
     def race():
         answers.append(
-            fork_tea(
+            fork_feelings(
                 app.test_client(),
                 bob,
                 tea["id"],
-                "feelings",
-                FEELINGS_SCHEMA,
                 data_migration=FEELINGS_MIGRATION,
             ).status_code
         )
@@ -297,12 +294,10 @@ def lineage(client, alice, bob):
     """The tea log, a sibling that adds milk, and a branch that renames moods and the note."""
     tea = publish_tea(client, alice)
     milk = fork_tea(client, bob, tea["id"], "milk", schema(milk={"type": "boolean"}))
-    feelings = fork_tea(
+    feelings = fork_feelings(
         client,
         bob,
         tea["id"],
-        "feelings",
-        FEELINGS_SCHEMA,
         data_migration=FEELINGS_MIGRATION,
     )
     assert milk.status_code == feelings.status_code == 201
