@@ -45,12 +45,12 @@ def check_fork_data(parent_manifest: Mapping[str, Any], manifest: Mapping[str, A
     migration = manifest.get("data_migration")
     if migration is None:
         if change.kind == data_schema.BREAKING:
-            _refuse_breaking(change)
+            _refuse_breaking(change, old, new)
         return
     examples = old.get("examples")
     examples = [e for e in examples if isinstance(e, dict)] if isinstance(examples, list) else []
     samples = examples + list(manifest.get("data_samples", []))
-    problems = bounded_sample_check(old, new, migration, samples)
+    problems = _bounded_sample_check(old, new, migration, samples)
     if problems:
         raise Unprocessable(
             f"The data_migration does not carry the parent's data into this data_schema: "
@@ -78,15 +78,19 @@ def _readable(schema: Any) -> bool:
     return True
 
 
-def _refuse_breaking(change: data_schema.SchemaChange) -> None:
+def _refuse_breaking(change: data_schema.SchemaChange, old: Mapping, new: Mapping) -> None:
     broken = [c for c in change.fields if c.kind == data_schema.BREAKING]
+    # A change is a field's, or a top-level keyword's (additionalProperties, type, ...).
+    change_props = {*old.get("properties", {}), *new.get("properties", {})}
     names = ", ".join(dict.fromkeys(c.name for c in broken))
     raise Unprocessable(
         f"This fork breaks its parent's data schema ({names}): the data people keep in the "
         "parent would not fit. Declare a data_migration saying what becomes of each field.",
         errors=[
             {
-                "location": f"manifest.data_schema.properties.{c.name}",
+                "location": f"manifest.data_schema.properties.{c.name}"
+                if c.name in change_props
+                else f"manifest.data_schema.{c.name}",
                 "message": f"{c.name}: {c.detail}; {_NEEDS[c.change]}",
                 "code": "breaking_schema_change",
             }
@@ -110,7 +114,7 @@ def _sample_error(problem: str, examples: int) -> dict[str, str]:
     return {"location": where, "message": f"{where}: {problem[found.end() :]}"}
 
 
-def bounded_sample_check(old: Mapping, new: Mapping, migration: Any, samples: list) -> list[str]:
+def _bounded_sample_check(old: Mapping, new: Mapping, migration: Any, samples: list) -> list[str]:
     """``check_against_samples`` in a child process killed after ``MIGRATION_CHECK_SECONDS``:
     a schema ``pattern`` that backtracks cannot hold a web worker (Python's ``re`` cannot be
     interrupted, and a signal alarm works in the main thread only). The child comes from a

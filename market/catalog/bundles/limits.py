@@ -61,7 +61,7 @@ MAX_DATA_SAMPLES = 50
 MAX_DATA_SAMPLES_BYTES = 64 * 1024
 # Checking a migration against its samples validates them with the schemas' ``pattern``s, which
 # Python's backtracking ``re`` runs: a hostile pattern could take hours on one sample. The check
-# runs in a child process that is killed after this long (market.catalog.stored_data); a real
+# runs in a child process that is killed after this long (market.catalog.schema_checks); a real
 # check of 50 small records takes milliseconds.
 MIGRATION_CHECK_SECONDS = 2.0
 MAX_DIFF_BYTES = 200 * 1024

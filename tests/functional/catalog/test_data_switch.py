@@ -152,6 +152,15 @@ def test_a_breaking_fork_without_a_migration_is_refused_naming_each_field(client
     assert forks_of(client, tea["id"]) == []
 
 
+def test_a_closed_schema_is_a_top_level_break(client, alice, bob):
+    tea = publish_tea(client, alice)
+    closed = {**schema(), "additionalProperties": False}
+    response = fork_tea(client, bob, tea["id"], "closed", closed)
+    assert response.status_code == 422
+    [error] = response.get_json()["errors"]
+    assert error["location"] == "manifest.data_schema.additionalProperties"
+
+
 def test_a_breaking_fork_with_a_migration_that_carries_the_samples_is_published(client, alice, bob):
     tea = publish_tea(client, alice)
     response = fork_feelings(
