@@ -110,6 +110,7 @@ def plan_switch(
     change = classify_or_refuse(old, new, "to")
     waypoints = _waypoints(session, current, current_version, target, target_version)
     migration, composed = _path_migration(waypoints)
+    migration = _between(migration, old, new)
     plan = data_schema.switch_plan(old, new, migration)
     path = [
         PathStep(
@@ -219,6 +220,24 @@ def _path_migration(points: list[_Waypoint]) -> tuple[dict, bool]:
         return reduce(data_schema.compose, declared), True
     except ValueError:
         return data_schema.implicit_migration(first, last), False
+
+
+def _between(migration: dict, old: dict, new: dict) -> dict:
+    """The migration cut down to what a record of ``old`` and the ``new`` schema hold: the
+    composed steps also name fields of the schemas between (some in sub-agents the caller may
+    not see) that such a record never has and the target never reads. A mapping from a field
+    the record lacks is its default alone; the plan is made from, and says, this migration."""
+    old_props, new_props = old.get("properties", {}), new.get("properties", {})
+    fields = {}
+    for target, mapping in migration.get("fields", {}).items():
+        if target not in new_props:
+            continue
+        if "from" in mapping and mapping["from"] not in old_props:
+            if "default" not in mapping:
+                continue
+            mapping = {"default": mapping["default"]}
+        fields[target] = mapping
+    return {"fields": fields, "drop": [d for d in migration.get("drop", []) if d in old_props]}
 
 
 # --------------------------------------------------------------------------- switching

@@ -543,3 +543,47 @@ def test_a_switch_to_a_private_branch_is_a_404_and_changes_nothing(client, linea
     response = switch(client, alice, milk["id"], to=secret["id"], accept_losses=True)
     assert response.status_code == 404
     assert [s for s, _v in active_installs(client, alice)] == [milk["id"]]
+
+
+def test_two_declared_renames_compose_and_the_middle_name_is_left_out(client, alice, bob):
+    tea = publish_tea(client, alice)
+    memo = fork_tea(
+        client,
+        bob,
+        tea["id"],
+        "memo",
+        schema(note=None, memo={"type": "string"}),
+        data_migration={"fields": {"memo": {"from": "note"}}},
+    ).get_json()
+    diary = fork_tea(
+        client,
+        alice,
+        memo["id"],
+        "diary",
+        schema(note=None, diary={"type": "string"}),
+        data_migration={"fields": {"diary": {"from": "memo"}}},
+        data_samples=[{"day": "2026-01-01", "memo": "tea with Ann"}],
+    ).get_json()
+    body = plan(client, alice, tea["id"], diary["id"]).get_json()
+    assert body["migration"] == {"fields": {"diary": {"from": "note"}}, "drop": []}
+    assert {f["name"]: (f["verdict"], f["into"]) for f in body["fields"]}["note"] == (
+        "transformed",
+        ["diary"],
+    )
+    assert [p["migration"] for p in body["path"]] == ["declared", "declared"]
+
+
+def test_a_migration_with_no_sample_to_check_is_refused(client, alice, bob):
+    body = {**schema(), "title": "no examples"}  # a parent whose author showed no record
+    tea = publish_tea(client, alice, bundle=tea_bundle("bare", body))
+    response = fork_tea(
+        client,
+        bob,
+        tea["id"],
+        "memo",
+        schema(note=None, memo={"type": "string"}),
+        data_migration={"fields": {"memo": {"from": "note"}}},
+    )
+    assert response.status_code == 422
+    assert "no sample records" in response.get_json()["detail"]
+    assert forks_of(client, tea["id"]) == []
