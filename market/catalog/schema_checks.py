@@ -119,9 +119,11 @@ def _bounded_sample_check(old: Mapping, new: Mapping, migration: Any, samples: l
     a schema ``pattern`` that backtracks cannot hold a web worker (Python's ``re`` cannot be
     interrupted, and a signal alarm works in the main thread only). The child comes from a
     fork server that has already imported the check, so each costs a fork, not an interpreter
-    start; the fork server itself is one process, started on first use."""
+    start or an import; the fork server itself is one process, started on first use."""
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["evolution.data_schema"])
+    # The child runs this module's function: both imported once, in the fork server, so a
+    # child starts checking at once and the time limit measures the check alone.
+    context.set_forkserver_preload(["evolution.data_schema", __name__])
     receiver, sender = context.Pipe(duplex=False)
     child = context.Process(target=_check_in_child, args=(sender, old, new, migration, samples))
     child.start()

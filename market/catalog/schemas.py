@@ -488,6 +488,10 @@ class SwitchPlanOut(BaseModel):
         description="the data_migration the plan applies, for the main agent to run on the "
         "person's records when they switch (fields, drop)"
     )
+    new_scopes: list[str] = Field(
+        description="scopes the target asks for beyond those granted to the current "
+        "sub-agent (its version's when not installed): the person must grant them to switch"
+    )
     composed: bool = Field(
         description="false when the path's migrations could not be composed into one and "
         "the implicit migration from the current schema to the target's is shown"

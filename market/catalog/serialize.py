@@ -261,5 +261,6 @@ def switch_plan_out(planned: SwitchPlanned) -> SwitchPlanOut:
             for p in planned.path
         ],
         migration=planned.migration,
+        new_scopes=planned.new_scopes,
         composed=planned.composed,
     )

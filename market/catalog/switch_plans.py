@@ -55,6 +55,7 @@ class SwitchPlanned:
     plan: data_schema.SwitchPlan
     path: list[PathStep]
     migration: dict  # what the plan applies: the main agent runs it on the person's records
+    new_scopes: list[str]  # what the target asks beyond what the person granted the current
     composed: bool  # False: the path's migrations did not compose; the implicit one is used
 
 
@@ -92,7 +93,8 @@ def plan_switch(
             "switch moves data between branches of one family tree.",
             errors=[{"location": "to", "message": "another lineage"}],
         )
-    installed_version = _installed_version(session, viewer, current.id)
+    install = _install_row(session, viewer.user_id, current.id)
+    installed_version = install.version_id if install is not None and install.active else None
     current_version = get_version(session, current, version_id or installed_version)
     target_version = get_version(session, target, target_version_id)
     for who, version, where in (
@@ -130,13 +132,16 @@ def plan_switch(
         plan,
         path,
         migration,
+        sorted(
+            set(target_version.manifest.get("scopes", []))
+            - set(
+                install.granted_scopes
+                if installed_version is not None
+                else current_version.manifest.get("scopes", [])
+            )
+        ),
         composed,
     )
-
-
-def _installed_version(session: Session, viewer: Principal, subagent_id: int) -> int | None:
-    row = _install_row(session, viewer.user_id, subagent_id)
-    return row.version_id if row is not None and row.active else None
 
 
 def _chain(session: Session, subagent: SubAgent) -> list[SubAgent]:
@@ -311,8 +316,7 @@ def switch_install(
                 for name in planned.plan.unfilled
             ],
         )
-    asked = set(planned.target_version.manifest.get("scopes", []))
-    ungranted = sorted(asked - set(current_install.granted_scopes) - set(grant_scopes))
+    ungranted = sorted(set(planned.new_scopes) - set(grant_scopes))
     if ungranted:
         raise Conflict(
             f"{target.title} asks for more of the person's data than they granted: ask them, "
@@ -329,8 +333,7 @@ def switch_install(
         exposure_id=None,
     )
     # New to the person is what the target asks beyond the current one, just granted.
-    granted_now = sorted(asked - set(current_install.granted_scopes))
-    return Switched(Installed(installed.install, granted_now, installed.created), planned)
+    return Switched(Installed(installed.install, planned.new_scopes, installed.created), planned)
 
 
 def _install_row(session: Session, user_id: int | None, subagent_id: int) -> Install | None:

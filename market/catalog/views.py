@@ -29,7 +29,7 @@ from market.catalog.models import CATEGORIES, Install, SubAgent
 from market.catalog.schemas import BrowseSort
 from market.catalog.search import matcher_for
 from market.catalog.serialize import install_page_out
-from market.catalog.switch_plans import plan_switch
+from market.catalog.switch_plans import plan_switch, switch_install
 from market.identity.access import can_read_files, hidden_among, tree_clause
 from market.identity.tokens import ANONYMOUS, Principal, caller, reader_language
 from market.platform.api_deps import commit, db
@@ -501,7 +501,41 @@ def switch_plan_page(subagent_id: int, target_id: int):
         planned=planned,
         # What the page says for each defaulted field: its value as JSON.
         defaults=[(name, json.dumps(value)) for name, value in planned.plan.defaults.items()],
+        new_scopes=[(s, SCOPE_DESCRIPTIONS.get(s, s)) for s in planned.new_scopes],
     )
+
+
+@bp.post(f"/s/<{ID}:subagent_id>/switch/<{ID}:target_id>")
+def switch_subagent(subagent_id: int, target_id: int):
+    """The plan page's button: the person saw the plan (the losses it names, the scopes it
+    asks for, both sent back with the form) and moves their install to the target version
+    they were shown; a plan changed since is refused and the page shown again."""
+    session, viewer = db(), caller()
+    if not viewer.is_authenticated:
+        return _sign_in_first(subagent_id)
+    back = url_for("web.switch_plan_page", subagent_id=subagent_id, target_id=target_id)
+    try:
+        shown_version = int(request.form.get("to_version_id", ""))
+    except ValueError:
+        raise BadRequest("The switch form names the version it showed.") from None
+    try:
+        switched = switch_install(
+            session,
+            viewer,
+            subagent_id,
+            target_id,
+            target_version_id=shown_version,
+            accept_losses=request.form.get("accept_losses") == "1",
+            grant_scopes=request.form.getlist("grant_scopes"),
+        )
+    except SprigError as error:
+        if isinstance(error, NotFound):
+            raise
+        flash(error.detail, "error")
+        return redirect(back)
+    commit()
+    flash(gettext("Switched to %(title)s.", title=switched.planned.target.title), "ok")
+    return redirect(url_for("web.subagent_page", subagent_id=target_id))
 
 
 @bp.get("/me/installs")

@@ -256,6 +256,7 @@ def test_a_hostile_pattern_is_cut_off_by_the_time_limit(client, alice, bob, monk
     assert "took longer than 1 s" in response.get_json()["detail"]
     assert forks_of(client, tea["id"]) == []
     # The same check on a sample the pattern answers at once still runs.
+    monkeypatch.undo()
     fine = fork_tea(
         client,
         bob,
@@ -587,3 +588,31 @@ def test_a_migration_with_no_sample_to_check_is_refused(client, alice, bob):
     assert response.status_code == 422
     assert "no sample records" in response.get_json()["detail"]
     assert forks_of(client, tea["id"]) == []
+
+
+def test_the_plan_pages_button_switches_what_it_showed(client, lineage, alice, bob):
+    tea, _milk, feelings = lineage
+    sign_in(client, alice)
+    client.post(f"{API}/subagents/{tea['id']}/install", headers=alice.headers)
+    link = f"/s/{tea['id']}/switch/{feelings['id']}"
+    html = text(client.get(link, query_string={"lang": "en"}))
+    assert "Switch to Tea feelings" in html
+    form = dict(re.findall(r'name="(csrf|to_version_id)" value="([^"]+)"', html))
+    # A form that does not name the version it showed changes nothing.
+    assert client.post(link, data={"csrf": form["csrf"]}).status_code == 400
+    assert active_installs(client, alice) == [(tea["id"], tea["latest_version"]["id"])]
+    # The target's author publishes a version that asks for more since the page was shown:
+    # the switch still goes to the version shown, with what the person agreed to.
+    more = tea_bundle("v2", FEELINGS_SCHEMA, scopes=["hydration.read", "mood.read"])
+    newer = client.post(
+        f"{API}/subagents/{feelings['id']}/versions",
+        json={"bundle": more, "changelog": "moods"},
+        headers=bob.headers,
+    )
+    assert newer.status_code == 201, newer.get_json()
+    moved = client.post(link, data=form)
+    assert moved.status_code == 302 and moved.location.endswith(f"/s/{feelings['id']}")
+    assert active_installs(client, alice) == [(feelings["id"], int(form["to_version_id"]))]
+    again = client.post(link, data=form)  # a second click finds it done
+    assert again.status_code == 302
+    assert active_installs(client, alice) == [(feelings["id"], int(form["to_version_id"]))]
