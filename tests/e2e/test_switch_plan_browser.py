@@ -81,14 +81,22 @@ def test_the_banner_leads_to_the_plan_before_any_switch(live_app, page, screensh
         assert inside_the_width(page, rows.nth(i))
     assert fits_the_width(page)
     page.screenshot(path=screenshots / f"switch-plan-{size}.png", full_page=True)
-    # Nothing happened: the parent is still the one in the agent.
+    # Nothing happened yet: the parent is still the one in the agent.
     page.goto(f"/s/{parent_id}")
     assert page.locator(".installed").count() == 1
 
     page.goto(f"/s/{parent_id}/switch/{fork_id}?lang=ja")
     assert "保存している各項目" in page.locator("main").inner_text()
     page.screenshot(path=screenshots / f"switch-plan-ja-{size}.png", full_page=True)
-    page.goto("/?lang=en")
+
+    page.goto(f"/s/{parent_id}/switch/{fork_id}?lang=en")
+    button = page.locator(f"form[action$='/switch/{fork_id}'] button")
+    assert "leave behind what is not carried over" in button.inner_text()
+    assert inside_the_width(page, button)
+    button.click()
+    page.wait_for_url(re.compile(rf"/s/{fork_id}$"))
+    assert page.locator(".installed").count() == 1
+    assert "Switched to" in page.locator(".flashes").inner_text()
     assert page.problems == []
 
 
