@@ -102,6 +102,17 @@ def fork_feelings(client, actor, parent_id: int, **manifest):
     return fork_tea(client, actor, parent_id, "feelings", FEELINGS_SCHEMA, **manifest)
 
 
+def twice_at_once(request) -> list:
+    """What ``request`` answered, called by two threads at the same time."""
+    answers: list = []
+    threads = [threading.Thread(target=lambda: answers.append(request())) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return answers
+
+
 def forks_of(client, subagent_id: int) -> list[int]:
     items = client.get(f"{API}/subagents/{subagent_id}/forks").get_json()["items"]
     return [item["id"] for item in items]
@@ -275,23 +286,13 @@ def test_racing_identical_breaking_forks_make_one(app, engine, alice):
     client = app.test_client()
     tea = publish_tea(client, alice)
     bob = make_user(engine, "bob")
-    answers: list[int] = []
-
-    def race():
-        answers.append(
+    answers = twice_at_once(
+        lambda: (
             fork_feelings(
-                app.test_client(),
-                bob,
-                tea["id"],
-                data_migration=FEELINGS_MIGRATION,
+                app.test_client(), bob, tea["id"], data_migration=FEELINGS_MIGRATION
             ).status_code
         )
-
-    threads = [threading.Thread(target=race) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    )
     assert sorted(answers) == [200, 201]
     assert len(forks_of(client, tea["id"])) == 1
 
@@ -516,19 +517,13 @@ def test_racing_switches_move_the_install_once(app, engine, lineage, alice):
     _tea, milk, feelings = lineage
     client = app.test_client()
     client.post(f"{API}/subagents/{milk['id']}/install", headers=alice.headers)
-    answers: list[int] = []
-
-    def race():
-        response = switch(
-            app.test_client(), alice, milk["id"], to=feelings["id"], accept_losses=True
+    answers = twice_at_once(
+        lambda: (
+            switch(
+                app.test_client(), alice, milk["id"], to=feelings["id"], accept_losses=True
+            ).status_code
         )
-        answers.append(response.status_code)
-
-    threads = [threading.Thread(target=race) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    )
     assert sorted(answers) == [200, 201]
     assert [s for s, _v in active_installs(client, alice)] == [feelings["id"]]
     count = client.get(f"{API}/subagents/{feelings['id']}").get_json()["install_count"]
