@@ -61,7 +61,8 @@ default).
 **Switch plan**: per field of the person's current data, ``carried`` (kept as is, its values
 valid in the target), ``transformed`` (renamed or converted, by the migration or an implicit
 conversion to string), ``at_risk`` (kept, but the target tightened its constraints: a value
-outside them will be refused) or ``lost`` (no place in the target: its app never reads it);
+outside them will be refused; or renamed through ``values`` that map some values to null,
+which leaves those out) or ``lost`` (no place in the target: its app never reads it);
 target fields filled from defaults, and required target fields nothing fills. ``safe`` means
 nothing lost, at risk or unfilled.
 """
@@ -688,6 +689,11 @@ def switch_plan(from_schema: Mapping, to_schema: Mapping, migration: Any = None)
             plans.append(FieldPlan(name, LOST, (), "no place in the target"))
         elif not targets and name in fields:
             plans.append(FieldPlan(name, LOST, (), "replaced by the migration's default"))
+        elif targets and (left_out := _values_left_out(fields, targets)):
+            # A value the migration maps to null has no counterpart in the target: a record
+            # holding it keeps the field empty (or takes the mapping's default).
+            detail = f"{_describe(fields, targets)}; {', '.join(left_out)} left out"
+            plans.append(FieldPlan(name, AT_RISK, tuple(targets), detail))
         elif targets and targets != [name]:
             plans.append(FieldPlan(name, TRANSFORMED, tuple(targets), _describe(fields, targets)))
         elif targets and ("convert" in fields[name] or "values" in fields[name]):
@@ -717,6 +723,17 @@ def switch_plan(from_schema: Mapping, to_schema: Mapping, migration: Any = None)
             unfilled.append(name)
     safe = not unfilled and all(p.verdict in (CARRIED, TRANSFORMED) for p in plans)
     return SwitchPlan(tuple(plans), defaults, tuple(unfilled), safe)
+
+
+def _values_left_out(fields: dict[str, dict], targets: list[str]) -> list[str]:
+    """The source values the mappings into ``targets`` rename to null, as JSON."""
+    return [
+        json.dumps(old, ensure_ascii=False)
+        for target in targets
+        if isinstance(fields[target].get("values"), dict)
+        for old, new in fields[target]["values"].items()
+        if new is None
+    ]
 
 
 def _describe(fields: dict[str, dict], targets: list[str]) -> str:

@@ -41,6 +41,10 @@ from market.catalog.schemas import (
     ReportList,
     ReportOut,
     SubAgentOut,
+    SwitchIn,
+    SwitchOut,
+    SwitchPlanOut,
+    SwitchPlanQuery,
     Tree,
     TreeQuery,
     UpdateIn,
@@ -67,6 +71,7 @@ from market.catalog.serialize import (
     page_out,
     report_out,
     subagent_out,
+    switch_plan_out,
     tree_out,
     upstream_detail_out,
     upstream_out,
@@ -75,6 +80,7 @@ from market.catalog.serialize import (
     version_out,
     visible_detail,
 )
+from market.catalog.switch_plans import plan_switch, switch_install
 from market.identity.models import User
 from market.identity.tokens import caller, reader_language
 from market.platform import metrics
@@ -419,6 +425,53 @@ def get_diff(subagent_id: int, query: DiffQuery):
         base_version_id=base.id if base else None,
         **diff,
     )
+
+
+@bp.get("/subagents/<int(max=2147483647):subagent_id>/switch-plan")
+@bp.input(SwitchPlanQuery, location="query", arg_name="query")
+@bp.output(SwitchPlanOut)
+@bp.doc(operation_id="getSwitchPlan")
+def get_switch_plan(subagent_id: int, query: SwitchPlanQuery):
+    """Before switching from this sub-agent to another branch of its lineage (`to`): what
+    becomes of each field of the data it keeps (carried, transformed, at risk or lost),
+    composing the migrations declared along the fork path. Changes nothing."""
+    planned = plan_switch(
+        db(),
+        caller(),
+        subagent_id,
+        query.to,
+        version_id=query.version_id,
+        target_version_id=query.to_version_id,
+    )
+    return switch_plan_out(planned)
+
+
+@bp.post("/subagents/<int(max=2147483647):subagent_id>/switch")
+@bp.input(SwitchIn, arg_name="body")
+@bp.output(SwitchOut, status_code=201, description="switched (200 if it already was)")
+@bp.doc(operation_id="switchSubagent")
+def switch(subagent_id: int, body: SwitchIn):
+    """Move the caller's install of this sub-agent to another branch of its lineage (`to`),
+    once the person agreed to the plan (`GET …/switch-plan`): `accept_losses` when it is not
+    safe, `grant_scopes` for every scope the target asks for beyond the current one's; 409
+    naming what is missing otherwise. The plan's `migration` is for the main agent to apply
+    to the person's records."""
+    switched = switch_install(
+        db(),
+        caller(),
+        subagent_id,
+        body.to,
+        target_version_id=body.to_version_id,
+        accept_losses=body.accept_losses,
+        grant_scopes=body.grant_scopes,
+    )
+    commit()
+    installed = switched.installed
+    out = SwitchOut(
+        install=install_out(installed.install, installed.new_scopes),
+        plan=switch_plan_out(switched.planned),
+    )
+    return out, 201 if installed.created else 200
 
 
 @bp.post("/subagents/<int(max=2147483647):subagent_id>/install")

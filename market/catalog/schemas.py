@@ -7,11 +7,12 @@ status, counts or ids: such a field is a 422 naming it, and nothing is stored.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, StrictBool, StringConstraints
 
 from market.catalog.bundles.limits import (
+    MAX_DATA_SAMPLES,
     MAX_DESCRIPTION_CHARS,
     MAX_HOSTS,
     MAX_NAME_CHARS,
@@ -52,6 +53,10 @@ class ReportReason(StrEnum):
     broken = "broken"
     misleading = "misleading"
     other = "other"
+
+
+SchemaChangeKind = Literal["compatible", "additive", "breaking"]
+FieldVerdict = Literal["carried", "transformed", "at_risk", "lost"]
 
 
 class DiffAgainst(StrEnum):
@@ -102,13 +107,29 @@ class ManifestIn(StrictInput):
         description="the public hostnames the app may call, like api.example.com",
     )
     data_schema: dict | None = Field(None, description="a JSON Schema of the data the app keeps")
+    data_migration: dict | None = Field(
+        None,
+        description="a fork's mapping of its parent's stored data into this data_schema: "
+        '{"fields": {"<new field>": {"from": "<old field>", "convert": "number|integer|string|'
+        'boolean|split|join", "values": {"old": "new"}, "default": <value>}}, "drop": '
+        '["<old field>"]}; required when the fork breaks its parent\'s data_schema',
+    )
+    data_samples: list[dict] | None = Field(
+        None,
+        max_length=MAX_DATA_SAMPLES,
+        description="records valid under the parent's data_schema that data_migration must "
+        "carry into this one (checked at fork, with the parent schema's `examples`)",
+    )
     description: str | None = Field(None, max_length=MAX_DESCRIPTION_CHARS)
 
 
 class BundleIn(StrictInput):
     """A bundle sent as JSON. Checked in depth by ``market.catalog.bundles``."""
 
-    manifest: dict = Field(description="name, entry, scopes, hosts, data_schema, description")
+    manifest: dict = Field(
+        description="name, entry, scopes, hosts, data_schema, data_migration, data_samples, "
+        "description"
+    )
     files: dict[str, str] = Field(description="path → UTF-8 text of each file")
 
 
@@ -219,6 +240,22 @@ class TreeQuery(StrictInput):
 class DiffQuery(StrictInput):
     version_id: int | None = Field(None, ge=1, le=2**31 - 1)
     against: DiffAgainst = DiffAgainst.parent
+
+
+class SwitchPlanQuery(StrictInput):
+    # Query strings are text: the ids are read as numbers (``Id`` is strict, for JSON bodies).
+    to: int = Field(
+        ge=1, le=2**31 - 1, description="the sub-agent to switch to, a branch of the same lineage"
+    )
+    version_id: int | None = Field(
+        None,
+        ge=1,
+        le=2**31 - 1,
+        description="the current version; default: the one in the caller's agent, else the latest",
+    )
+    to_version_id: int | None = Field(
+        None, ge=1, le=2**31 - 1, description="the target version; default: latest"
+    )
 
 
 class BundleQuery(StrictInput):
@@ -405,6 +442,25 @@ class BundleOut(BaseModel):
     files: dict[str, str]
 
 
+class FieldChangeOut(BaseModel):
+    name: str
+    change: str = Field(
+        description="added, removed, loosened, tightened, type_changed, changed, now_required "
+        "or now_optional"
+    )
+    detail: str
+    kind: SchemaChangeKind = Field(description="the class this one change puts the schema in")
+
+
+class SchemaChangeOut(BaseModel):
+    """How the stored-data schema changed: ``compatible`` (every old record still valid),
+    ``additive`` (as compatible, plus optional or defaulted fields) or ``breaking`` (an old
+    record may be refused or lose a value)."""
+
+    kind: SchemaChangeKind
+    fields: list[FieldChangeOut]
+
+
 class DiffOut(BaseModel):
     subagent_id: int
     version_id: int
@@ -413,6 +469,87 @@ class DiffOut(BaseModel):
     files: list[dict]
     manifest: dict
     stats: dict
+    data_schema_change: SchemaChangeOut | None = Field(
+        description="how the data_schema changed; null when a side declares none"
+    )
+
+
+class SwitchEndOut(BaseModel):
+    subagent_id: int
+    title: str
+    version_id: int
+    version_number: int
+
+
+class FieldPlanOut(BaseModel):
+    name: str = Field(description="a field of the data the current version keeps")
+    verdict: FieldVerdict = Field(
+        description="carried (kept as is), transformed (renamed or converted), at_risk (kept, "
+        "but the target refuses some values) or lost (no place in the target)"
+    )
+    into: list[str] = Field(description="the target fields its value ends up in")
+    detail: str
+
+
+class PathStepOut(BaseModel):
+    subagent_id: int | None = Field(description="null for a sub-agent the caller may not see")
+    version_id: int | None
+    migration: Literal["declared", "implicit"] = Field(
+        description="declared: the fork's own data_migration takes the data into it; "
+        "implicit: every field keeps its name"
+    )
+
+
+class SwitchPlanOut(BaseModel):
+    """What becomes of each field of the data kept by the current version if it moves to the
+    target branch, before anything happens."""
+
+    current: SwitchEndOut
+    installed: bool = Field(description="the current version is the one in the caller's agent")
+    target: SwitchEndOut
+    change: SchemaChangeOut
+    fields: list[FieldPlanOut]
+    defaults: dict[str, Any] = Field(
+        description="target fields the current data lacks, filled with these values"
+    )
+    unfilled: list[str] = Field(description="required target fields nothing fills")
+    safe: bool = Field(description="nothing lost, at risk or unfilled")
+    path: list[PathStepOut] = Field(
+        description="the hops of the fork tree that change the data, from the current version "
+        "to the target"
+    )
+    migration: dict[str, Any] = Field(
+        description="the data_migration the plan applies, for the main agent to run on the "
+        "person's records when they switch (fields, drop)"
+    )
+    new_scopes: list[str] = Field(
+        description="scopes the target asks for beyond those granted to the current "
+        "sub-agent (its version's when not installed): the person must grant them to switch"
+    )
+    composed: bool = Field(
+        description="false when the path's migrations could not be composed into one and "
+        "the implicit migration from the current schema to the target's is shown"
+    )
+
+
+class SwitchIn(StrictInput):
+    to: Id = Field(description="the sub-agent to switch to, a branch of the same lineage")
+    to_version_id: Id | None = Field(None, description="the target version; default: latest")
+    accept_losses: StrictBool = Field(
+        False,
+        description="the person saw the plan and agrees to lose the fields it says are lost, "
+        "at risk or unfilled (required when the plan is not safe)",
+    )
+    grant_scopes: list[Literal[tuple(sorted(SCOPES))]] = Field(
+        default_factory=list,
+        description="scopes the person newly grants the target: every scope it asks for "
+        "beyond those granted to the current sub-agent",
+    )
+
+
+class SwitchOut(BaseModel):
+    install: InstallOut = Field(description="the install of the target, now active")
+    plan: SwitchPlanOut = Field(description="what the switch did to the data's shape")
 
 
 class InstallOut(BaseModel):

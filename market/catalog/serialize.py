@@ -11,6 +11,8 @@ from market.catalog.queries import Card, CardAuthor, CardPage, LineagePath, Subt
 from market.catalog.schemas import (
     AuthorOut,
     BestDescendantOut,
+    FieldChangeOut,
+    FieldPlanOut,
     ForkIn,
     ForkRequestList,
     ForkRequestOut,
@@ -22,10 +24,14 @@ from market.catalog.schemas import (
     NearCopyEvidenceOut,
     NearCopyOut,
     Page,
+    PathStepOut,
     RankingOut,
     ReportOut,
+    SchemaChangeOut,
     SubAgentCard,
     SubAgentOut,
+    SwitchEndOut,
+    SwitchPlanOut,
     Tree,
     TreeNode,
     UpstreamDetailOut,
@@ -36,6 +42,7 @@ from market.catalog.schemas import (
     VersionOut,
 )
 from market.catalog.services import ForkCommand
+from market.catalog.switch_plans import SwitchPlanned
 from market.catalog.upstream import Offer, OfferPage, offer_diff
 from market.identity.access import hidden_among
 from market.identity.models import User
@@ -304,3 +311,41 @@ def upstream_page_out(page: OfferPage) -> UpstreamProposalList:
 
 def upstream_queue_out(offers: list[Offer], next_cursor: str | None) -> UpstreamQueue:
     return UpstreamQueue(items=[upstream_out(offer) for offer in offers], next_cursor=next_cursor)
+
+
+def switch_plan_out(planned: SwitchPlanned) -> SwitchPlanOut:
+    def end(subagent, version) -> SwitchEndOut:
+        return SwitchEndOut(
+            subagent_id=subagent.id,
+            title=subagent.title,
+            version_id=version.id,
+            version_number=version.number,
+        )
+
+    plan = planned.plan
+    return SwitchPlanOut(
+        current=end(planned.current, planned.current_version),
+        installed=planned.installed,
+        target=end(planned.target, planned.target_version),
+        change=SchemaChangeOut(
+            kind=planned.change.kind,
+            fields=[
+                FieldChangeOut(name=f.name, change=f.change, detail=f.detail, kind=f.kind)
+                for f in planned.change.fields
+            ],
+        ),
+        fields=[
+            FieldPlanOut(name=f.name, verdict=f.verdict, into=list(f.into), detail=f.detail)
+            for f in plan.fields
+        ],
+        defaults=plan.defaults,
+        unfilled=list(plan.unfilled),
+        safe=plan.safe,
+        path=[
+            PathStepOut(subagent_id=p.subagent_id, version_id=p.version_id, migration=p.migration)
+            for p in planned.path
+        ],
+        migration=planned.migration,
+        new_scopes=planned.new_scopes,
+        composed=planned.composed,
+    )

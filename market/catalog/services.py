@@ -27,6 +27,7 @@ from market.catalog.models import (
     SubAgentTag,
     Version,
 )
+from market.catalog.schema_checks import check_fork_data
 from market.identity.access import (
     can_fulfil_fork_request,
     can_moderate,
@@ -495,6 +496,7 @@ def fork(
                 return earlier, session.get(Version, earlier.latest_version_id), False
             raise Conflict(f"Fork request {fork_request_id} is already {request.status}.")
     check_publishable(bundle, publisher, title=title, summary=summary, story=story)
+    check_fork_data(parent_version.manifest, bundle.manifest)
     now = created_at or utcnow()
     ancestry = f"{parent.ancestry}/{parent.id}" if parent.ancestry else str(parent.id)
     child, created = _create_subagent(

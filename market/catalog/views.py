@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from flask import (
     current_app,
     flash,
@@ -27,6 +29,7 @@ from market.catalog.models import CATEGORIES, Install, SubAgent
 from market.catalog.schemas import BrowseSort
 from market.catalog.search import matcher_for
 from market.catalog.serialize import install_page_out
+from market.catalog.switch_plans import plan_switch, switch_install
 from market.identity.access import (
     can_decide_upstream_update,
     can_read_files,
@@ -36,7 +39,7 @@ from market.identity.access import (
 from market.identity.tokens import ANONYMOUS, Principal, caller, reader_language
 from market.platform.api_deps import commit, db
 from market.platform.db import id_in
-from market.platform.errors import BadRequest, NotFound, SprigError
+from market.platform.errors import BadRequest, NotFound, SprigError, Unprocessable
 from market.platform.pagination import encode_cursor
 from market.platform.schemas import INT32_MAX
 from market.ranking.services import listing_language, ranking_figures
@@ -626,6 +629,67 @@ def refresh_upstream(subagent_id: int, proposal_id: int):
         return message, None
 
     return _upstream_action(subagent_id, proposal_id, act)
+
+
+@bp.get(f"/s/<{ID}:subagent_id>/switch/<{ID}:target_id>")
+def switch_plan_page(subagent_id: int, target_id: int):
+    """What becomes of the data this sub-agent keeps if the reader switches to ``target_id``
+    (the better branch the sub-agent page suggests), before any action."""
+    session = db()
+    viewer = caller()
+    try:
+        planned = plan_switch(session, viewer, subagent_id, target_id)
+    except Unprocessable as refusal:
+        # Both are visible (a hidden one is a 404 before any refusal): say why there is no plan.
+        return render_template(
+            "web/switch_plan.html",
+            current=catalog.get_visible(session, viewer, subagent_id),
+            target=catalog.get_visible(session, viewer, target_id),
+            planned=None,
+            other_lineage=refusal.errors[0]["message"] == "another lineage",
+        )
+    return render_template(
+        "web/switch_plan.html",
+        current=planned.current,
+        target=planned.target,
+        planned=planned,
+        # What the page says for each defaulted field: its value as JSON.
+        defaults=[(name, json.dumps(value)) for name, value in planned.plan.defaults.items()],
+        new_scopes=[(s, SCOPE_DESCRIPTIONS.get(s, s)) for s in planned.new_scopes],
+    )
+
+
+@bp.post(f"/s/<{ID}:subagent_id>/switch/<{ID}:target_id>")
+def switch_subagent(subagent_id: int, target_id: int):
+    """The plan page's button: the person saw the plan (the losses it names, the scopes it
+    asks for, both sent back with the form) and moves their install to the target version
+    they were shown; a plan changed since is refused and the page shown again."""
+    session, viewer = db(), caller()
+    if not viewer.is_authenticated:
+        return _sign_in_first(subagent_id)
+    back = url_for("web.switch_plan_page", subagent_id=subagent_id, target_id=target_id)
+    try:
+        shown_version = int(request.form.get("to_version_id", ""))
+    except ValueError:
+        raise BadRequest("The switch form names the version it showed.") from None
+    try:
+        switched = switch_install(
+            session,
+            viewer,
+            subagent_id,
+            target_id,
+            target_version_id=shown_version,
+            accept_losses=request.form.get("accept_losses") == "1",
+            grant_scopes=request.form.getlist("grant_scopes"),
+        )
+    except SprigError as error:
+        if isinstance(error, NotFound):
+            raise
+        flash(error.detail, "error")
+        return redirect(back)
+    commit()
+    flash(gettext("Switched to %(title)s.", title=switched.planned.target.title), "ok")
+    return redirect(url_for("web.subagent_page", subagent_id=target_id))
 
 
 @bp.get("/me/installs")

@@ -268,7 +268,8 @@ class _Forest:
         n_versions = (
             1 if roll < (0.45 if popular else 0.6) else 2 if roll < (0.8 if popular else 0.9) else 3
         )
-        bundles = [render_bundle(node, "")]
+        parent_schema = node.parent.bundles[-1].manifest["data_schema"] if node.parent else None
+        bundles = [render_bundle(node, "", parent_schema)]
         for _ in range(n_versions - 1):
             # Roots only get housekeeping updates; their identity (units, goal) is the
             # creator's story. Forks may also ship one of their own follow-up changes.

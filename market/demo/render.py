@@ -407,7 +407,36 @@ def _hosts(cfg: dict[str, Any]) -> list[str]:
     return sorted(APPS.feature_hosts[f] for f in APPS.feature_hosts if cfg["features"].get(f))
 
 
-def render_bundle(node: Node, changelog: str) -> DemoBundle:
+# The day a demo fork's sample records are kept on (any date the schemas accept).
+_SAMPLE_DAY = "2026-01-01"
+
+
+def _data_move(parent_schema: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """The data_migration a fork of the demo declares when it replaces a list's choices (a
+    piano timer made a guitar one, a wine journal a sake one): a value both lists offer is kept,
+    one only the parent offered is left out (the new app has no such choice), with one sample
+    record per such value for the check at publish. Empty when no choice went away."""
+    fields: dict[str, Any] = {}
+    samples = []
+    old_props, new_props = parent_schema["properties"], schema["properties"]
+    for name in sorted(set(old_props) & set(new_props)):
+        old, new = old_props[name].get("enum"), new_props[name].get("enum")
+        if old is None or new is None:
+            continue
+        gone = [v for v in old if v not in new]
+        if gone:
+            fields[name] = {"from": name, "values": dict.fromkeys(gone)}
+            samples += [{"day": _SAMPLE_DAY, name: v} for v in gone]
+    if not fields:
+        return {}
+    return {"data_migration": {"fields": fields}, "data_samples": samples}
+
+
+def render_bundle(
+    node: Node, changelog: str, parent_schema: dict[str, Any] | None = None
+) -> DemoBundle:
+    """A version of ``node``'s app; ``parent_schema`` for a fork's first version, whose
+    manifest then says how the parent's stored data moves into it."""
     cfg = node.cfg
     engine = node.root["engine"]
     files = {
@@ -423,4 +452,6 @@ def render_bundle(node: Node, changelog: str) -> DemoBundle:
         "data_schema": _manifest_schema(cfg),
         "description": node.summary[:500],
     }
+    if parent_schema is not None:
+        manifest.update(_data_move(parent_schema, manifest["data_schema"]))
     return DemoBundle(manifest=manifest, files=files, changelog=changelog)

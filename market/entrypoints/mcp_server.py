@@ -18,7 +18,10 @@ arguments with the API's own request models, so the tool listing shows their lim
   * ``publish_subagent`` publish a new root (``POST /subagents``), with the public
                        sub-agents it nearly copies offered as its parent;
   * ``adopt_parent``   accept such an offer: the root becomes a fork of the original
-                       (``POST …/adopt-parent``); ``decline_near_copies`` declines them.
+                       (``POST …/adopt-parent``); ``decline_near_copies`` declines them;
+  * ``switch_plan``    what becomes of each field of the data a sub-agent keeps when the
+                       person switches to another branch of its lineage
+                       (``GET …/switch-plan``).
 Two transports: ``sprig mcp`` on stdio acts as the owner of the token given by
 ``SPRIG_MCP_TOKEN`` (or ``--token``), looked up on every call so a revoked token stops working
 at once; streamable HTTP at ``/mcp`` in the web app (``market.entrypoints.mcp_http``) acts, for
@@ -56,6 +59,8 @@ from market.catalog.schemas import (
     PageQuery,
     PublishIn,
     SubAgentOut,
+    SwitchPlanOut,
+    SwitchPlanQuery,
     UpstreamAcceptOut,
     UpstreamDetailOut,
     UpstreamProposalList,
@@ -71,6 +76,7 @@ from market.catalog.serialize import (
     fork_command,
     near_copy_out,
     subagent_out,
+    switch_plan_out,
     upstream_detail_out,
     upstream_out,
     upstream_page_out,
@@ -78,6 +84,7 @@ from market.catalog.serialize import (
     version_out,
     visible_detail,
 )
+from market.catalog.switch_plans import plan_switch
 from market.identity.tokens import ANONYMOUS, Principal, principal_for_token, reader_language
 from market.platform import metrics
 from market.platform.db import AfterCommit, UnitOfWork
@@ -102,7 +109,9 @@ INSTRUCTIONS = (
     "resolve_upstream_update. "
     "When nothing fits and you publish a new app with publish_subagent, read its "
     "near_copies: if it is in fact a copy of one of them, make it that app's fork with "
-    "adopt_parent (the original's author is credited), else call decline_near_copies."
+    "adopt_parent (the original's author is credited), else call decline_near_copies. "
+    "Before moving a person to another branch of a lineage, call switch_plan: it says what "
+    "becomes of each field of the data they keep."
 )
 
 # Who makes the HTTP request being served. The /mcp endpoint sets it in the task that serves
@@ -142,6 +151,9 @@ Cursor = _field(PageQuery, "cursor")
 Changelog = _field(VersionIn, "changelog")
 RootCategory = _field(PublishIn, "category")
 ParentId = _field(AdoptParentIn, "parent_id")
+SwitchTo = _field(SwitchPlanQuery, "to")
+CurrentVersionId = _field(SwitchPlanQuery, "version_id")
+TargetVersionId = _field(SwitchPlanQuery, "to_version_id")
 
 
 class PublishedFork(BaseModel):
@@ -580,6 +592,29 @@ def _server(
             if created:
                 metrics.record_publish("version")
             return version_out(version)
+
+    @server.tool()
+    def switch_plan(
+        subagent_id: Id,
+        to: SwitchTo,
+        version_id: CurrentVersionId = None,
+        to_version_id: TargetVersionId = None,
+    ) -> SwitchPlanOut:
+        """Before moving a person from sub-agent `subagent_id` to another branch of its
+        lineage `to` (a better-rated sibling, say): what becomes of each field of the data it
+        keeps, per field carried, transformed (how), at_risk or lost, the target fields filled
+        with defaults, and `safe` when nothing is lost. The current version defaults to the
+        one in the caller's agent. Changes nothing."""
+        with call() as (unit, who):
+            planned = plan_switch(
+                unit.session,
+                who(),
+                subagent_id,
+                to,
+                version_id=version_id,
+                target_version_id=to_version_id,
+            )
+            return switch_plan_out(planned)
 
     return server
 

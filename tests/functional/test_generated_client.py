@@ -377,3 +377,53 @@ def test_zip_uploads_have_their_own_operation_and_the_json_path_still_reads_them
     )
     assert as_json.status_code == 415
     assert as_json.headers["Content-Type"] == "application/problem+json"
+
+
+def test_a_generated_client_reads_a_switch_plan_and_switches(generated, app, engine):
+    """The plan and the switch through typed calls: per-field verdicts as models, the
+    migration as a dict, and a private branch of someone else a typed 404."""
+    from tests.functional.catalog.test_data_switch import (
+        FEELINGS_MIGRATION,
+        fork_feelings,
+        fork_tea,
+        publish_tea,
+        schema,
+    )
+
+    alice, bob = make_user(engine, "alice"), make_user(engine, "bob")
+    setup = app.test_client()
+    tea = publish_tea(setup, alice)
+    feelings = fork_feelings(setup, bob, tea["id"], data_migration=FEELINGS_MIGRATION).get_json()
+    secret = fork_tea(
+        setup, bob, tea["id"], "secret", schema(milk={"type": "boolean"}), visibility="private"
+    ).get_json()
+    m, api = generated.models, generated.api
+    with serving(app) as base:
+        as_alice = generated.package.AuthenticatedClient(base_url=base, token=alice.token)
+        installed = api("sub_agents", "install_subagent").sync_detailed(
+            tea["id"], client=as_alice, body=m.InstallIn()
+        )
+        assert installed.status_code == 201
+        answer = api("sub_agents", "get_switch_plan").sync_detailed(
+            tea["id"], client=as_alice, to=feelings["id"]
+        )
+        assert answer.status_code == 200
+        plan = answer.parsed
+        assert isinstance(plan, m.SwitchPlanOut) and plan.installed is True
+        assert isinstance(plan.change, m.SchemaChangeOut)
+        verdicts = {f.name: f.verdict for f in plan.fields}
+        assert verdicts["note"] == m.FieldPlanOutVerdict.TRANSFORMED
+        assert plan.safe is True
+        assert plan.migration.to_dict()["fields"]["remarks"] == {"from": "note"}
+
+        hidden = api("sub_agents", "get_switch_plan").sync_detailed(
+            tea["id"], client=as_alice, to=secret["id"]
+        )
+        assert hidden.status_code == 404 and isinstance(hidden.parsed, m.Problem)
+
+        switched = api("sub_agents", "switch_subagent").sync_detailed(
+            tea["id"], client=as_alice, body=m.SwitchIn(to=feelings["id"])
+        )
+        assert switched.status_code == 201
+        assert isinstance(switched.parsed, m.SwitchOut)
+        assert switched.parsed.install.subagent_id == feelings["id"]

@@ -277,6 +277,12 @@ def _known(failure, case, response) -> str | None:
             ("A service publishes for a user", "No person with handle", "Fork request ")
         ):
             return "depends on the caller or on stored rows"
+        # By design, stored-row-dependent: a switch plan needs both versions to declare a
+        # data_schema and the target to be a branch of the same lineage.
+        if status == 422 and (
+            "declares no data_schema" in detail or " is not a branch of sub-agent " in detail
+        ):
+            return "a switch between versions that declare no stored data"
         # By design: RFC 3339 has a year 0000, Python's dates start at year 1.
         if status == 422 and _year_zero_date(case):
             return "year 0000"

@@ -587,3 +587,25 @@ def test_compose_of_any_two_migrations_equals_applying_in_order(first, second, r
         # discard it; the composed migration never converts that value.
         return
     assert apply_migration(record, composed) == expected
+
+
+def test_values_renamed_to_null_put_the_field_at_risk() -> None:
+    """A guitar timer forked from a piano one keeps "scales" but has no "sight reading": the
+    migration leaves that value out, which the plan must not call safe."""
+    piano = {
+        "type": "object",
+        "properties": {"focus": {"type": "string", "enum": ["scales", "sight"]}},
+    }
+    guitar = {
+        "type": "object",
+        "properties": {"focus": {"type": "string", "enum": ["scales", "chords"]}},
+    }
+    leaves_out = {"fields": {"focus": {"from": "focus", "values": {"sight": None}}}}
+    plan = switch_plan(piano, guitar, leaves_out)
+    [field] = plan.fields
+    assert (field.verdict, field.into) == (AT_RISK, ("focus",))
+    assert '"sight" left out' in field.detail
+    assert not plan.safe
+    assert apply_migration({"focus": "sight"}, leaves_out) == {}
+    renames = {"fields": {"focus": {"from": "focus", "values": {"sight": "chords"}}}}
+    assert verdicts(switch_plan(piano, guitar, renames)) == {"focus": TRANSFORMED}

@@ -22,6 +22,7 @@ from urllib.parse import urlparse
 
 import pytest
 
+from evolution import data_schema
 from market.demo import (
     CATEGORIES,
     SCOPE_VOCABULARY,
@@ -300,13 +301,36 @@ def test_manifests_are_valid(community: DemoCommunity) -> None:
     host_re = re.compile(r"(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}")
     for s, _, b in all_versions(community):
         m = b.manifest
-        assert set(m) == {"name", "entry", "scopes", "hosts", "data_schema", "description"}
+        moves = {"data_migration", "data_samples"} if "data_migration" in m else set()
+        assert set(m) == {"name", "entry", "scopes", "hosts", "data_schema", "description", *moves}
         assert 1 <= len(m["name"]) <= 80
         assert len(m["description"]) <= 500
         assert m["entry"] == "index.html" and m["entry"] in b.files
         assert m["scopes"] and set(m["scopes"]) <= SCOPE_VOCABULARY, (s.key, m["scopes"])
         assert all(host_re.fullmatch(h) for h in m["hosts"]), m["hosts"]
         assert m["data_schema"]["type"] == "object" and m["data_schema"]["properties"]
+
+
+def test_forks_that_drop_a_choice_carry_a_migration_their_samples_pass(
+    community: DemoCommunity,
+) -> None:
+    """A fork that replaces a list's choices (a guitar timer from a piano one) breaks its
+    parent's data schema; publishing it needs the migration, checked against its samples."""
+    by_key = {s.key: s for s in community.subagents}
+    classes = collections.Counter()
+    for s in community.subagents:
+        if s.parent is None:
+            continue
+        parent_schema = by_key[s.parent].versions[-1].manifest["data_schema"]
+        first = s.versions[0].manifest
+        kind = data_schema.classify_change(parent_schema, first["data_schema"]).kind
+        classes[kind] += 1
+        assert (kind == data_schema.BREAKING) == ("data_migration" in first), s.key
+        if "data_migration" in first:
+            assert not data_schema.check_against_samples(
+                parent_schema, first["data_schema"], first["data_migration"], first["data_samples"]
+            ), s.key
+    assert set(classes) == {data_schema.COMPATIBLE, data_schema.ADDITIVE, data_schema.BREAKING}
 
 
 def test_bundle_files_are_small_relative_utf8(community: DemoCommunity) -> None:

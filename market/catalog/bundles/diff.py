@@ -6,6 +6,8 @@ import difflib
 from collections.abc import Mapping
 from typing import Any
 
+from evolution import data_schema
+
 # Lines as git knows them (only "\n" ends one; str.splitlines also breaks on \r, \x0c,
 # U+2028...), the same lines the upstream merges work on.
 from evolution.merge import split_lines
@@ -88,4 +90,27 @@ def diff_bundles(old: Bundle | None, new: Bundle) -> dict[str, Any]:
         "description_changed": old_manifest.get("description") != new.manifest.get("description"),
         "data_schema_changed": old_manifest.get("data_schema") != new.manifest.get("data_schema"),
     }
-    return {"files": entries, "manifest": manifest, "stats": stats}
+    return {
+        "files": entries,
+        "manifest": manifest,
+        "stats": stats,
+        "data_schema_change": _schema_change(old_manifest, new.manifest),
+    }
+
+
+def _schema_change(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any] | None:
+    """How the stored-data schema changed (``evolution.data_schema.classify_change``); None
+    when a side declares none, or holds one that is not a valid JSON Schema."""
+    if old.get("data_schema") is None or new.get("data_schema") is None:
+        return None
+    try:
+        change = data_schema.classify_change(old["data_schema"], new["data_schema"])
+    except ValueError:
+        return None
+    return {
+        "kind": change.kind,
+        "fields": [
+            {"name": f.name, "change": f.change, "detail": f.detail, "kind": f.kind}
+            for f in change.fields
+        ],
+    }

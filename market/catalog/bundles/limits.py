@@ -15,6 +15,9 @@ from typing import Any
 __all__ = [
     "MAX_BUNDLE_BYTES",
     "MAX_COMPRESSION_RATIO",
+    "MAX_DATA_MIGRATION_BYTES",
+    "MAX_DATA_SAMPLES",
+    "MAX_DATA_SAMPLES_BYTES",
     "MAX_DATA_SCHEMA_BYTES",
     "MAX_DIFF_BYTES",
     "MAX_DIFF_TOTAL_BYTES",
@@ -50,6 +53,17 @@ MAX_DATA_SCHEMA_BYTES = 32 * 1024
 # Nesting levels of a data_schema: deep enough for any real schema, and within the depth every
 # JSON input is held to wherever the manifest arrives (a request body, a zip's manifest.json).
 MAX_DATA_SCHEMA_DEPTH = 32
+# A fork's declared migration from its parent's schema: a field mapping, no bigger than a schema.
+MAX_DATA_MIGRATION_BYTES = 32 * 1024
+# Sample records the publisher gives for the migration check at fork: a few per value worth
+# showing (an old enum value each, a missing field), not a data set.
+MAX_DATA_SAMPLES = 50
+MAX_DATA_SAMPLES_BYTES = 64 * 1024
+# Checking a migration against its samples validates them with the schemas' ``pattern``s, which
+# Python's backtracking ``re`` runs: a hostile pattern could take hours on one sample. The check
+# runs in a child process that is killed after this long (market.catalog.schema_checks); a real
+# check of 50 small records takes milliseconds.
+MIGRATION_CHECK_SECONDS = 2.0
 MAX_DIFF_BYTES = 200 * 1024
 # A bundle can hold 200 files; without an overall cap one diff response could
 # reach 200 x MAX_DIFF_BYTES.

@@ -10,6 +10,9 @@ from typing import Any
 
 from feedback.json_limits import first_unstorable, nesting_exceeds
 from market.catalog.bundles.limits import (
+    MAX_DATA_MIGRATION_BYTES,
+    MAX_DATA_SAMPLES,
+    MAX_DATA_SAMPLES_BYTES,
     MAX_DATA_SCHEMA_BYTES,
     MAX_DATA_SCHEMA_DEPTH,
     MAX_DESCRIPTION_CHARS,
@@ -24,7 +27,16 @@ from market.catalog.bundles.limits import (
 __all__ = ["SCOPES", "SCOPE_DESCRIPTIONS", "SCOPE_DOMAINS"]
 
 MANIFEST_FILENAME = "manifest.json"
-_MANIFEST_KEYS = ("name", "entry", "scopes", "hosts", "data_schema", "description")
+_MANIFEST_KEYS = (
+    "name",
+    "entry",
+    "scopes",
+    "hosts",
+    "data_schema",
+    "data_migration",
+    "data_samples",
+    "description",
+)
 
 # --------------------------------------------------------------------------- scopes
 
@@ -83,6 +95,62 @@ def _host_problem(host: str) -> str | None:
     if not _HOST_RE.match(host):
         return "is not a valid public DNS hostname (like 'api.example.com')"
     return None
+
+
+def _bounded_json(value: object, key: str, kind: type, max_bytes: int) -> tuple[Any, str | None]:
+    """A detached copy of a manifest's JSON value (tuples become lists), or why it is refused:
+    not an object (``kind`` Mapping) or a list, not plain JSON, too large or too deep."""
+    if not isinstance(value, kind):
+        wanted = "a JSON object" if kind is Mapping else "a list"
+        if key == "data_schema":
+            wanted += " (a JSON Schema)"
+        return None, f"{key} must be {wanted}"
+    try:
+        text = json.dumps(
+            value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        )
+        size = len(text.encode("utf-8"))
+    except (TypeError, ValueError, RecursionError, UnicodeEncodeError) as exc:
+        return None, f"{key} is not plain JSON ({type(exc).__name__})"
+    if size > max_bytes:
+        return None, f"{key} is {size} bytes (max {max_bytes})"
+    if nesting_exceeds(text, MAX_DATA_SCHEMA_DEPTH):
+        return None, f"{key} nests more than {MAX_DATA_SCHEMA_DEPTH} levels deep"
+    return json.loads(text), None
+
+
+def _data_move_errors(out: Mapping[str, Any]) -> list[dict]:
+    """A migration and its samples describe moving data into this bundle's data_schema: they
+    need one, and the samples are records (JSON objects), a bounded few."""
+    errors = []
+    for key in ("data_migration", "data_samples"):
+        if key in out and "data_schema" not in out:
+            errors.append(
+                error_item(
+                    "bad_manifest",
+                    f"manifest.{key}",
+                    f"{key} describes moving data into the data_schema: declare a data_schema",
+                )
+            )
+    samples = out.get("data_samples", [])
+    if len(samples) > MAX_DATA_SAMPLES:
+        errors.append(
+            error_item(
+                "bad_manifest",
+                "manifest.data_samples",
+                f"{len(samples)} sample records (max {MAX_DATA_SAMPLES})",
+            )
+        )
+    for i, sample in enumerate(samples):
+        if not isinstance(sample, dict):
+            errors.append(
+                error_item(
+                    "bad_manifest",
+                    f"manifest.data_samples[{i}]",
+                    "a sample record must be a JSON object",
+                )
+            )
+    return errors
 
 
 def normalize_manifest(raw: object, files: Mapping[str, str]) -> tuple[dict[str, Any], list[dict]]:
@@ -222,54 +290,18 @@ def normalize_manifest(raw: object, files: Mapping[str, str]) -> tuple[dict[str,
             elif description:
                 out["description"] = description
 
-    schema = raw.get("data_schema")
-    if schema is not None:
-        if not isinstance(schema, Mapping):
-            errors.append(
-                error_item(
-                    "bad_manifest",
-                    "manifest.data_schema",
-                    "data_schema must be a JSON object (a JSON Schema)",
-                )
-            )
-        else:
-            try:
-                text = json.dumps(
-                    schema,
-                    sort_keys=True,
-                    ensure_ascii=False,
-                    separators=(",", ":"),
-                    allow_nan=False,
-                )
-                size = len(text.encode("utf-8"))
-            except (TypeError, ValueError, RecursionError, UnicodeEncodeError) as exc:
-                errors.append(
-                    error_item(
-                        "bad_manifest",
-                        "manifest.data_schema",
-                        f"data_schema is not plain JSON ({type(exc).__name__})",
-                    )
-                )
+    for key, max_bytes, kind in (
+        ("data_schema", MAX_DATA_SCHEMA_BYTES, Mapping),
+        ("data_migration", MAX_DATA_MIGRATION_BYTES, Mapping),
+        ("data_samples", MAX_DATA_SAMPLES_BYTES, list),
+    ):
+        if raw.get(key) is not None:
+            value, problem = _bounded_json(raw[key], key, kind, max_bytes)
+            if problem is not None:
+                errors.append(error_item("bad_manifest", f"manifest.{key}", problem))
             else:
-                if size > MAX_DATA_SCHEMA_BYTES:
-                    errors.append(
-                        error_item(
-                            "bad_manifest",
-                            "manifest.data_schema",
-                            f"data_schema is {size} bytes (max {MAX_DATA_SCHEMA_BYTES})",
-                        )
-                    )
-                elif nesting_exceeds(text, MAX_DATA_SCHEMA_DEPTH):
-                    errors.append(
-                        error_item(
-                            "bad_manifest",
-                            "manifest.data_schema",
-                            f"data_schema nests more than {MAX_DATA_SCHEMA_DEPTH} levels deep",
-                        )
-                    )
-                else:
-                    # Round trip detaches the caller's object and turns tuples into lists.
-                    out["data_schema"] = json.loads(text)
+                out[key] = value
+    errors += _data_move_errors(out)
     unstorable = first_unstorable(out, "manifest")
     if unstorable is not None:
         errors.append(error_item("bad_manifest", *unstorable))

@@ -30,6 +30,7 @@ TOOLS = [
     "publish_subagent",
     "resolve_upstream_update",
     "suggest_forks",
+    "switch_plan",
 ]
 
 

@@ -55,6 +55,23 @@ def test_rejects_unknown_manifest_key_with_hint():
         ({"data_schema": {"x": float("nan")}}, "manifest.data_schema"),
         ({"data_schema": {"x": object()}}, "manifest.data_schema"),
         ({"data_schema": {"d": "x" * (32 * 1024)}}, "manifest.data_schema"),
+        ({"data_schema": {}, "data_migration": []}, "manifest.data_migration"),
+        (
+            {"data_schema": {}, "data_migration": {"d": "x" * (32 * 1024)}},
+            "manifest.data_migration",
+        ),
+        ({"data_migration": {"fields": {}}}, "manifest.data_migration"),
+        ({"data_schema": {}, "data_samples": {"day": 1}}, "manifest.data_samples"),
+        ({"data_schema": {}, "data_samples": [{}] * 51}, "manifest.data_samples"),
+        ({"data_schema": {}, "data_samples": [{"n": "x" * (64 * 1024)}]}, "manifest.data_samples"),
+        ({"data_schema": {}, "data_samples": [{}, "day"]}, "manifest.data_samples[1]"),
+        (
+            {
+                "data_schema": {},
+                "data_samples": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]],
+            },
+            "manifest.data_samples",
+        ),
     ],
 )
 def test_rejects_bad_manifest_fields(manifest, location):
@@ -63,6 +80,13 @@ def test_rejects_bad_manifest_fields(manifest, location):
     raw["manifest"] = {k: v for k, v in raw["manifest"].items() if v is not None}
     err = rejects(bundle_from_json, raw, code="bad_manifest")
     assert err.errors[0]["location"] == location
+
+
+def test_keeps_a_migration_and_its_samples_beside_the_schema():
+    migration = {"fields": {"litres": {"from": "ml", "convert": "number"}}, "drop": ["note"]}
+    bundle = make(data_schema={"type": "object"}, data_migration=migration, data_samples=[{}])
+    assert bundle.manifest["data_migration"] == migration
+    assert bundle.manifest["data_samples"] == [{}]
 
 
 def test_manifest_must_be_an_object():
