@@ -10,8 +10,10 @@ and no task needs a broker to be exercised. Each is found by its explicit name (
 from __future__ import annotations
 
 import logging
+import threading
 
 from celery import Celery, Task, signals
+from celery._state import _set_task_join_will_block
 from celery.schedules import crontab
 from celery.signals import task_postrun, task_prerun
 from flask import Flask
@@ -130,6 +132,34 @@ def celery_config(settings: Settings) -> dict:
     }
 
 
+class _EagerTasks:
+    """How many tasks run eagerly in this process right now, across threads.
+
+    Celery's eager ``apply_async`` marks "inside a task" in one process-wide flag and puts back
+    the value it found when the task ends. Two threads running eager tasks at once (a threaded
+    web worker in the embedded mode, racing requests) can put those back out of order and leave
+    the flag set for good; every ``.get()`` on a result in the process then fails with "Never
+    call result.get() within a task". Once the last eager task of the process has ended, the
+    flag is cleared here."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.running = 0
+
+    def enter(self) -> None:
+        with self.lock:
+            self.running += 1
+
+    def leave(self) -> None:
+        with self.lock:
+            self.running -= 1
+            if self.running == 0:
+                _set_task_join_will_block(False)
+
+
+EAGER_TASKS = _EagerTasks()
+
+
 def celery_init_app(app: Flask, settings: Settings) -> Celery:
     """The Celery app of ``app``, configured from its settings: each task runs inside the app's
     context (``market.platform.state.app_state`` gives it the app's engine). It becomes the
@@ -147,7 +177,13 @@ def celery_init_app(app: Flask, settings: Settings) -> Celery:
             request_headers = task_headers()
             if request_headers:
                 options["headers"] = {**request_headers, **(options.get("headers") or {})}
-            return super().apply_async(args, kwargs, **options)
+            if not self.app.conf.task_always_eager:
+                return super().apply_async(args, kwargs, **options)
+            EAGER_TASKS.enter()
+            try:
+                return super().apply_async(args, kwargs, **options)
+            finally:
+                EAGER_TASKS.leave()
 
     celery = Celery("sprig", task_cls=FlaskTask, include=TASK_MODULES)
     celery.conf.update(celery_config(settings))
