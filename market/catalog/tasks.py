@@ -63,9 +63,13 @@ def enqueue_upstream_proposals(_session, changes) -> None:
     forks by a task. The publish has committed by now, so a queue that is away fails only the
     offer, never the publish: it is logged with the version, which ``sprig offer-upstream``
     offers again."""
+    # Sent through this app's own Celery app, not the shared task's current default: a
+    # process that built several apps (the tests' live server beside the others) would run
+    # the task on the newest one, against its database.
+    task = app_state().celery.tasks[propose_upstream_updates_task.name]
     for version_id in sorted(changes.get(NEW_VERSIONS, ())):
         try:
-            propose_upstream_updates_task.delay(version_id)
+            task.delay(version_id)
         except Exception:
             log.exception("upstream updates of version %s were not offered", version_id)
 
