@@ -103,7 +103,7 @@ class _Budget:
     def take(self, file: BundleFile, start: int, end: int) -> tuple[list[str], int]:
         """As many of ``file``'s lines ``start``..``end - 1`` as fit, and how many did not."""
         base = file.ends[start - 1] if start else 0
-        fit = max(bisect.bisect_right(file.ends, base + self.left, start, end), start)
+        fit = bisect.bisect_right(file.ends, base + self.left, start, end)  # ≥ start
         self.left -= file.cost(start, fit)
         return file.lines[start:fit], end - fit
 
