@@ -488,29 +488,45 @@ class CensoredReading:
         self.sign_sigma = sign * self.sigma
         self.weight = None if np.all(weight == 1.0) else weight[censored]
 
-    def evidence(self, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        theta = np.asarray(at, dtype=np.float64)[self.item]
-        # α: how far the boundary lies beyond the latent mean, in the censored direction.
-        alpha = self.sign_over_sigma * theta
-        np.subtract(self.scaled_bound, alpha, out=alpha)
-        # λ = φ(α)/(1 − Φ(α)) = √(2/π)/erfcx(α/√2); erfcx keeps it finite far into either tail.
-        mills = np.multiply(alpha, math.sqrt(0.5))
-        erfcx(mills, out=mills)
-        np.divide(math.sqrt(2.0 / math.pi), mills, out=mills)
-        beyond = np.subtract(mills, alpha, out=alpha)  # λ − α > 0 always
-        np.maximum(beyond, 1e-300, out=beyond)
-        rho = np.multiply(mills, beyond, out=mills)  # λ(λ − α) ∈ (0, 1)
-        np.minimum(rho, 1.0, out=rho)
-        if self.weight is not None:
-            rho *= self.weight
-        # value = θ + sign·σ/(λ − α), summed as ρ·value
-        value = np.divide(self.sign_sigma, beyond, out=beyond)
-        value += theta
-        value *= rho
+    def evidence(
+        self, at: np.ndarray, beside: _Beside | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The reading at θ = ``at``. ``beside``: a second thread that reads the second half of
+        the censored ratings (the special function and the arithmetic let go of the GIL; the
+        sums over sub-agents do not, so they stay whole and in the same order: the result is
+        bit for bit the same with one thread or two)."""
+        theta = np.asarray(at, dtype=np.float64)
+        rho = np.empty(self.item.size)
+        value = np.empty(self.item.size)
+        half = self.item.size // 2
+        later = (beside or _Beside(False)).run(self._read, theta, slice(half, None), rho, value)
+        self._read(theta, slice(0, half), rho, value)
+        later.result()
         count = self.exact_count + np.bincount(self.item, rho, minlength=self.n_items)
         total = self.exact_total + np.bincount(self.item, value, minlength=self.n_items)
         evidence = np.divide(total, count, out=np.zeros(self.n_items), where=count > 0)
         return evidence, count / self.noise_var
+
+    def _read(self, theta: np.ndarray, part: slice, rho: np.ndarray, value: np.ndarray) -> None:
+        """Each censored rating's weight ρ and ρ·value, for the ratings in ``part``."""
+        theta = theta[self.item[part]]
+        # α: how far the boundary lies beyond the latent mean, in the censored direction.
+        alpha = self.sign_over_sigma[part] * theta
+        np.subtract(self.scaled_bound[part], alpha, out=alpha)
+        # λ = φ(α)/(1 − Φ(α)) = √(2/π)/erfcx(α/√2); erfcx keeps it finite far into either tail.
+        mills = np.multiply(alpha, math.sqrt(0.5), out=rho[part])
+        erfcx(mills, out=mills)
+        np.divide(math.sqrt(2.0 / math.pi), mills, out=mills)
+        beyond = np.subtract(mills, alpha, out=alpha)  # λ − α > 0 always
+        np.maximum(beyond, 1e-300, out=beyond)
+        np.multiply(mills, beyond, out=mills)  # ρ = λ(λ − α) ∈ (0, 1)
+        np.minimum(mills, 1.0, out=mills)
+        if self.weight is not None:
+            mills *= self.weight[part]
+        # value = θ + sign·σ/(λ − α), summed as ρ·value
+        np.divide(self.sign_sigma[part], beyond, out=value[part])
+        value[part] += theta
+        value[part] *= mills
 
 
 # --------------------------------------------------------------------------- 3. lineage
@@ -555,62 +571,108 @@ def lineage_posterior(
 
     Per-node arrays are index-aligned with ``forest``; ``obs_precision`` 0 means no evidence.
     ``prior_*`` are read at roots and ``drift_*`` at forks; each may be a scalar or per node."""
-    n = forest.n
-    order = forest.order
-    precision = np.nan_to_num(np.asarray(obs_precision, dtype=np.float64)[order])
-    observed = np.where(precision > 0, np.asarray(obs_mean, dtype=np.float64)[order], 0.0)
-    step_mean = _per_node(drift_mean, n)[order]
-    step_var = _per_node(drift_var, n)[order]
-    if np.any(step_var[forest.level_ptr[1] :] <= 0):
-        raise ValueError("drift_var must be positive")
+    return _PosteriorInOrder.solve(
+        forest,
+        obs_mean,
+        obs_precision,
+        prior_mean=prior_mean,
+        prior_var=prior_var,
+        drift_mean=drift_mean,
+        drift_var=drift_var,
+    ).to_nodes()
 
-    up_precision = precision.copy()
-    up_info = precision * observed
-    message_precision = np.zeros(n)
-    message_info = np.zeros(n)
-    for d in range(forest.n_levels - 1, 0, -1):
-        level = forest.level_slice(d)
-        parent_pos, starts = forest.sibling_runs(d)
-        shrink = 1.0 / (1.0 + step_var[level] * up_precision[level])
-        message_precision[level] = up_precision[level] * shrink
-        message_info[level] = (up_info[level] - step_mean[level] * up_precision[level]) * shrink
-        up_precision[parent_pos] += np.add.reduceat(message_precision[level], starts)
-        up_info[parent_pos] += np.add.reduceat(message_info[level], starts)
 
-    post_precision = np.empty(n)
-    post_mean = np.empty(n)
-    roots = forest.level_slice(0)
-    root_prior_precision = 1.0 / _per_node(prior_var, n)[order][roots]
-    root_prior_mean = _per_node(prior_mean, n)[order][roots]
-    post_precision[roots] = root_prior_precision + up_precision[roots]
-    post_mean[roots] = (root_prior_precision * root_prior_mean + up_info[roots]) / post_precision[
-        roots
-    ]
-    for d in range(1, forest.n_levels):
-        level = forest.level_slice(d)
-        parent_pos = forest.order_parent_pos[level]
-        # The parent's belief without this child's own subtree (the "cavity"), then one fork step.
-        cavity_precision = np.maximum(post_precision[parent_pos] - message_precision[level], 1e-300)
-        cavity_info = post_precision[parent_pos] * post_mean[parent_pos] - message_info[level]
-        outside_var = 1.0 / cavity_precision + step_var[level]
-        outside_mean = cavity_info / cavity_precision + step_mean[level]
-        post_precision[level] = 1.0 / outside_var + up_precision[level]
-        post_mean[level] = (outside_mean / outside_var + up_info[level]) / post_precision[level]
+@dataclass(frozen=True)
+class _PosteriorInOrder:
+    """``lineage_posterior``'s arrays in the forest's level order, as the solve leaves them.
+    Putting an array back in node order is a scatter of a million values at 1M sub-agents; a
+    Laplace round needs only the mean, so the other six wait for the last round."""
 
-    def to_nodes(in_order: np.ndarray) -> np.ndarray:
-        out = np.empty(n)
-        out[order] = in_order
+    order: np.ndarray
+    mean: np.ndarray
+    precision: np.ndarray
+    up_precision: np.ndarray
+    up_info: np.ndarray
+    step_mean: np.ndarray
+    step_var: np.ndarray
+
+    @classmethod
+    def solve(
+        cls,
+        forest: Forest,
+        obs_mean: np.ndarray,
+        obs_precision: np.ndarray,
+        *,
+        prior_mean: float | np.ndarray,
+        prior_var: float | np.ndarray,
+        drift_mean: float | np.ndarray,
+        drift_var: float | np.ndarray,
+    ) -> _PosteriorInOrder:
+        n = forest.n
+        order = forest.order
+        precision = np.nan_to_num(np.asarray(obs_precision, dtype=np.float64)[order])
+        observed = np.where(precision > 0, np.asarray(obs_mean, dtype=np.float64)[order], 0.0)
+        step_mean = _per_node(drift_mean, n)[order]
+        step_var = _per_node(drift_var, n)[order]
+        if np.any(step_var[forest.level_ptr[1] :] <= 0):
+            raise ValueError("drift_var must be positive")
+
+        up_precision = precision.copy()
+        up_info = precision * observed
+        message_precision = np.zeros(n)
+        message_info = np.zeros(n)
+        for d in range(forest.n_levels - 1, 0, -1):
+            level = forest.level_slice(d)
+            parent_pos, starts = forest.sibling_runs(d)
+            shrink = 1.0 / (1.0 + step_var[level] * up_precision[level])
+            message_precision[level] = up_precision[level] * shrink
+            message_info[level] = (up_info[level] - step_mean[level] * up_precision[level]) * shrink
+            up_precision[parent_pos] += np.add.reduceat(message_precision[level], starts)
+            up_info[parent_pos] += np.add.reduceat(message_info[level], starts)
+
+        post_precision = np.empty(n)
+        post_mean = np.empty(n)
+        roots = forest.level_slice(0)
+        root_prior_precision = 1.0 / _per_node(prior_var, n)[order][roots]
+        root_prior_mean = _per_node(prior_mean, n)[order][roots]
+        post_precision[roots] = root_prior_precision + up_precision[roots]
+        post_mean[roots] = (
+            root_prior_precision * root_prior_mean + up_info[roots]
+        ) / post_precision[roots]
+        for d in range(1, forest.n_levels):
+            level = forest.level_slice(d)
+            parent_pos = forest.order_parent_pos[level]
+            # The parent's belief without this child's own subtree (the "cavity"), then one fork
+            # step.
+            cavity_precision = np.maximum(
+                post_precision[parent_pos] - message_precision[level], 1e-300
+            )
+            cavity_info = post_precision[parent_pos] * post_mean[parent_pos] - message_info[level]
+            outside_var = 1.0 / cavity_precision + step_var[level]
+            outside_mean = cavity_info / cavity_precision + step_mean[level]
+            post_precision[level] = 1.0 / outside_var + up_precision[level]
+            post_mean[level] = (outside_mean / outside_var + up_info[level]) / post_precision[level]
+        return cls(order, post_mean, post_precision, up_precision, up_info, step_mean, step_var)
+
+    def _to_nodes(self, in_order: np.ndarray) -> np.ndarray:
+        out = np.empty(in_order.size)
+        out[self.order] = in_order
         return out
 
-    return LineagePosterior(
-        mean=to_nodes(post_mean),
-        var=to_nodes(1.0 / post_precision),
-        up_precision=to_nodes(up_precision),
-        up_info=to_nodes(up_info),
-        gain=to_nodes(1.0 / (1.0 + step_var * up_precision)),
-        drift_mean=to_nodes(step_mean),
-        drift_var=to_nodes(step_var),
-    )
+    def node_mean(self) -> np.ndarray:
+        """E[θ] per node, in node order."""
+        return self._to_nodes(self.mean)
+
+    def to_nodes(self) -> LineagePosterior:
+        return LineagePosterior(
+            mean=self._to_nodes(self.mean),
+            var=self._to_nodes(1.0 / self.precision),
+            up_precision=self._to_nodes(self.up_precision),
+            up_info=self._to_nodes(self.up_info),
+            gain=self._to_nodes(1.0 / (1.0 + self.step_var * self.up_precision)),
+            drift_mean=self._to_nodes(self.step_mean),
+            drift_var=self._to_nodes(self.step_var),
+        )
 
 
 def _random_effects(values: np.ndarray, variances: np.ndarray) -> tuple[float, float] | None:
@@ -643,25 +705,27 @@ def estimate_lineage_prior(
     obs_precision: np.ndarray,
     *,
     min_relative_drift_var: float = 0.05,
+    beside: _Beside | None = None,
 ) -> LineagePrior:
     """μ0, σ0², δ̄, τ² from the evidence (module docstring, 3). With too little evidence the
     roots fall back to N(0, 1) in rating units and the fork step to N(0, σ0²/2). τ² is kept at
     least ``min_relative_drift_var``·σ0² so that a fork is never assumed identical to its parent
-    (which would stop the exploration of new forks)."""
+    (which would stop the exploration of new forks). ``beside``: where the roots are fitted
+    while the caller fits the fork steps."""
     precision = np.nan_to_num(np.asarray(obs_precision, dtype=np.float64))
     obs_mean = np.asarray(obs_mean, dtype=np.float64)
     has = precision > 0
     noise = np.divide(1.0, precision, out=np.full(precision.shape, np.inf), where=has)
 
     roots = forest.roots[has[forest.roots]]
-    fitted_roots = _random_effects(obs_mean[roots], noise[roots])
-    prior_mean, prior_var = (0.0, 1.0) if fitted_roots is None else fitted_roots
-    prior_var = max(prior_var, 1e-3)
-
+    later_roots = (beside or _Beside(False)).run(_random_effects, obs_mean[roots], noise[roots])
     child = np.flatnonzero((forest.parent >= 0) & has)
     child = child[has[forest.parent[child]]]
     parent = forest.parent[child]
     fitted_steps = _random_effects(obs_mean[child] - obs_mean[parent], noise[child] + noise[parent])
+    fitted_roots = later_roots.result()
+    prior_mean, prior_var = (0.0, 1.0) if fitted_roots is None else fitted_roots
+    prior_var = max(prior_var, 1e-3)
     drift_mean, drift_var = (0.0, prior_var / 2) if fitted_steps is None else fitted_steps
     return LineagePrior(
         prior_mean=prior_mean,
@@ -669,6 +733,29 @@ def estimate_lineage_prior(
         drift_mean=drift_mean,
         drift_var=max(drift_var, min_relative_drift_var * prior_var),
     )
+
+
+class _Beside:
+    """Work run on one thread beside the caller's (numpy lets go of the GIL in its loops, so
+    two such threads use two cores), or, when not enabled, at once on the caller's: ``run``
+    returns a future either way, so a pass reads the same with one thread or two."""
+
+    def __init__(self, enabled: bool) -> None:
+        self._pool = ThreadPoolExecutor(1) if enabled else None
+
+    def run(self, fn, *args, **kwargs) -> Future:
+        if self._pool is not None:
+            return self._pool.submit(fn, *args, **kwargs)
+        done: Future = Future()
+        done.set_result(fn(*args, **kwargs))
+        return done
+
+    def __enter__(self) -> _Beside:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 @dataclass(frozen=True)
@@ -684,6 +771,7 @@ def branch_drift(
     prior: LineagePrior,
     *,
     pseudo_steps: float = BRANCH_DRIFT_PSEUDO_STEPS,
+    beside: _Beside | None = None,
 ) -> BranchDrift:
     """The typical fork step of each branch (module docstring, 3b).
 
@@ -693,7 +781,8 @@ def branch_drift(
     with ``pseudo_steps`` perfectly observed steps:
         δ̄_v = (Σ_{a on v's root path} Σ_{c child of a} w_c d_c + k δ̄/τ²)
                / (Σ_{a on v's root path} Σ_{c child of a} w_c + k/τ²).
-    The step into a node leaves that node's own step out, so its evidence is not counted twice."""
+    The step into a node leaves that node's own step out, so its evidence is not counted twice.
+    ``beside``: where the weights' path sums are made while the caller makes the steps'."""
     precision = np.nan_to_num(np.asarray(obs_precision, dtype=np.float64))
     obs_mean = np.asarray(obs_mean, dtype=np.float64)
     parent = np.maximum(forest.parent, 0)
@@ -702,13 +791,19 @@ def branch_drift(
     inv = np.divide(1.0, precision, out=np.zeros_like(precision), where=has)
     w = np.where(both, 1.0 / (prior.drift_var + inv + inv[parent]), 0.0)
     wd = np.where(both, w * (obs_mean - obs_mean[parent]), 0.0)
-    path_w = forest.path_sum(forest.reduce_children(w, "sum", 0.0))
-    path_wd = forest.path_sum(forest.reduce_children(wd, "sum", 0.0))
+    later_path_w = (beside or _Beside(False)).run(_path_sum_of_children, forest, w)
+    path_wd = _path_sum_of_children(forest, wd)
+    path_w = later_path_w.result()
     k = pseudo_steps / prior.drift_var
     next_fork = (path_wd + k * prior.drift_mean) / (path_w + k)
     into = (path_wd[parent] - wd + k * prior.drift_mean) / (path_w[parent] - w + k)
     into = np.where(forest.parent >= 0, into, prior.drift_mean)
     return BranchDrift(into=into, next_fork=next_fork)
+
+
+def _path_sum_of_children(forest: Forest, values: np.ndarray) -> np.ndarray:
+    """For each node, the sum of ``values`` over the children of every node on its root path."""
+    return forest.path_sum(forest.reduce_children(values, "sum", 0.0))
 
 
 class NodeNoise:
@@ -1112,6 +1207,7 @@ def lineage_belief(
     nodes: np.ndarray | None = None,
     start_at: np.ndarray | None = None,
     drift_pseudo_steps: float | None = BRANCH_DRIFT_PSEUDO_STEPS,
+    beside: _Beside | None = None,
 ) -> Belief:
     """θ's posterior on the fork forest from the debiased evidence: the ranking's model, which
     the reward export reads too (``feedback.rewards``), so a sub-agent's rank and a version's
@@ -1123,7 +1219,8 @@ def lineage_belief(
     reading's evidence, or, with ``pinned_priors`` (a lineage update following an earlier
     run's fit), taken from those in order. ``part``/``nodes``: the trees whose belief is made
     (the whole forest by default); the others are read at ``start_at`` (their last belief).
-    ``drift_pseudo_steps``: the branch drift's shrinkage (3b; None: one catalog-wide δ̄)."""
+    ``drift_pseudo_steps``: the branch drift's shrinkage (3b; None: one catalog-wide δ̄).
+    ``beside``: a second thread for the independent halves of each reading's work."""
     if part is None or nodes is None:
         part, nodes = forest, np.arange(forest.n)
     pinned = list(pinned_priors) if pinned_priors is not None else None
@@ -1133,18 +1230,23 @@ def lineage_belief(
         if pinned:
             return pinned.pop(0)
         if estimated:
-            return estimate_lineage_prior(forest, evidence, precision)
+            return estimate_lineage_prior(forest, evidence, precision, beside=beside)
         return current
 
-    def belief_given(evidence, precision, prior) -> tuple[BranchDrift, LineagePosterior]:
+    def belief_given(evidence, precision, prior) -> tuple[BranchDrift, _PosteriorInOrder]:
         if drift_pseudo_steps is None:
             flat = np.full(forest.n, prior.drift_mean)
             drift = BranchDrift(into=flat, next_fork=flat)
         else:
             drift = branch_drift(
-                forest, evidence, precision, prior, pseudo_steps=drift_pseudo_steps
+                forest,
+                evidence,
+                precision,
+                prior,
+                pseudo_steps=drift_pseudo_steps,
+                beside=beside,
             )
-        posterior = lineage_posterior(
+        posterior = _PosteriorInOrder.solve(
             part,
             evidence[nodes],
             precision[nodes],
@@ -1169,14 +1271,14 @@ def lineage_belief(
             known = np.isfinite(start_at[: forest.n])
             at[: known.size][known] = start_at[: forest.n][known]
         for _ in range(CENSORED_ROUNDS):
-            at[nodes] = posterior.mean
-            evidence, precision = reading.evidence(at)
+            at[nodes] = posterior.node_mean()
+            evidence, precision = reading.evidence(at, beside)
             # The prior follows the reading: values pressed against the top of the scale
             # understate both how far forks move and how much.
             current = next_prior(evidence, precision, current)
             priors.append(current)
             drift, posterior = belief_given(evidence, precision, current)
-    return Belief(posterior=posterior, drift=drift, prior=current, priors=tuple(priors))
+    return Belief(posterior=posterior.to_nodes(), drift=drift, prior=current, priors=tuple(priors))
 
 
 @dataclass(frozen=True)
@@ -1196,29 +1298,6 @@ class Scores:
     prior: LineagePrior
     posterior: LineagePosterior
     fit: GlobalFit | None = None  # the global part of the run (None after a ``roots`` update)
-
-
-class _Beside:
-    """Work run on one thread beside the caller's (numpy lets go of the GIL in its loops, so
-    two such threads use two cores), or, when not enabled, at once on the caller's: ``run``
-    returns a future either way, so a pass reads the same with one thread or two."""
-
-    def __init__(self, enabled: bool) -> None:
-        self._pool = ThreadPoolExecutor(1) if enabled else None
-
-    def run(self, fn, *args, **kwargs) -> Future:
-        if self._pool is not None:
-            return self._pool.submit(fn, *args, **kwargs)
-        done: Future = Future()
-        done.set_result(fn(*args, **kwargs))
-        return done
-
-    def __enter__(self) -> _Beside:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 def rank(
@@ -1333,6 +1412,7 @@ def rank(
             nodes=nodes,
             start_at=previous.mean if previous is not None else None,
             drift_pseudo_steps=drift_pseudo_steps,
+            beside=beside,
         )
         posterior, drift = belief.posterior, belief.drift
         prior, priors = belief.prior, belief.priors
