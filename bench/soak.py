@@ -734,7 +734,8 @@ class MemorySampler:
     def __init__(self, stack: Stack, services: Services):
         self.stack = stack
         self.services = services
-        self.samples: dict[str, list[tuple[float, float]]] = collections.defaultdict(list)
+        # Per role: (moment, MB summed over its processes, how many processes).
+        self.samples: dict[str, list[tuple[float, float, int]]] = collections.defaultdict(list)
 
     def roles(self) -> dict[str, tuple[list[int], bool]]:
         stack, services = self.stack, self.services
@@ -757,7 +758,7 @@ class MemorySampler:
             sizes = [rss_mb(pid, private=private and i > 0) for i, pid in enumerate(pids)]
             sizes = [size for size in sizes if size is not None]
             if sizes:
-                self.samples[role].append((now, sum(sizes)))
+                self.samples[role].append((now, sum(sizes), len(sizes)))
 
     def loop(self, stop_event) -> None:
         while not stop_event.wait(SAMPLE_EVERY_S):
@@ -768,8 +769,11 @@ class MemorySampler:
         a new one): the median of the first and of the last third of the samples taken once
         it warmed up (``warmed_up`` for the first, WARM_UP_S after a restart: a fresh process
         grows while it fills its pools, caches and indexes, which is not a leak). Flagged when
-        the last is well above the first in any incarnation with enough samples; the figures
-        shown are the longest incarnation's."""
+        the last is well above the first in any incarnation with enough samples, per process:
+        PostgreSQL starts a backend per pooled connection, and pools refill after a fault at
+        their own pace, so the sum grows with the count while no backend grows. The figures
+        shown are the longest incarnation's, the sum and the count beside the per-process
+        figure that is judged."""
         rows = {}
         for role, points in self.samples.items():
             starts = sorted((restarts or {}).get(role, []))
@@ -777,22 +781,41 @@ class MemorySampler:
             ends = [*starts, float("inf")]
             judged = []
             for low, high in zip(bounds, ends, strict=True):
-                values = [mb for moment, mb in points if low <= moment < high]
-                if len(values) < MIN_SAMPLES:
+                window = [(mb, count) for moment, mb, count in points if low <= moment < high]
+                if len(window) < MIN_SAMPLES:
                     continue
-                third = len(values) // 3
-                first = statistics.median(values[:third])
-                last = statistics.median(values[-third:])
-                growing = last > first * GROWTH_RATIO and last - first > GROWTH_MB
-                judged.append((len(values), first, last, growing))
+                third = len(window) // 3
+                first, last = window[:third], window[-third:]
+                each_first = statistics.median(mb / count for mb, count in first)
+                each_last = statistics.median(mb / count for mb, count in last)
+                growing = (
+                    each_last > each_first * GROWTH_RATIO and each_last - each_first > GROWTH_MB
+                )
+                judged.append(
+                    (
+                        len(window),
+                        statistics.median(mb for mb, _count in first),
+                        statistics.median(mb for mb, _count in last),
+                        statistics.median(count for _mb, count in first),
+                        statistics.median(count for _mb, count in last),
+                        each_first,
+                        each_last,
+                        growing,
+                    )
+                )
             longest = max(judged, default=None)
+            shown = [round(figure, 1) for figure in longest[1:7]] if longest else [None] * 6
             rows[role] = {
-                "first_mb": round(longest[1], 1) if longest else None,
-                "last_mb": round(longest[2], 1) if longest else None,
-                "max_mb": round(max(mb for _moment, mb in points), 1),
+                "first_mb": shown[0],
+                "last_mb": shown[1],
+                "processes_first": shown[2],
+                "processes_last": shown[3],
+                "per_process_first_mb": shown[4],
+                "per_process_last_mb": shown[5],
+                "max_mb": round(max(mb for _moment, mb, _count in points), 1),
                 "samples": len(points),
                 "incarnations_judged": len(judged),
-                "flat": not any(growing for *_figures, growing in judged),
+                "flat": not any(figures[-1] for figures in judged),
             }
         return rows
 
@@ -1026,12 +1049,15 @@ def print_report(report: dict) -> None:
     print(f"counters recount fixed: {report['counters_recount']}")
     print(f"catch-up: {report['catch_up']}")
     print(f"export run: {report['export']}")
-    print("\nresident memory (MB, summed per role; medians of the first and last thirds "
-          "after warm-up):")  # fmt: skip
+    print("\nresident memory (MB; medians of the first and last thirds after warm-up: summed "
+          "per role, processes, per process, which is judged):")  # fmt: skip
     for role, row in report["memory"].items():
-        first, last = row["first_mb"] or float("nan"), row["last_mb"] or float("nan")
-        print(f"  {role:<16} {first:>8.1f} -> {last:>8.1f} (max {row['max_mb']:.1f}, "
-              f"{row['samples']} samples, {row['incarnations_judged']} incarnations judged) "
+        shown = {key: float("nan") if value is None else value for key, value in row.items()}
+        print(f"  {role:<16} {shown['first_mb']:>8.1f} -> {shown['last_mb']:>8.1f} in "
+              f"{shown['processes_first']:.0f} -> {shown['processes_last']:.0f} processes, "
+              f"{shown['per_process_first_mb']:.1f} -> {shown['per_process_last_mb']:.1f} each "
+              f"(max {row['max_mb']:.1f}, {row['samples']} samples, "
+              f"{row['incarnations_judged']} incarnations judged) "
               f"{'flat' if row['flat'] else 'GROWING'}")  # fmt: skip
     print("\nchecks: " + ("all passed" if not report["failed"] else
                           "FAILED " + ", ".join(report["failed"])))  # fmt: skip

@@ -51,15 +51,32 @@ def test_each_fault_comes_once_when_quick_and_cycles_in_a_long_run():
 
 def test_memory_is_flagged_only_when_it_keeps_growing_after_the_warm_up():
     sampler = MemorySampler(stack=None, services=None)
-    sampler.samples["warming"] = [(t, 100.0 if t < 30 else 400.0) for t in range(0, 600, 5)]
-    sampler.samples["leaking"] = [(t, 100.0 + t) for t in range(0, 600, 5)]
-    sampler.samples["small noise"] = [(t, 10.0 + (t % 20)) for t in range(0, 600, 5)]
+    sampler.samples["warming"] = [(t, 100.0 if t < 30 else 400.0, 1) for t in range(0, 600, 5)]
+    sampler.samples["leaking"] = [(t, 100.0 + t, 1) for t in range(0, 600, 5)]
+    sampler.samples["small noise"] = [(t, 10.0 + (t % 20), 1) for t in range(0, 600, 5)]
     # Restarted at 150 s: it starts small again and refills, which is not growth.
     sampler.samples["restarted"] = [
-        (t, 400.0 if t < 300 else (100.0 if t < 330 else 400.0)) for t in range(0, 600, 5)
+        (t, 400.0 if t < 300 else (100.0 if t < 330 else 400.0), 1) for t in range(0, 600, 5)
     ]
     report = sampler.report(warmed_up=30.0, restarts={"restarted": [300.0]})
     assert report["warming"]["flat"]
     assert not report["leaking"]["flat"]
     assert report["small noise"]["flat"]
     assert report["restarted"]["flat"] and report["restarted"]["incarnations_judged"] == 2
+
+
+def test_memory_of_a_role_that_starts_more_processes_is_judged_per_process():
+    sampler = MemorySampler(stack=None, services=None)
+    # A pool refilling: from 4 to 12 backends of 12 MB each, none of them growing.
+    sampler.samples["backends"] = [(t, 12.0 * (4 + t // 75), 4 + t // 75) for t in range(0, 600, 5)]
+    # The same count, but every backend grows.
+    sampler.samples["backends leaking"] = [
+        (t, (12.0 + t / 5) * (4 + t // 75), 4 + t // 75) for t in range(0, 600, 5)
+    ]
+    report = sampler.report(warmed_up=30.0)
+    refilling = report["backends"]
+    assert refilling["flat"]
+    assert refilling["last_mb"] > 1.25 * refilling["first_mb"] + 30  # the sum alone would flag it
+    assert refilling["processes_last"] > refilling["processes_first"]
+    assert refilling["per_process_first_mb"] == refilling["per_process_last_mb"] == 12.0
+    assert not report["backends leaking"]["flat"]
