@@ -459,25 +459,44 @@ def recommend(
 
 def taste_terms(session: Session, user_id: int, subagent_ids: list[int]) -> np.ndarray | None:
     """The person's taste for each candidate, p_u · q_v on the rating scale (0 for one the
-    last full ranking run learned nothing about), or None for a person it has no taste of
-    (too few ratings, or no taste found in the catalog): their scores are everyone's."""
+    last full ranking run learned nothing about), or None when their scores are everyone's:
+    the run learned no taste of them (too few ratings, or no taste found in the catalog), or
+    none of its factors fits these candidates. Factors fit when both are lists of finite
+    numbers of one length; a row left from a fit of another rank, or damaged, is read as no
+    taste rather than failing the request."""
     own = session.get(RaterTaste, user_id)
-    if own is None or not subagent_ids:
+    person = _factor_vector(own.factors) if own is not None else None
+    if person is None or not subagent_ids:
         return None
-    person = np.asarray(own.factors, dtype=np.float64)
-    suits = dict(
-        session.execute(
+    suits = {
+        subagent_id: _factor_vector(factors)
+        for subagent_id, factors in session.execute(
             select(SubAgentTaste.subagent_id, SubAgentTaste.factors).where(
                 SubAgentTaste.subagent_id.in_(subagent_ids)
             )
-        ).all()
-    )
-    return np.array(
-        [
-            float(np.dot(person, suits[i])) if len(suits.get(i) or ()) == person.size else 0.0
-            for i in subagent_ids
-        ]
-    )
+        )
+    }
+    with np.errstate(over="ignore", invalid="ignore"):  # huge factors: refused just below
+        fitting = {
+            subagent_id: float(np.dot(person, item))
+            for subagent_id, item in suits.items()
+            if item is not None and item.size == person.size
+        }
+    terms = np.array([fitting.get(i, 0.0) for i in subagent_ids])
+    if not fitting or not np.all(np.isfinite(terms)):
+        return None
+    return terms
+
+
+def _factor_vector(stored) -> np.ndarray | None:
+    """A stored taste (a JSON list) as a vector, or None unless it is a non-empty list of
+    finite numbers."""
+    if not isinstance(stored, list) or not stored:
+        return None
+    if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in stored):
+        return None
+    vector = np.asarray(stored, dtype=np.float64)
+    return vector if np.all(np.isfinite(vector)) else None
 
 
 def is_exposure_of(
