@@ -14,6 +14,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # local files only; read when data
 import hashlib
 import io
 import json
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +32,8 @@ from market.exports.models import ExportRun
 from market.identity.models import User
 from market.platform.state import app_state
 from market.platform.time import utcnow
+from market.ranking.models import RaterTaste, SubAgentTaste
+from market.recommend.models import Exposure
 from market.usage.models import Feedback
 from tests.factories import Actor, bundle, fork, make_user, publish
 
@@ -301,6 +304,67 @@ def test_no_raw_id_or_personal_value_appears_anywhere(app, client, engine, commu
         assert "[card]" in comment and "[iban]" in comment
     assert "4111" not in everything and "WEST" not in everything
     assert "secret opinion" not in everything
+
+
+def test_no_taste_factor_or_personal_score_is_exported(app, client, engine, community):
+    """What the personal scores learned of each rater (``rater_taste``: what their ratings say
+    they like) and what a slate believed of each candidate for one person (an exposure's pool
+    belief and context) stay out: a rater's rows carry their ratings, their leniency and the
+    cited exposure's propensity, nothing from which their taste vector could be read."""
+    raters = community.consenting + community.refusing
+    # Factor digits no other value of the export has: 0.<i>7391<i>5, -0.<i>2846<i>3.
+    digits = [(f"{i}7391{i}5", f"{i}2846{i}3") for i in range(len(raters))]
+    liked_digits = "9182736"
+    with Session(engine) as session:
+        for rater, (first, second) in zip(raters, digits, strict=True):
+            session.add(
+                RaterTaste(user_id=rater.id, factors=[float(f"0.{first}"), -float(f"0.{second}")])
+            )
+        good = session.get(Version, community.versions["good"])
+        session.add(SubAgentTaste(subagent_id=good.subagent_id, factors=[1.5, -0.25]))
+        # One consenting rating of the good fork cites the slate that showed it.
+        shown = Exposure(
+            decision_id=uuid.uuid4(),
+            slot=0,
+            user_id=community.consenting[0].id,
+            subagent_id=good.subagent_id,
+            version_id=good.id,
+            propensity=0.3141,
+            policy_version="test",
+            context={"context": "canary slate context", "personal": True},
+            slot_distribution={str(good.subagent_id): 0.3141},
+            pool_belief={str(good.subagent_id): [float(f"2.{liked_digits}"), 0.3, False]},
+        )
+        session.add(shown)
+        rating = session.execute(
+            select(Feedback).where(
+                Feedback.user_id == community.consenting[0].id, Feedback.version_id == good.id
+            )
+        ).scalar_one()
+        rating.exposure_id = shown.id
+        session.commit()
+    run = _export(client, community, include_comments=True, openai_jsonl=True)
+    run_dir = _run_dir(app, run["id"])
+    texts = []
+    for path in run_dir.rglob("*"):
+        if path.suffix == ".parquet":
+            table = pq.read_table(path)
+            named = [
+                c for c in table.column_names if {"taste", "factor", "belief"} & set(c.split("_"))
+            ]
+            assert named == [], path
+            texts.append(json.dumps(table.to_pylist(), default=str))
+        elif path.is_file():
+            texts.append(path.read_text(encoding="utf-8"))
+    everything = "\n".join(texts)
+    # The export did read the cited exposure: its propensity is the one thing it takes.
+    assert [row["propensity"] for row in _table(run_dir, "ratings") if row["propensity"]] == [
+        pytest.approx(0.3141)
+    ]
+    for first, second in digits:
+        assert first not in everything and second not in everything
+    assert liked_digits not in everything
+    assert "canary slate context" not in everything
 
 
 def test_pseudonyms_differ_from_one_export_to_the_next(app, client, community):
