@@ -85,6 +85,56 @@ def test_only_the_ranking_and_the_persons_own_slate_read_their_taste():
     assert readers() == READERS
 
 
+SLATE_SERVICE = "market.recommend.services"
+
+
+def draws_slates(source: str) -> bool:
+    """Whether the code calls ``market.recommend.services.recommend``, however it imported it."""
+    tree = ast.parse(source)
+    modules, functions = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                if f"{node.module}.{alias.name}" == SLATE_SERVICE:
+                    modules.add(alias.asname or alias.name)
+                elif node.module == SLATE_SERVICE and alias.name == "recommend":
+                    functions.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            modules.update(a.asname for a in node.names if a.name == SLATE_SERVICE and a.asname)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        called = node.func
+        if isinstance(called, ast.Name) and called.id in functions:
+            return True
+        if (
+            isinstance(called, ast.Attribute)
+            and called.attr == "recommend"
+            and isinstance(called.value, ast.Name)
+            and called.value.id in modules
+        ):
+            return True
+    return False
+
+
+def test_every_path_that_draws_a_slate_asks_whose_it_may_be():
+    """A slate is drawn with the person's taste (``recommend``): each module that draws one
+    asks ``access.may_recommend_for`` first. Today that is the API alone (no page or MCP tool
+    recommends)."""
+    drawers, askers = set(), set()
+    for path in sorted((ROOT / "market").rglob("*.py")):
+        if path.relative_to(ROOT).as_posix() == "market/recommend/services.py":
+            continue
+        source = path.read_text(encoding="utf-8")
+        name = path.relative_to(ROOT).as_posix()
+        if draws_slates(source):
+            drawers.add(name)
+        if "may_recommend_for" in names_used(source):
+            askers.add(name)
+    assert drawers == {"market/recommend/api.py"}
+    assert drawers <= askers
+
+
 def test_the_scan_sees_every_way_code_names_the_taste():
     """Shown on code that leaks it each way a new module could."""
     leaks = [
@@ -97,5 +147,13 @@ def test_the_scan_sees_every_way_code_names_the_taste():
     ]
     for code in leaks:
         assert set(READERS) & names_used(code), code
+    drawing = [
+        "from market.recommend import services as recommendations\nrecommendations.recommend(s)",
+        "from market.recommend.services import recommend\nrecommend(s, user_id=1, k=3)",
+        "import market.recommend.services as slates\nslates.recommend(s)",
+    ]
+    for code in drawing:
+        assert draws_slates(code), code
+    assert not draws_slates("from market.recommend.services import is_exposure_of\nrecommend()")
     prose = 'def f():\n    """Reads rater_taste and pool_belief: RaterTaste."""\n'
     assert not set(READERS) & names_used(prose)
