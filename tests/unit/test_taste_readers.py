@@ -14,7 +14,9 @@ exposure's ``pool_belief``). Today exactly these modules touch them:
 Every other module of ``market`` (API, pages, previews, MCP, counts, stats, exports) names none
 of them. A new reader fails here: add it to ``READERS`` together with a test that nobody but
 the person (and the main agent acting for them) can get what it returns
-(``tests/functional/recommend/test_taste_privacy.py``).
+(``tests/functional/recommend/test_taste_privacy.py``). And a slate is drawn with the taste,
+so every module that draws one (``market.recommend.services.recommend``) must ask
+``market.identity.access.may_recommend_for`` whose it may be.
 """
 
 from __future__ import annotations
