@@ -194,6 +194,20 @@ def _table(run_dir: Path, config: str):
     return rows
 
 
+def _contents(run_dir: Path) -> tuple[set[str], str]:
+    """Every column name of the run's Parquet files, and all it holds as one text: the rows
+    as JSON, and every other file (card, manifest, JSONL) as written."""
+    columns, texts = set(), []
+    for path in run_dir.rglob("*"):
+        if path.suffix == ".parquet":
+            table = pq.read_table(path)
+            columns.update(table.column_names)
+            texts.append(json.dumps(table.to_pylist(), default=str))
+        elif path.is_file():
+            texts.append(path.read_text(encoding="utf-8"))
+    return columns, "\n".join(texts)
+
+
 # --------------------------------------------------------------------------- access
 def test_exports_need_a_service_token_with_the_exports_scope(client, engine, community):
     assert client.post(f"{API}/exports", json={}).status_code == 401
@@ -279,15 +293,8 @@ def test_an_export_holds_what_consenting_raters_said_about_public_versions(app, 
 def test_no_raw_id_or_personal_value_appears_anywhere(app, client, engine, community):
     run = _export(client, community, include_comments=True, openai_jsonl=True)
     run_dir = _run_dir(app, run["id"])
-    texts = []
-    for path in run_dir.rglob("*"):
-        if path.suffix == ".parquet":
-            table = pq.read_table(path)
-            assert not {"user_id", "email", "phone", "handle"} & set(table.column_names)
-            texts.append(json.dumps(table.to_pylist(), default=str))
-        elif path.is_file():
-            texts.append(path.read_text(encoding="utf-8"))
-    everything = "\n".join(texts)
+    columns, everything = _contents(run_dir)
+    assert not {"user_id", "email", "phone", "handle"} & columns
     for canary in community.canaries:
         assert canary not in everything, canary
     for i in range(CONSENTING + NOT_CONSENTING):
@@ -345,18 +352,8 @@ def test_no_taste_factor_or_personal_score_is_exported(app, client, engine, comm
         session.commit()
     run = _export(client, community, include_comments=True, openai_jsonl=True)
     run_dir = _run_dir(app, run["id"])
-    texts = []
-    for path in run_dir.rglob("*"):
-        if path.suffix == ".parquet":
-            table = pq.read_table(path)
-            named = [
-                c for c in table.column_names if {"taste", "factor", "belief"} & set(c.split("_"))
-            ]
-            assert named == [], path
-            texts.append(json.dumps(table.to_pylist(), default=str))
-        elif path.is_file():
-            texts.append(path.read_text(encoding="utf-8"))
-    everything = "\n".join(texts)
+    columns, everything = _contents(run_dir)
+    assert not [c for c in columns if {"taste", "factor", "belief"} & set(c.split("_"))]
     # The export did read the cited exposure: its propensity is the one thing it takes.
     assert [row["propensity"] for row in _table(run_dir, "ratings") if row["propensity"]] == [
         pytest.approx(0.3141)
