@@ -463,18 +463,28 @@ def taste_terms(session: Session, user_id: int, subagent_ids: list[int]) -> np.n
     the run learned no taste of them (too few ratings, or no taste found in the catalog), or
     none of its factors fits these candidates. Factors fit when both are lists of finite
     numbers of one length; a row left from a fit of another rank, or damaged, is read as no
-    taste rather than failing the request."""
-    own = session.get(RaterTaste, user_id)
-    person = _factor_vector(own.factors) if own is not None else None
-    if person is None or not subagent_ids:
+    taste rather than failing the request.
+
+    One statement reads the person's factors and the candidates': a full ranking run replaces
+    both tables in one transaction, and two reads could straddle its commit (on PostgreSQL),
+    pairing the old p_u with the new q_v, a taste nobody has."""
+    if not subagent_ids:
+        return None
+    rows = session.execute(
+        select(
+            RaterTaste.factors.label("person"),
+            SubAgentTaste.subagent_id,
+            SubAgentTaste.factors.label("item"),
+        )
+        .select_from(RaterTaste)
+        .outerjoin(SubAgentTaste, SubAgentTaste.subagent_id.in_(subagent_ids))
+        .where(RaterTaste.user_id == user_id)
+    ).all()
+    person = _factor_vector(rows[0].person) if rows else None
+    if person is None:
         return None
     suits = {
-        subagent_id: _factor_vector(factors)
-        for subagent_id, factors in session.execute(
-            select(SubAgentTaste.subagent_id, SubAgentTaste.factors).where(
-                SubAgentTaste.subagent_id.in_(subagent_ids)
-            )
-        )
+        row.subagent_id: _factor_vector(row.item) for row in rows if row.subagent_id is not None
     }
     with np.errstate(over="ignore", invalid="ignore"):  # huge factors: refused just below
         fitting = {

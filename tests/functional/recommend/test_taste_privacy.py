@@ -14,6 +14,7 @@ import logging
 import numpy as np
 import pytest
 from sqlalchemy import delete
+from sqlalchemy import event as sqlalchemy_event
 
 from market.identity.models import ApiToken, User
 from market.platform.db import session_scope
@@ -193,3 +194,36 @@ def test_a_deleted_persons_taste_row_is_a_404_not_a_500(client, engine, world):
     own = ask(client, world.bob, user_id=world.bob.id, seed=1)
     assert own.status_code == 401 and own.mimetype == PROBLEM
     assert exposure_count(engine) == 0
+
+
+def test_a_refit_committed_while_the_taste_is_read_gives_one_fit_never_a_mix(engine, world):
+    """A full ranking run replaces both factor tables in one transaction. A slate being drawn
+    meanwhile reads the person's factors and the candidates' in one statement, so it gets
+    the old fit or the new one: the person's old p_u with the new q_v would be a taste
+    nobody has (here 0.25 where both fits say 3 and 2)."""
+    if engine.dialect.name != "postgresql":
+        pytest.skip("SQLite reads one snapshot per transaction: no refit can come between")
+    liked = world.established[0]["id"]
+    with session_scope(engine) as session:
+        session.add(RaterTaste(user_id=world.bob.id, factors=[1.0, 0.0]))
+        session.add(SubAgentTaste(subagent_id=liked, factors=[3.0, 0.5]))
+
+    def refit(connection, cursor, statement, parameters, context, executemany):
+        if "subagent_taste" not in statement or refitted:
+            return
+        refitted.append(True)
+        with session_scope(engine) as other:  # another connection: the ranking worker
+            other.execute(delete(RaterTaste))
+            other.execute(delete(SubAgentTaste))
+            other.add(RaterTaste(user_id=world.bob.id, factors=[0.0, 2.0]))
+            other.add(SubAgentTaste(subagent_id=liked, factors=[0.25, 1.0]))
+
+    refitted: list[bool] = []
+    sqlalchemy_event.listen(engine, "before_cursor_execute", refit)
+    try:
+        with session_scope(engine) as session:
+            terms = recommendations.taste_terms(session, world.bob.id, [liked])
+    finally:
+        sqlalchemy_event.remove(engine, "before_cursor_execute", refit)
+    assert refitted
+    assert terms.tolist() in ([pytest.approx(3.0)], [pytest.approx(2.0)])
