@@ -1,7 +1,8 @@
 """A person's taste (``rater_taste``: p_u, learned from their own ratings) never reaches anyone
 else: only the person and the main agent get a slate drawn with it, a refusal does not tell
 whether there is one, no log line carries it, and a taste row that cannot be used (a person
-since deleted, factors of another rank, damaged factors) answers like no taste, never a 500.
+since deleted, factors of another rank, damaged factors) answers like no taste, never a 500;
+a ranking refit committed while a slate reads the taste gives it one fit, never a mix.
 
 The catalog is the recommendation tests' small world (``test_api.world``); the taste is
 written straight into ``rater_taste`` and ``subagent_taste``, as a full ranking run leaves it.
@@ -54,7 +55,7 @@ def taste_values() -> list[str]:
 
 @pytest.fixture
 def strangers(engine) -> dict:
-    """Everyone who is neither Bob nor the main agent."""
+    """Callers beside the world's, none of them Bob or the main agent."""
     return {
         "carol": make_user(engine, "carol"),
         "moderator": make_user(engine, "mod", role="moderator"),
