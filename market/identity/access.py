@@ -6,8 +6,9 @@
 - yanked: readable by link (with the reason), hidden from browse, no new installs; its
   files (bundle, zip, diff, preview) stay readable by those who installed them.
 
-Everything that shows a sub-agent, its files, its figures or a creator's figures asks a
-function here (API, pages, previews, MCP, stats, exports), never restates the rule.
+Everything that shows a sub-agent, its files, its figures, a creator's figures or a person's
+recommendations asks a function here (API, pages, previews, MCP, stats, exports), never
+restates the rule.
 """
 
 from __future__ import annotations
@@ -206,6 +207,17 @@ def can_moderate(viewer: Principal) -> bool:
 
 
 # ---- acting for someone ------------------------------------------------------------------
+
+
+def may_recommend_for(caller: Principal, user_id: int) -> bool:
+    """Whose slate a caller may ask for (``POST /recommendations``). A person's slate is drawn
+    with their taste, which the ranking learned from their own ratings: the order, the
+    propensities and the ``personal`` flag tell what they like. So the person themselves, and
+    the main agent (a service with ``recommend``) choosing what to show them; nobody else, not
+    a moderator, and not a service with other scopes (the coding agent)."""
+    if caller.kind == "service":
+        return "recommend" in caller.scopes
+    return caller.kind == "person" and caller.user_id == user_id
 
 
 def may_be_published_for(user: User) -> bool:

@@ -6,6 +6,7 @@ from apiflask import APIBlueprint
 from flask import current_app
 
 from market.catalog.search import matcher_for
+from market.identity.access import may_recommend_for
 from market.identity.models import User
 from market.identity.tokens import caller
 from market.platform.api_deps import commit, db
@@ -41,17 +42,16 @@ def recommend(body: RecommendationIn):
     """Choose sub-agents to show a user (scope `recommend`, or a person for themselves)."""
     who = caller()
     who.require()
+    if not may_recommend_for(who, body.user_id):
+        if who.kind == "service":
+            who.require("recommend")  # names the missing scope
+        # The same answer whether that person exists or has a taste: nothing to probe.
+        raise Forbidden("People ask for recommendations for themselves only.")
     session = db()
-    if who.kind == "service":
-        who.require("recommend")
-        user = session.get(User, body.user_id)
-        if user is None or user.kind != "person":
-            raise NotFound(f"No user {body.user_id}.")
-        client_id = who.user_id
-    else:
-        if body.user_id != who.user_id:
-            raise Forbidden("People ask for recommendations for themselves only.")
-        client_id = None
+    user = session.get(User, body.user_id)
+    if user is None or user.kind != "person":
+        raise NotFound(f"No user {body.user_id}.")
+    client_id = who.user_id if who.kind == "service" else None
     decision = recommendations.recommend(
         session,
         user_id=body.user_id,

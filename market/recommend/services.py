@@ -459,25 +459,54 @@ def recommend(
 
 def taste_terms(session: Session, user_id: int, subagent_ids: list[int]) -> np.ndarray | None:
     """The person's taste for each candidate, p_u · q_v on the rating scale (0 for one the
-    last full ranking run learned nothing about), or None for a person it has no taste of
-    (too few ratings, or no taste found in the catalog): their scores are everyone's."""
-    own = session.get(RaterTaste, user_id)
-    if own is None or not subagent_ids:
+    last full ranking run learned nothing about), or None when their scores are everyone's:
+    the run learned no taste of them (too few ratings, or no taste found in the catalog), or
+    none of its factors fits these candidates. Factors fit when both are lists of finite
+    numbers of one length; a row left from a fit of another rank, or damaged, is read as no
+    taste rather than failing the request.
+
+    One statement reads the person's factors and the candidates': a full ranking run replaces
+    both tables in one transaction, and two reads could straddle its commit (on PostgreSQL),
+    pairing the old p_u with the new q_v, a taste nobody has."""
+    if not subagent_ids:
         return None
-    person = np.asarray(own.factors, dtype=np.float64)
-    suits = dict(
-        session.execute(
-            select(SubAgentTaste.subagent_id, SubAgentTaste.factors).where(
-                SubAgentTaste.subagent_id.in_(subagent_ids)
-            )
-        ).all()
-    )
-    return np.array(
-        [
-            float(np.dot(person, suits[i])) if len(suits.get(i) or ()) == person.size else 0.0
-            for i in subagent_ids
-        ]
-    )
+    rows = session.execute(
+        select(
+            RaterTaste.factors.label("person"),
+            SubAgentTaste.subagent_id,
+            SubAgentTaste.factors.label("item"),
+        )
+        .select_from(RaterTaste)
+        .outerjoin(SubAgentTaste, SubAgentTaste.subagent_id.in_(subagent_ids))
+        .where(RaterTaste.user_id == user_id)
+    ).all()
+    person = _factor_vector(rows[0].person) if rows else None
+    if person is None:
+        return None
+    suits = {
+        row.subagent_id: _factor_vector(row.item) for row in rows if row.subagent_id is not None
+    }
+    with np.errstate(over="ignore", invalid="ignore"):  # huge factors: refused just below
+        fitting = {
+            subagent_id: float(np.dot(person, item))
+            for subagent_id, item in suits.items()
+            if item is not None and item.size == person.size
+        }
+    terms = np.array([fitting.get(i, 0.0) for i in subagent_ids])
+    if not fitting or not np.all(np.isfinite(terms)):
+        return None
+    return terms
+
+
+def _factor_vector(stored) -> np.ndarray | None:
+    """A stored taste (a JSON list) as a vector, or None unless it is a non-empty list of
+    finite numbers."""
+    if not isinstance(stored, list) or not stored:
+        return None
+    if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in stored):
+        return None
+    vector = np.asarray(stored, dtype=np.float64)
+    return vector if np.all(np.isfinite(vector)) else None
 
 
 def is_exposure_of(

@@ -30,7 +30,9 @@ from openapi_spec_validator import validate
 from werkzeug.serving import make_server
 
 from market.app import create_app
-from tests.factories import app_bundle, bundle, catalog_of_templates, make_user
+from market.platform.db import session_scope
+from market.ranking.models import RaterTaste, SubAgentTaste
+from tests.factories import app_bundle, bundle, catalog_of_templates, make_user, publish
 
 API = "/api/v1"
 GENERATOR = Path(sys.executable).with_name("openapi-python-client")
@@ -427,3 +429,34 @@ def test_a_generated_client_reads_a_switch_plan_and_switches(generated, app, eng
         assert switched.status_code == 201
         assert isinstance(switched.parsed, m.SwitchOut)
         assert switched.parsed.install.subagent_id == feelings["id"]
+
+
+def test_a_generated_client_gets_only_its_own_personal_slate(generated, app, engine):
+    """A slate drawn with Bob's taste parses for Bob and for the main agent; Carol, a
+    moderator and the coding agent asking for Bob's get a typed 403 ``Problem``."""
+    alice, bob, carol = (make_user(engine, h) for h in ("alice", "bob", "carol"))
+    moderator = make_user(engine, "mod", role="moderator")
+    agent = make_user(engine, "agent", kind="service", scopes=["recommend"])
+    coder = make_user(engine, "coder", kind="service", scopes=["suggest", "publish:on-behalf"])
+    water = publish(app.test_client(), alice, title="Water Log", bundle=bundle("water"))
+    with session_scope(engine) as session:
+        session.add(RaterTaste(user_id=bob.id, factors=[0.5, -0.25]))
+        session.add(SubAgentTaste(subagent_id=water["id"], factors=[1.0, 0.5]))
+    m, api = generated.models, generated.api
+    recommend = api("recommendations", "recommend_subagents")
+    with serving(app) as base:
+
+        def for_bob(actor):
+            client = generated.package.AuthenticatedClient(base_url=base, token=actor.token)
+            return recommend.sync_detailed(client=client, body=m.RecommendationIn(user_id=bob.id))
+
+        for actor in (bob, agent):
+            answer = for_bob(actor)
+            assert answer.status_code == 200
+            assert isinstance(answer.parsed, m.RecommendationOut)
+            assert answer.parsed.personal is True
+            assert [item.subagent_id for item in answer.parsed.items] == [water["id"]]
+        for actor in (carol, moderator, coder):
+            refused = for_bob(actor)
+            assert refused.status_code == 403
+            assert isinstance(refused.parsed, m.Problem) and refused.parsed.status == 403

@@ -14,6 +14,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # local files only; read when data
 import hashlib
 import io
 import json
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +32,8 @@ from market.exports.models import ExportRun
 from market.identity.models import User
 from market.platform.state import app_state
 from market.platform.time import utcnow
+from market.ranking.models import RaterTaste, SubAgentTaste
+from market.recommend.models import Exposure
 from market.usage.models import Feedback
 from tests.factories import Actor, bundle, fork, make_user, publish
 
@@ -191,6 +194,20 @@ def _table(run_dir: Path, config: str):
     return rows
 
 
+def _contents(run_dir: Path) -> tuple[set[str], str]:
+    """Every column name of the run's Parquet files, and all it holds as one text: the rows
+    as JSON, and every other file (card, manifest, JSONL) as written."""
+    columns, texts = set(), []
+    for path in run_dir.rglob("*"):
+        if path.suffix == ".parquet":
+            table = pq.read_table(path)
+            columns.update(table.column_names)
+            texts.append(json.dumps(table.to_pylist(), default=str))
+        elif path.is_file():
+            texts.append(path.read_text(encoding="utf-8"))
+    return columns, "\n".join(texts)
+
+
 # --------------------------------------------------------------------------- access
 def test_exports_need_a_service_token_with_the_exports_scope(client, engine, community):
     assert client.post(f"{API}/exports", json={}).status_code == 401
@@ -276,15 +293,8 @@ def test_an_export_holds_what_consenting_raters_said_about_public_versions(app, 
 def test_no_raw_id_or_personal_value_appears_anywhere(app, client, engine, community):
     run = _export(client, community, include_comments=True, openai_jsonl=True)
     run_dir = _run_dir(app, run["id"])
-    texts = []
-    for path in run_dir.rglob("*"):
-        if path.suffix == ".parquet":
-            table = pq.read_table(path)
-            assert not {"user_id", "email", "phone", "handle"} & set(table.column_names)
-            texts.append(json.dumps(table.to_pylist(), default=str))
-        elif path.is_file():
-            texts.append(path.read_text(encoding="utf-8"))
-    everything = "\n".join(texts)
+    columns, everything = _contents(run_dir)
+    assert not {"user_id", "email", "phone", "handle"} & columns
     for canary in community.canaries:
         assert canary not in everything, canary
     for i in range(CONSENTING + NOT_CONSENTING):
@@ -301,6 +311,57 @@ def test_no_raw_id_or_personal_value_appears_anywhere(app, client, engine, commu
         assert "[card]" in comment and "[iban]" in comment
     assert "4111" not in everything and "WEST" not in everything
     assert "secret opinion" not in everything
+
+
+def test_no_taste_factor_or_personal_score_is_exported(app, client, engine, community):
+    """What the personal scores learned of each rater (``rater_taste``: what their ratings say
+    they like) and what a slate believed of each candidate for one person (an exposure's pool
+    belief and context) stay out: a rater's rows carry their ratings, their leniency and the
+    cited exposure's propensity, nothing from which their taste vector could be read."""
+    raters = community.consenting + community.refusing
+    # Factor digits no other value of the export has: 0.<i>7391<i>5, -0.<i>2846<i>3.
+    digits = [(f"{i}7391{i}5", f"{i}2846{i}3") for i in range(len(raters))]
+    liked_digits = "9182736"
+    with Session(engine) as session:
+        for rater, (first, second) in zip(raters, digits, strict=True):
+            session.add(
+                RaterTaste(user_id=rater.id, factors=[float(f"0.{first}"), -float(f"0.{second}")])
+            )
+        good = session.get(Version, community.versions["good"])
+        session.add(SubAgentTaste(subagent_id=good.subagent_id, factors=[1.5, -0.25]))
+        # One consenting rating of the good fork cites the slate that showed it.
+        shown = Exposure(
+            decision_id=uuid.uuid4(),
+            slot=0,
+            user_id=community.consenting[0].id,
+            subagent_id=good.subagent_id,
+            version_id=good.id,
+            propensity=0.3141,
+            policy_version="test",
+            context={"context": "canary slate context", "personal": True},
+            slot_distribution={str(good.subagent_id): 0.3141},
+            pool_belief={str(good.subagent_id): [float(f"2.{liked_digits}"), 0.3, False]},
+        )
+        session.add(shown)
+        rating = session.execute(
+            select(Feedback).where(
+                Feedback.user_id == community.consenting[0].id, Feedback.version_id == good.id
+            )
+        ).scalar_one()
+        rating.exposure_id = shown.id
+        session.commit()
+    run = _export(client, community, include_comments=True, openai_jsonl=True)
+    run_dir = _run_dir(app, run["id"])
+    columns, everything = _contents(run_dir)
+    assert not [c for c in columns if {"taste", "factor", "belief"} & set(c.split("_"))]
+    # The export did read the cited exposure: its propensity is the one thing it takes.
+    assert [row["propensity"] for row in _table(run_dir, "ratings") if row["propensity"]] == [
+        pytest.approx(0.3141)
+    ]
+    for first, second in digits:
+        assert first not in everything and second not in everything
+    assert liked_digits not in everything
+    assert "canary slate context" not in everything
 
 
 def test_pseudonyms_differ_from_one_export_to_the_next(app, client, community):
