@@ -25,6 +25,7 @@ from flask import Flask, g, request
 from flask_babel import Babel, Domain, get_locale
 from jinja2 import pass_eval_context
 from markupsafe import Markup, escape
+from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlmodel import select
 from werkzeug.utils import cached_property
 
@@ -173,7 +174,12 @@ def page_language() -> str:
         return chosen
     viewer = g.get("session_principal")
     if viewer is not None and viewer.user_id is not None:
-        locale = db().exec(select(User.locale).where(User.id == viewer.user_id)).first()
+        try:
+            locale = db().exec(select(User.locale).where(User.id == viewer.user_id)).first()
+        except (OperationalError, InterfaceError):
+            # The database-away page itself: the person's setting cannot be read, the
+            # request's own choices still can.
+            locale = None
         if _supported(locale):
             return _supported(locale)
     return request.accept_languages.best_match(list(LANGUAGES)) or DEFAULT_LANGUAGE
