@@ -35,8 +35,10 @@ from market.usage.models import DailyStats
 from market.usage.schemas import FeedbackIn
 from market.web import charts
 from market.web.blueprint import bp
+from market.web.i18n import N_
 
-WINDOWS = {7: "7 days", 30: "30 days", 90: "90 days", 365: "a year"}
+# The windows a dashboard offers, named for the reader (translated as the page renders).
+WINDOWS = {7: N_("7 days"), 30: N_("30 days"), 90: N_("90 days"), 365: N_("a year")}
 DEFAULT_WINDOW = 30
 CSV_FIELDS = (
     "day",
