@@ -83,6 +83,21 @@ LABELS = frozenset(
         N_("the fork deleted the file; upstream edited it"),
         N_("both added the file, differently"),
         N_("both changed the same or adjacent lines"),
+        # The rating form's suggested tags (market/catalog/views.SUGGESTED_TAGS): stored and
+        # sent in English, shown in the reader's language.
+        N_("love it"),
+        N_("crashes"),
+        N_("too slow"),
+        N_("confusing"),
+        N_("wants reminders"),
+        N_("needs dark mode"),
+        N_("wants export"),
+        # How loved a branch is, in the family tree (market/usage/queries.quality_word).
+        N_("not rated yet"),
+        N_("loved"),
+        N_("liked"),
+        N_("mixed"),
+        N_("disliked"),
     )
 )
 

@@ -5,6 +5,7 @@ a huge, malformed or unknown Accept-Language falls back to English, never to a 5
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -180,6 +181,7 @@ def test_my_fork_requests_in_chinese_and_japanese(client, world):
     assert asked.status_code == 302
     zh = text(client.get("/me/fork-requests?lang=zh"))
     assert "<h1>我的定制请求</h1>" in zh
+    assert "你的请求已交给编程智能体：它会为你分支出一个属于你的版本。" in zh  # the form's flash
     assert ">处理中<" in zh and "正在等编程智能体做出你的版本。" in zh
     assert re.search(r"请求于 <time datetime=\"[^\"]+\">\d{4}-\d\d-\d\d</time>", zh)
     ja = text(client.get("/me/fork-requests?lang=ja"))
@@ -205,6 +207,7 @@ def test_the_dashboard_ranking_rating_form_and_tree_in_japanese_and_chinese(clie
         assert words in dashboard
     assert "他の人による直接のフォーク 1 件" in dashboard
     assert "Forks of your work" not in dashboard and "Download CSV" not in dashboard
+    assert "アクティブユーザー" in dashboard and "active users" not in dashboard
     ranking = text(client.get("/ranking?lang=zh"))
     assert "<h1>排名是怎么算的</h1>" in ranking and "还没有进行过排名计算。" in ranking
     sign_in(client, world["bob"])
@@ -213,8 +216,18 @@ def test_the_dashboard_ranking_rating_form_and_tree_in_japanese_and_chinese(clie
     subagent = text(client.get(f"/s/{world['root']['id']}?lang=ja"))
     assert ">評価する" in subagent and "<legend>星の数</legend>" in subagent
     assert ">評価を投稿<" in subagent and "Post my rating" not in subagent
+    # The import's flash, in the language chosen when it was made (Chinese, the cookie's).
+    assert "已导入你的智能体。" in subagent
+    assert ">アンインストール</button>" in subagent
+    # A suggested tag reads in Japanese and is still sent as the word the ratings store.
+    assert 'value="love it"><span>大好き</span>' in subagent
     tree = text(client.get(f"/s/{world['root']['id']}/tree?lang=zh"))
     assert "位用户" in tree and "daily users" not in tree
+    assert "(尚无评分, 每日 0.0 位用户)" in tree  # the outline without scripts
+    # What the script writes (labels, status lines) comes with the page, in Chinese.
+    messages = json.loads(re.search(r'id="tree-messages">(.*?)</script>', tree, re.S).group(1))
+    assert messages["words"]["not rated yet"] == "尚无评分"
+    assert messages["show_more"] == "显示更多（%(left)s）"
 
 
 # ---- what a header may not do ------------------------------------------------------------
