@@ -8,16 +8,11 @@ per 10 seconds, as in test_rate_limit_page_browser.py."""
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
-from werkzeug.serving import make_server
 
-from market.app import create_app
-from market.platform.migrate import upgrade
-from market.platform.state import app_state
-from tests.conftest import NO_RATE_LIMITS
+from tests.e2e.conftest import app_on_new_database, serving
 
 pytestmark = pytest.mark.browser
 
@@ -27,33 +22,19 @@ WINDOW_SECONDS = 10
 
 @pytest.fixture(scope="module")
 def japanese_phone(tmp_path_factory, browser, chromium_executable):
-    url = f"sqlite:///{tmp_path_factory.mktemp('error-pages') / 'sprig.db'}"
-    upgrade(url)
-    app = create_app(
-        {
-            "database_url": url,
-            "secret_key": "e2e-error-pages",
-            "read_cache_seconds": 0,
-            **NO_RATE_LIMITS,
-            "rate_limit_search": f"2/{WINDOW_SECONDS}",
-        }
+    app = app_on_new_database(
+        tmp_path_factory.mktemp("error-pages"),
+        secret_key="e2e-error-pages",
+        rate_limit_search=f"2/{WINDOW_SECONDS}",
     )
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, name="sprig-errors", daemon=True)
-    thread.start()
-    context = browser.new_context(
-        base_url=f"http://127.0.0.1:{server.server_port}",
-        viewport=PHONE,
-        locale="ja-JP",
-        device_scale_factor=1,
-    )
-    try:
-        yield context.new_page()
-    finally:
-        context.close()
-        server.shutdown()
-        thread.join(timeout=10)
-        app_state(app).engine.dispose()
+    with serving(app, "sprig-errors") as url:
+        context = browser.new_context(
+            base_url=url, viewport=PHONE, locale="ja-JP", device_scale_factor=1
+        )
+        try:
+            yield context.new_page()
+        finally:
+            context.close()
 
 
 def fits_the_width(page) -> bool:

@@ -28,12 +28,10 @@ from sqlmodel import Session
 
 from market.catalog.models import CATEGORIES
 from market.identity.tokens import revoke_token
-from market.platform.db import session_scope
 from market.platform.state import app_state
-from market.ranking.models import SubAgentScore
 from tests import gunicorn_server
 from tests.conftest import make_app
-from tests.factories import Actor, bundle, listing, make_user, publish
+from tests.factories import Actor, bundle, listing, make_user, publish, rank
 from tests.functional.entrypoints.test_mcp_server import TOOLS
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -424,19 +422,12 @@ def branches(live) -> dict[str, int]:
             return published
 
     forks = run_async(fork_in_both_languages)
-    with session_scope(live.engine) as session:
-        for subagent_id, quality in ((root["id"], 0.1), (forks["zh"], 1.6), (forks["en"], 1.3)):
-            session.add(
-                SubAgentScore(
-                    subagent_id=subagent_id,
-                    quality=quality,
-                    quality_sd=0.2,
-                    display=quality - 0.33,
-                    branch_value=1.6,
-                    best_descendant_id=forks["zh"] if subagent_id == root["id"] else None,
-                    p_descendant_better=0.99 if subagent_id == root["id"] else 0.0,
-                )
-            )
+    rank(
+        live.engine,
+        {root["id"]: 0.1, forks["zh"]: 1.6, forks["en"]: 1.3},
+        best=forks["zh"],
+        better_than={root["id"]: 0.99},
+    )
     return {"root": root["id"], **forks}
 
 
