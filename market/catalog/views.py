@@ -250,6 +250,8 @@ def subagent_page(subagent_id: int):
         if viewer.user_id and rated_version is not None
         else None
     )
+    if rating_refusal is not None:
+        rating_refusal = gettext(rating_refusal)
     page = make_response(
         render_template(
             "web/subagent.html",

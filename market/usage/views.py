@@ -30,13 +30,13 @@ from market.platform.api_deps import commit, db
 from market.platform.db import id_in
 from market.platform.errors import BadRequest, SprigError
 from market.platform.time import utcnow
+from market.platform.translation import N_
 from market.usage import ratings, stats
 from market.usage.api import fresh_rollups
 from market.usage.models import DailyStats
 from market.usage.schemas import FeedbackIn
 from market.web import charts
 from market.web.blueprint import bp
-from market.web.i18n import N_
 
 # The windows a dashboard offers, named for the reader (translated as the page renders).
 WINDOWS = {7: N_("7 days"), 30: N_("30 days"), 90: N_("90 days"), 365: N_("a year")}

@@ -18,9 +18,10 @@ from flask_babel import gettext
 from sqlalchemy.exc import InterfaceError, OperationalError
 
 from market.platform.errors import SprigError
+from market.platform.translation import N_
 from market.web import signin
 from market.web.blueprint import PAGE_CSP, bp
-from market.web.i18n import N_, current_language
+from market.web.i18n import current_language
 
 # Each status a page may answer with: its title and what the reader can do about it.
 STATUS_TEXTS = {

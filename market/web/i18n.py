@@ -33,6 +33,7 @@ from market.identity.models import User
 from market.platform.api_deps import db
 from market.platform.errors import BadRequest
 from market.platform.state import app_state
+from market.platform.translation import N_
 from market.web.blueprint import bp
 
 # Each language the chrome speaks, named in itself for the switcher.
@@ -44,11 +45,6 @@ HTML_LANG = {"en": "en", "zh": "zh-Hans", "ja": "ja"}
 TRANSLATIONS_DIR = Path(__file__).parent / "translations"
 LANG_COOKIE = "sprig_lang"
 LANG_COOKIE_SECONDS = 365 * 24 * 3600
-
-
-def N_(message: str) -> str:
-    """Marks a message for ``make messages`` where it is translated later, by :func:`label`."""
-    return message
 
 
 # The fixed words pages show from the data (categories, visibilities, a file's change) in the

@@ -259,3 +259,22 @@ def test_a_hostile_accept_language_falls_back_to_english_never_a_500(client, wor
         f"/api/v1/subagents/{world['root']['id']}", headers={"Accept-Language": language}
     )
     assert detail.status_code == 200
+
+
+def test_why_a_person_may_not_rate_reads_in_their_language_and_stays_english_on_the_api(
+    client, world
+):
+    bob, child = world["bob"], world["child"]
+    sign_in(client, bob)
+    own = text(client.get(f"/s/{child['id']}?lang=ja"))
+    assert "作者は自分のサブエージェントを評価できません。" in own
+    assert "Authors do not rate" not in own
+    stranger = text(client.get(f"/s/{world['root']['id']}?lang=zh"))
+    assert "只有安装过或用过这个子智能体的人才能评分。" in stranger
+    refused = client.post(
+        "/api/v1/feedback",
+        json={"version_id": child["latest_version"]["id"], "stars": 5},
+        headers={**bob.headers, "Accept-Language": "ja"},
+    )
+    assert refused.status_code == 403
+    assert refused.get_json()["detail"] == "Authors do not rate their own sub-agents."
