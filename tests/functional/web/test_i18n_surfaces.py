@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import json
 import re
+from types import SimpleNamespace
 
 import pytest
+from sqlalchemy.exc import OperationalError
 
+from market.web import i18n
 from tests.conftest import make_app
 from tests.factories import fork, make_user, publish
 from tests.functional.test_rate_limits import clear_of_window_end
@@ -278,3 +281,23 @@ def test_why_a_person_may_not_rate_reads_in_their_language_and_stays_english_on_
     )
     assert refused.status_code == 403
     assert refused.get_json()["detail"] == "Authors do not rate their own sub-agents."
+
+
+def test_the_database_away_page_of_a_signed_in_person_reads_the_language_from_the_request(
+    app, client, world, monkeypatch
+):
+    """The person's locale lives in the database that is away: the page still renders, in the
+    language the request asks for, with Retry-After."""
+    sign_in(client, world["bob"])
+
+    def away(*_arguments, **_keywords):
+        raise OperationalError("SELECT 1", {}, ConnectionRefusedError("database away"))
+
+    app.view_functions["web.ranking_page"] = away
+    monkeypatch.setattr(i18n, "db", lambda: SimpleNamespace(exec=away))
+    response = page_in(client, "/ranking", "ja")
+    assert response.status_code == 503 and response.headers["Retry-After"] == "5"
+    title, advice = error_texts(response)
+    assert title == "サービスを一時的に利用できません"
+    assert advice == "Sprig は一時的に利用できません。少し待ってから、もう一度お試しください。"
+    assert re.search(r'<p class="error-retry">5 秒後にもう一度お試しください。</p>', text(response))
