@@ -33,6 +33,7 @@ from market.platform.state import AppState, install_state
 from market.ranking.services import EmbeddedSchedule
 from market.suggestions.services import SuggestionService
 from market.usage.backlog import BacklogCollector
+from market.web.error_pages import browser_page
 
 API_PREFIX = "/api/v1"
 DOCS_PATH = f"{API_PREFIX}/docs"
@@ -155,7 +156,7 @@ def create_app(config: dict | Settings | None = None) -> APIFlask:
 
     register_api(app, API_PREFIX)
     app.request_class = JsonBodyRequest
-    problems.install(app)
+    problems.install(app, browser_page=browser_page)
     register_pages(app)
     install_mcp(app)
     install_health(app)

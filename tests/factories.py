@@ -9,6 +9,7 @@ from market.catalog import near_copies
 from market.identity.models import User
 from market.identity.tokens import issue_token
 from market.platform.db import session_scope
+from market.ranking.models import SubAgentScore
 from tests.log_scanner import remember_personal
 
 _counter = itertools.count(1)
@@ -170,3 +171,25 @@ def catalog_of_templates(client, engine, alice, carol) -> dict:
     publish_app(client, carol, "coffee")
     assert learn_boilerplate(engine)["changed"]
     return water
+
+
+def rank(
+    engine, qualities: dict[int, float], *, best: int, better_than: dict[int, float], sd=0.2
+) -> None:
+    """Score rows as a ranking run leaves them: each sub-agent's quality (displayed 1.64 sd
+    lower), and ``best`` named as the best descendant of each sub-agent in ``better_than``
+    (with its P(better)) and of itself."""
+    with session_scope(engine) as session:
+        for subagent_id, quality in qualities.items():
+            named = subagent_id in better_than or subagent_id == best
+            session.add(
+                SubAgentScore(
+                    subagent_id=subagent_id,
+                    quality=quality,
+                    quality_sd=sd,
+                    display=quality - 1.64 * sd,
+                    branch_value=max(qualities.values()),
+                    best_descendant_id=best if named else None,
+                    p_descendant_better=better_than.get(subagent_id, 0.0),
+                )
+            )

@@ -250,6 +250,8 @@ def subagent_page(subagent_id: int):
         if viewer.user_id and rated_version is not None
         else None
     )
+    if rating_refusal is not None:
+        rating_refusal = gettext(rating_refusal)
     page = make_response(
         render_template(
             "web/subagent.html",
@@ -348,16 +350,14 @@ def import_subagent(subagent_id: int):
         return redirect(url_for("web.subagent_page", subagent_id=subagent_id))
     commit()
     message = (
-        "Imported into your agent."
+        gettext("Imported into your agent.")
         if installed.created
-        else "Already in your agent (now the newest version)."
+        else gettext("Already in your agent (now the newest version).")
     )
     if installed.new_scopes:
-        message += (
-            " It now also asks to "
-            + ", ".join(SCOPE_DESCRIPTIONS.get(s, s) for s in installed.new_scopes)
-            + "."
-        )
+        # The scopes' plain words are the manifest's English vocabulary (as on the page).
+        asks = ", ".join(SCOPE_DESCRIPTIONS.get(s, s) for s in installed.new_scopes)
+        message += " " + gettext("It now also %(asks)s.", asks=asks)
     flash(message, "ok")
     return redirect(url_for("web.subagent_page", subagent_id=subagent_id))
 
@@ -380,9 +380,9 @@ def uninstall_subagent(subagent_id: int):
         return redirect(back)
     commit()
     flash(
-        f"Removed “{subagent.title}” from your agent."
+        gettext("Removed “%(title)s” from your agent.", title=subagent.title)
         if removed
-        else f"“{subagent.title}” was not in your agent.",
+        else gettext("“%(title)s” was not in your agent.", title=subagent.title),
         "ok",
     )
     return redirect(back)
@@ -396,7 +396,7 @@ def customize_subagent(subagent_id: int):
     subagent = catalog.get_visible(session, viewer, subagent_id)
     text = request.form.get("text", "").strip()
     if not 3 <= len(text) <= 2000 or "\x00" in text:
-        flash("Say what to change in 3 to 2,000 characters.", "error")
+        flash(gettext("Say what to change in 3 to 2,000 characters."), "error")
         return redirect(url_for("web.subagent_page", subagent_id=subagent_id) + "#customize")
     try:
         _row, created = installs.request_fork(session, viewer, subagent, text)
@@ -405,9 +405,9 @@ def customize_subagent(subagent_id: int):
         return redirect(url_for("web.subagent_page", subagent_id=subagent_id))
     commit()
     flash(
-        "Your request is with the coding agent: it will fork this and make it yours."
+        gettext("Your request is with the coding agent: it will fork this and make it yours.")
         if created
-        else "You already asked for exactly that; it is in the queue.",
+        else gettext("You already asked for exactly that; it is in the queue."),
         "ok",
     )
     return redirect(url_for("web.subagent_page", subagent_id=subagent_id))

@@ -6,7 +6,8 @@ sprig_…``. The endpoint looks the token up on every request exactly as the API
 malformed, unknown or revoked one is a 401 problem with ``WWW-Authenticate: Bearer`` before
 any MCP message is read. The principal found is handed to the tools for that request only
 (``market.entrypoints.mcp_server.HTTP_CALLER``), so one server answers many callers, each as
-themselves.
+themselves; so is its Accept-Language (``HTTP_ACCEPT_LANGUAGE``), which picks a better branch
+in the reader's language as the API does (``market.identity.tokens.reader_language``).
 
 The MCP SDK's streamable HTTP is an ASGI app; this app is WSGI. Each worker process runs one
 asyncio loop in a thread of its own, started on its first MCP request, which hosts the SDK's
@@ -29,7 +30,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
-from market.entrypoints.mcp_server import HTTP_CALLER, build_http_server
+from market.entrypoints.mcp_server import HTTP_ACCEPT_LANGUAGE, HTTP_CALLER, build_http_server
 from market.identity.tokens import Principal, caller
 from market.platform.api_deps import unit_of_work
 from market.platform.errors import ServiceUnavailable, Unauthorized
@@ -93,9 +94,15 @@ class McpBridge:
             ready.set()
             await asyncio.Event().wait()  # for the life of the process
 
-    def serve(self, scope: dict[str, Any], body: bytes, principal: Principal) -> Response:
+    def serve(
+        self,
+        scope: dict[str, Any],
+        body: bytes,
+        principal: Principal,
+        accept_language: str | None,
+    ) -> Response:
         future = asyncio.run_coroutine_threadsafe(
-            self._exchange(scope, body, principal), self._running_loop()
+            self._exchange(scope, body, principal, accept_language), self._running_loop()
         )
         try:
             status, headers, content = future.result(ANSWER_SECONDS)
@@ -107,11 +114,16 @@ class McpBridge:
         return Response(content, status, headers)
 
     async def _exchange(
-        self, scope: dict[str, Any], body: bytes, principal: Principal
+        self,
+        scope: dict[str, Any],
+        body: bytes,
+        principal: Principal,
+        accept_language: str | None,
     ) -> tuple[int, list[tuple[str, str]], bytes]:
         """One request through the ASGI app, its whole response collected. Runs in a task of
-        its own, so the caller set here is this request's only."""
+        its own, so the caller and language set here are this request's only."""
         HTTP_CALLER.set(principal)
+        HTTP_ACCEPT_LANGUAGE.set(accept_language)
         answered = asyncio.Event()
         status = 500
         headers: list[tuple[str, str]] = []
@@ -184,7 +196,9 @@ def mcp_endpoint():
     # than idling through the tool call, which works in a unit of its own.
     unit_of_work().rollback()
     body = request.get_data()
-    return app_state().mcp.serve(asgi_scope(request.environ), body, principal)
+    return app_state().mcp.serve(
+        asgi_scope(request.environ), body, principal, request.headers.get("Accept-Language")
+    )
 
 
 def mcp_bridge(app: Flask) -> McpBridge:

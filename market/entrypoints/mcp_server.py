@@ -118,6 +118,11 @@ INSTRUCTIONS = (
 # one request; the tool call runs in a copy of that task's context, so concurrent requests of
 # different callers never see each other's principal.
 HTTP_CALLER: ContextVar[Principal] = ContextVar("sprig_mcp_http_caller", default=ANONYMOUS)
+# The same request's Accept-Language header (None: it sent none), so that what a tool names in
+# the reader's language (a sub-agent's better branch) follows it as the API's answer does.
+HTTP_ACCEPT_LANGUAGE: ContextVar[str | None] = ContextVar(
+    "sprig_mcp_http_accept_language", default=None
+)
 
 
 def _field(model: type[BaseModel], name: str) -> Any:
@@ -206,7 +211,8 @@ def build_server(
 
     suggestions = service or SuggestionService(engine)
     hooks = (suggestions.after_commit, upstream.offer_in_process(engine))
-    return _server(engine, token_owner, suggestions, hooks)
+    # stdio carries no headers: the reader's language is the token owner's locale.
+    return _server(engine, token_owner, lambda: None, suggestions, hooks)
 
 
 def build_http_server(
@@ -219,7 +225,13 @@ def build_http_server(
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     try:
-        return _server(engine, lambda _session: HTTP_CALLER.get(), service, after_commit)
+        return _server(
+            engine,
+            lambda _session: HTTP_CALLER.get(),
+            HTTP_ACCEPT_LANGUAGE.get,
+            service,
+            after_commit,
+        )
     finally:
         for handler in [h for h in root.handlers if h not in handlers]:
             root.removeHandler(handler)
@@ -247,6 +259,7 @@ def _publish_body(model: type[BaseModel], manifest: ManifestIn, files: dict, **f
 def _server(
     engine,
     principal_of: Callable[[Session], Principal],
+    accept_language_of: Callable[[], str | None],
     suggestions: SuggestionService,
     after_commit: tuple[AfterCommit, ...],
 ) -> MCPServer:
@@ -310,7 +323,8 @@ def _server(
             session = unit.session
             viewer = who()
             detail = subagent_out(*catalog.get_visible_detail(session, viewer, subagent_id))
-            return visible_detail(session, viewer, detail, reader_language(session, viewer))
+            language = reader_language(session, viewer, accept_language_of())
+            return visible_detail(session, viewer, detail, language)
 
     @server.tool()
     def get_diff(
@@ -408,7 +422,8 @@ def _server(
             if created:
                 metrics.record_publish("fork")
             return PublishedFork(
-                created=created, subagent=_detail_of(session, principal, child, version)
+                created=created,
+                subagent=_detail_of(session, principal, accept_language_of(), child, version),
             )
 
     @server.tool()
@@ -458,7 +473,7 @@ def _server(
                 metrics.record_publish("root")
             return PublishedRoot(
                 created=created,
-                subagent=_detail_of(session, principal, subagent, version),
+                subagent=_detail_of(session, principal, accept_language_of(), subagent, version),
                 near_copies=[near_copy_out(o) for o in offers],
             )
 
@@ -473,7 +488,7 @@ def _server(
             subagent, _changed = catalog.adopt_parent(session, principal, subagent_id, parent_id)
             unit.commit()
             latest = session.get(catalog.Version, subagent.latest_version_id)
-            return _detail_of(session, principal, subagent, latest)
+            return _detail_of(session, principal, accept_language_of(), subagent, latest)
 
     @server.tool()
     def decline_near_copies(subagent_id: Id) -> SubAgentOut:
@@ -485,7 +500,7 @@ def _server(
             subagent = catalog.decline_near_copies(session, principal, subagent_id)
             unit.commit()
             latest = session.get(catalog.Version, subagent.latest_version_id)
-            return _detail_of(session, principal, subagent, latest)
+            return _detail_of(session, principal, accept_language_of(), subagent, latest)
 
     @server.tool()
     def list_upstream_updates(
@@ -619,6 +634,9 @@ def _server(
     return server
 
 
-def _detail_of(session: Session, viewer: Principal, subagent, version) -> SubAgentOut:
+def _detail_of(
+    session: Session, viewer: Principal, accept_language: str | None, subagent, version
+) -> SubAgentOut:
     detail = subagent_out(subagent, catalog.get_author(session, subagent), version)
-    return visible_detail(session, viewer, detail, reader_language(session, viewer))
+    language = reader_language(session, viewer, accept_language)
+    return visible_detail(session, viewer, detail, language)

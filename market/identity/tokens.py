@@ -20,6 +20,8 @@ from sqlalchemy import and_, or_, update
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import Session, select
+from werkzeug.datastructures import LanguageAccept
+from werkzeug.http import parse_accept_header
 
 from evolution.language import locale_language
 from market.identity.models import ApiToken, User
@@ -322,14 +324,31 @@ def caller() -> Principal:
     return principal
 
 
-def reader_language(session: Session, viewer: Principal) -> str | None:
+def reader_language(
+    session: Session, viewer: Principal, accept_language: str | None = None
+) -> str | None:
     """The language the caller reads (``evolution.language.locale_language``): the first one
-    its request accepts (Accept-Language), else the signed-in person's locale; None when
-    neither says."""
-    accepted = request.accept_languages.best if has_request_context() else None
-    if accepted and accepted != "*":
+    its Accept-Language accepts, else the signed-in person's locale; None when neither says.
+    The header is this request's, or ``accept_language`` where the caller is served outside a
+    Flask request (MCP over HTTP hands its request's header here; stdio has none)."""
+    if accept_language is None and has_request_context():
+        accept_language = request.headers.get("Accept-Language")
+    accepted = first_accepted_language(accept_language)
+    if accepted is not None:
         return locale_language(accepted)
     if viewer.user_id is None:
         return None
     locale = session.exec(select(User.locale).where(User.id == viewer.user_id)).first()
     return locale_language(locale)
+
+
+def first_accepted_language(header: str | None) -> str | None:
+    """The language tag an Accept-Language header prefers: the highest quality above zero
+    (``q=0`` refuses a language), never the wildcard; None for none. A malformed header reads
+    as werkzeug parses it (entries it cannot read are dropped), so it can only fall back."""
+    if not header:
+        return None
+    for tag, quality in parse_accept_header(header, LanguageAccept):
+        if quality > 0 and tag != "*":
+            return tag
+    return None

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from apiflask import APIFlask
 from apiflask.exceptions import HTTPError
 from sqlalchemy.exc import InterfaceError, OperationalError
@@ -79,7 +82,20 @@ def _validation_errors(detail) -> list[dict]:
     return errors
 
 
-def install(app: APIFlask) -> None:
+# The web shell's page for a person browsing (market/web/error_pages.py): given the status, the
+# detail worth showing (None: werkzeug's generic words) and the headers, a page, or None for
+# a problem document. The platform knows no templates, so the shell hands it in.
+BrowserPage = Callable[[int, str | None, dict], Any]
+
+
+def install(app: APIFlask, browser_page: BrowserPage | None = None) -> None:
+    def answer(status: int, title: str, detail: str, errors=None, headers=None, *, generic=False):
+        if browser_page is not None:
+            page = browser_page(status, None if generic else detail, dict(headers or {}))
+            if page is not None:
+                return page
+        return problem(status, title, detail, errors, headers)
+
     @app.error_processor
     def _apiflask_error(error: HTTPError):
         errors = _validation_errors(error.detail)
@@ -92,12 +108,12 @@ def install(app: APIFlask) -> None:
 
     @app.errorhandler(SprigError)
     def _domain_error(error: SprigError):
-        return problem(error.status, error.title, error.detail, error.errors, error.headers)
+        return answer(error.status, error.title, error.detail, error.errors, error.headers)
 
     @app.errorhandler(OperationalError)
     @app.errorhandler(InterfaceError)
     def _database_away(_error):
-        return problem(
+        return answer(
             503,
             "Service unavailable",
             "The database is unavailable; retry shortly.",
@@ -108,6 +124,11 @@ def install(app: APIFlask) -> None:
     def _http_error(error: HTTPException):
         # Keep werkzeug's headers (Allow on a 405, …), not its content type.
         headers = {k: v for k, v in error.get_headers() if k.lower() != "content-type"}
-        return problem(
-            error.code or 500, error.name, error.description or error.name, None, headers
+        return answer(
+            error.code or 500,
+            error.name,
+            error.description or error.name,
+            None,
+            headers,
+            generic=True,
         )

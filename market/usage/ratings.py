@@ -24,6 +24,7 @@ from market.identity.tokens import Principal
 from market.platform.db import insert_unless_exists
 from market.platform.errors import Forbidden, NotFound, Unprocessable
 from market.platform.time import utcnow
+from market.platform.translation import N_
 from market.recommend.services import is_exposure_of
 from market.usage.models import Feedback, UsageEvent
 from market.usage.rollups import mark_dirty
@@ -33,19 +34,20 @@ ON_BEHALF_SCOPE = "feedback:on-behalf"
 
 def may_rate(session: Session, user_id: int, version: Version) -> str | None:
     """Whether the person ``user_id`` may rate ``version``: None if so, else why not, in
-    words to show them. The one rule every path asks (the API, the pages)."""
+    words to show them (marked: a page shows them in the reader's language, the API in
+    English). The one rule every path asks (the API, the pages)."""
     subagent = session.get(SubAgent, version.subagent_id)
     if subagent is None:
         return f"No version {version.id}."
     if subagent.author_id == user_id:
-        return "Authors do not rate their own sub-agents."
+        return N_("Authors do not rate their own sub-agents.")
     installed = exists().where(Install.user_id == user_id, Install.subagent_id == subagent.id)
     used = exists().where(UsageEvent.user_id == user_id, UsageEvent.subagent_id == subagent.id)
     if (
         not session.execute(select(installed)).scalar()
         and not session.execute(select(used)).scalar()
     ):
-        return "Only people who installed or used a sub-agent rate it."
+        return N_("Only people who installed or used a sub-agent rate it.")
     return None
 
 

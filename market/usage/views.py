@@ -16,6 +16,7 @@ import re
 from datetime import timedelta
 
 from flask import Response, flash, redirect, render_template, request, url_for
+from flask_babel import gettext
 from pydantic import ValidationError
 from sqlmodel import select
 
@@ -29,6 +30,7 @@ from market.platform.api_deps import commit, db
 from market.platform.db import id_in
 from market.platform.errors import BadRequest, SprigError
 from market.platform.time import utcnow
+from market.platform.translation import N_
 from market.usage import ratings, stats
 from market.usage.api import fresh_rollups
 from market.usage.models import DailyStats
@@ -36,7 +38,8 @@ from market.usage.schemas import FeedbackIn
 from market.web import charts
 from market.web.blueprint import bp
 
-WINDOWS = {7: "7 days", 30: "30 days", 90: "90 days", 365: "a year"}
+# The windows a dashboard offers, named for the reader (translated as the page renders).
+WINDOWS = {7: N_("7 days"), 30: N_("30 days"), 90: N_("90 days"), 365: N_("a year")}
 DEFAULT_WINDOW = 30
 CSV_FIELDS = (
     "day",
@@ -141,7 +144,7 @@ def _retention_chart(cohorts: list[dict]) -> charts.Chart | None:
     the legend). Unripe points are gaps."""
     if not cohorts:
         return None
-    labels = ["install day", "day 1", "day 7", "day 30"]
+    labels = [gettext("install day"), gettext("day 1"), gettext("day 7"), gettext("day 30")]
     series = []
     totals = {1: [0, 0], 7: [0, 0], 30: [0, 0]}
     for cohort in cohorts:
@@ -154,9 +157,10 @@ def _retention_chart(cohorts: list[dict]) -> charts.Chart | None:
     ripe = [c for c in cohorts if c["day7_rate"] is not None] or cohorts
     for number, cohort in enumerate(ripe[-6:], start=1):
         values = [1.0] + [cohort[f"day{k}_rate"] for k in (1, 7, 30)]
-        series.append((f"cohort of {cohort['cohort_start']}", f"cohort-{number}", values))
+        name = gettext("cohort of %(day)s", day=cohort["cohort_start"])
+        series.append((name, f"cohort-{number}", values))
     average = [1.0] + [(a / n if n else None) for a, n in (totals[k] for k in (1, 7, 30))]
-    series.append(("all cohorts (weighted)", "average", average))
+    series.append((gettext("all cohorts (weighted)"), "average", average))
     return charts.line_chart(labels, series, percent=True, top=1.0)
 
 
@@ -184,7 +188,8 @@ def dashboard_page(handle: str):
     labels = [point["period_start"][5:] for point in figures["series"]]
     installs_chart = charts.bar_chart(labels, [p["installs"] for p in figures["series"]])
     active_chart = charts.line_chart(
-        labels, [("active users", "active", [p["active_users"] for p in figures["series"]])]
+        labels,
+        [(gettext("active users"), "active", [p["active_users"] for p in figures["series"]])],
     )
     histogram = figures["totals"]["ratings"]["histogram"]
     stars = [histogram[f"stars_{k}"] for k in range(1, 6)]

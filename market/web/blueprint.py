@@ -1,4 +1,5 @@
-"""The web blueprint: who is signed in, CSRF checks, security headers, HTML errors.
+"""The web blueprint: who is signed in, CSRF checks, security headers (its error pages:
+market/web/error_pages.py).
 
 Pages are server-rendered from the same domain functions the JSON API calls (the domains'
 services, queries and installs); each domain's ``views`` module adds its pages to ``bp``, and
@@ -8,12 +9,10 @@ nothing here goes over HTTP to the API.
 from __future__ import annotations
 
 from apiflask import APIBlueprint
-from flask import g, render_template, request
-from sqlalchemy.exc import InterfaceError, OperationalError
+from flask import g, request
 
 from market.identity.tokens import caller
 from market.platform import limits
-from market.platform.errors import SprigError
 from market.web import signin
 
 # An APIBlueprint only because APIFlask expects every blueprint to say whether it belongs in
@@ -54,20 +53,3 @@ def _headers(response):
 @bp.context_processor
 def _template_context():
     return {"viewer": g.get("session_principal")}
-
-
-def _error_page(status: int, title: str, detail: str):
-    return render_template("web/error.html", status=status, title=title, detail=detail), status
-
-
-@bp.errorhandler(SprigError)
-def _domain_error(error: SprigError):
-    page, status = _error_page(error.status, error.title, error.detail)
-    return page, status, error.headers
-
-
-@bp.errorhandler(OperationalError)
-@bp.errorhandler(InterfaceError)
-def _database_away(_error):
-    page, status = _error_page(503, "Service unavailable", "The database is away; retry shortly.")
-    return page, status, {"Retry-After": "5"}

@@ -25,6 +25,7 @@ from flask import Flask, g, request
 from flask_babel import Babel, Domain, get_locale
 from jinja2 import pass_eval_context
 from markupsafe import Markup, escape
+from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlmodel import select
 from werkzeug.utils import cached_property
 
@@ -32,6 +33,7 @@ from market.identity.models import User
 from market.platform.api_deps import db
 from market.platform.errors import BadRequest
 from market.platform.state import app_state
+from market.platform.translation import N_
 from market.web.blueprint import bp
 
 # Each language the chrome speaks, named in itself for the switcher.
@@ -43,11 +45,6 @@ HTML_LANG = {"en": "en", "zh": "zh-Hans", "ja": "ja"}
 TRANSLATIONS_DIR = Path(__file__).parent / "translations"
 LANG_COOKIE = "sprig_lang"
 LANG_COOKIE_SECONDS = 365 * 24 * 3600
-
-
-def N_(message: str) -> str:
-    """Marks a message for ``make messages`` where it is translated later, by :func:`label`."""
-    return message
 
 
 # The fixed words pages show from the data (categories, visibilities, a file's change) in the
@@ -82,6 +79,21 @@ LABELS = frozenset(
         N_("the fork deleted the file; upstream edited it"),
         N_("both added the file, differently"),
         N_("both changed the same or adjacent lines"),
+        # The rating form's suggested tags (market/catalog/views.SUGGESTED_TAGS): stored and
+        # sent in English, shown in the reader's language.
+        N_("love it"),
+        N_("crashes"),
+        N_("too slow"),
+        N_("confusing"),
+        N_("wants reminders"),
+        N_("needs dark mode"),
+        N_("wants export"),
+        # How loved a branch is, in the family tree (market/usage/queries.quality_word).
+        N_("not rated yet"),
+        N_("loved"),
+        N_("liked"),
+        N_("mixed"),
+        N_("disliked"),
     )
 )
 
@@ -173,7 +185,12 @@ def page_language() -> str:
         return chosen
     viewer = g.get("session_principal")
     if viewer is not None and viewer.user_id is not None:
-        locale = db().exec(select(User.locale).where(User.id == viewer.user_id)).first()
+        try:
+            locale = db().exec(select(User.locale).where(User.id == viewer.user_id)).first()
+        except (OperationalError, InterfaceError):
+            # The database-away page itself: the person's setting cannot be read, the
+            # request's own choices still can.
+            locale = None
         if _supported(locale):
             return _supported(locale)
     return request.accept_languages.best_match(list(LANGUAGES)) or DEFAULT_LANGUAGE

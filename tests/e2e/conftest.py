@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import shutil
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -48,28 +50,38 @@ def chromium_executable() -> str:
     return path
 
 
+def app_on_new_database(directory: Path, **settings):
+    """An app of a browser test's own on a new SQLite database in ``directory`` (schema by the
+    migrations), every limit off and no read cache unless ``settings`` say otherwise."""
+    url = f"sqlite:///{directory / 'sprig.db'}"
+    upgrade(url)
+    return create_app({"database_url": url, "read_cache_seconds": 0, **NO_RATE_LIMITS, **settings})
+
+
+@contextmanager
+def serving(app, name: str) -> Iterator[str]:
+    """``app`` served by werkzeug in a thread on a free loopback port: its base URL. The
+    server stops and the app's engine is disposed after."""
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, name=name, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        thread.join(timeout=10)
+        app_state(app).engine.dispose()
+
+
 @pytest.fixture(scope="session")
 def live_app(tmp_path_factory, chromium_executable):
-    url = f"sqlite:///{tmp_path_factory.mktemp('e2e') / 'sprig.db'}"
-    upgrade(url)
-    app = create_app(
-        {
-            "database_url": url,
-            "secret_key": "e2e-secret",
-            "read_cache_seconds": 0,
-            "demo_signin": True,
-            **NO_RATE_LIMITS,
-        }
+    app = app_on_new_database(
+        tmp_path_factory.mktemp("e2e"), secret_key="e2e-secret", demo_signin=True
     )
     load_demo(app_state(app).engine, seed=7)
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, name="sprig-e2e", daemon=True)
-    thread.start()
-    app.config["LIVE_URL"] = f"http://127.0.0.1:{server.server_port}"
-    yield app
-    server.shutdown()
-    thread.join(timeout=10)
-    app_state(app).engine.dispose()
+    with serving(app, "sprig-e2e") as url:
+        app.config["LIVE_URL"] = url
+        yield app
 
 
 @pytest.fixture(scope="session")

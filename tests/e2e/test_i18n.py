@@ -5,6 +5,11 @@ page) or asked for by the browser, and no page wider than its screen."""
 from __future__ import annotations
 
 import pytest
+from sqlmodel import select
+
+from market.catalog.models import SubAgent
+from market.platform.db import session_scope
+from market.platform.state import app_state
 
 pytestmark = pytest.mark.browser
 
@@ -81,3 +86,24 @@ def test_the_browsers_language_picks_the_chrome(browser, base_url):
         assert fits_the_width(page)
     finally:
         context.close()
+
+
+def test_the_family_tree_script_speaks_japanese(live_app, page, screenshots):
+    """The tree's own words (each dot's label, "show more", the status line) are the page's,
+    in the reader's language, not the script's English."""
+    with session_scope(app_state(live_app).engine) as session:
+        root_id = session.exec(
+            select(SubAgent.root_id)
+            .where(SubAgent.visibility == "public", SubAgent.status == "active")
+            .order_by(SubAgent.depth.desc(), SubAgent.id)
+        ).first()
+    page.goto(f"/s/{root_id}/tree?lang=ja")
+    page.wait_for_selector("#tree[data-ready='1'] svg.tree")
+    assert "フォークツリー" in page.locator("svg.tree").get_attribute("aria-label")
+    label = page.locator("svg.tree g.node a").first.get_attribute("aria-label")
+    assert "1 日あたり" in label and "インストール" in label and "daily users" not in label
+    more = page.locator("svg.tree g.more text")
+    if more.count():
+        assert more.first.text_content().startswith("もっと見る（")
+    page.screenshot(path=screenshots / "tree-ja-phone.png", full_page=True)
+    assert page.problems == []

@@ -7,16 +7,11 @@ the search limit at 2 per 10 seconds (an empty catalog: the limit does not read 
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
-from werkzeug.serving import make_server
 
-from market.app import create_app
-from market.platform.migrate import upgrade
-from market.platform.state import app_state
-from tests.conftest import NO_RATE_LIMITS
+from tests.e2e.conftest import app_on_new_database, serving
 
 pytestmark = pytest.mark.browser
 
@@ -28,25 +23,14 @@ ADDRESSES = {"phone": "203.0.113.7", "desktop": "203.0.113.8"}
 
 @pytest.fixture(scope="module")
 def limited_url(tmp_path_factory, chromium_executable):
-    url = f"sqlite:///{tmp_path_factory.mktemp('limited') / 'sprig.db'}"
-    upgrade(url)
-    app = create_app(
-        {
-            "database_url": url,
-            "secret_key": "e2e-limits",
-            "read_cache_seconds": 0,
-            **NO_RATE_LIMITS,
-            "rate_limit_search": f"2/{WINDOW_SECONDS}",
-            "trusted_proxy_hops": 1,
-        }
+    app = app_on_new_database(
+        tmp_path_factory.mktemp("limited"),
+        secret_key="e2e-limits",
+        rate_limit_search=f"2/{WINDOW_SECONDS}",
+        trusted_proxy_hops=1,
     )
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, name="sprig-limits", daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    thread.join(timeout=10)
-    app_state(app).engine.dispose()
+    with serving(app, "sprig-limits") as url:
+        yield url
 
 
 @pytest.mark.parametrize("size", ["phone", "desktop"])

@@ -31,7 +31,7 @@ from market.identity.tokens import revoke_token
 from market.platform.state import app_state
 from tests import gunicorn_server
 from tests.conftest import make_app
-from tests.factories import Actor, bundle, make_user, publish
+from tests.factories import Actor, bundle, listing, make_user, publish, rank
 from tests.functional.entrypoints.test_mcp_server import TOOLS
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -88,8 +88,12 @@ def run_async(function):
 
 
 @asynccontextmanager
-async def over_http(live: Live, token: str | None, **client_options) -> AsyncIterator[Client]:
+async def over_http(
+    live: Live, token: str | None, *, language: str | None = None, **client_options
+) -> AsyncIterator[Client]:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
+    if language is not None:
+        headers["Accept-Language"] = language
     async with (
         httpx2.AsyncClient(headers=headers, timeout=30) as http,
         Client(streamable_http_client(live.endpoint, http_client=http), **client_options) as client,
@@ -372,3 +376,113 @@ def test_the_listing_shows_the_api_constraints_and_bad_arguments_are_refused(liv
     message = no_entry.content[0].text
     finding = "manifest.entry: entry 'main.html' is not one of the bundle's files"
     assert "Bundle rejected (422)" in message and message.count(finding) == 1
+
+
+# ---- the reader's language -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def branches(live) -> dict[str, int]:
+    """A root with a better-loved Chinese fork (the ranking run's best descendant) and a loved
+    English one, both better than the root beyond doubt: which the detail names is the
+    reader's language's call."""
+    base = live.endpoint.removesuffix("/mcp")
+    root = requests.post(
+        f"{base}/api/v1/subagents",
+        json=listing(title="Sleep Diary", summary="Note how you slept."),
+        headers=live.alice.headers,
+        timeout=30,
+    ).json()
+
+    async def fork_in_both_languages():
+        async with over_http(live, live.bob.token) as client:
+            published = {}
+            for language, title, summary in (
+                ("zh", "睡眠日记（中文版）", "每天早上记录你睡得怎么样。"),
+                (
+                    "en",
+                    "Sleep Diary with the weekly chart",
+                    "Your sleep and the week in one chart.",
+                ),
+            ):
+                new_bundle = bundle(language)
+                answer = await client.call_tool(
+                    "publish_fork",
+                    {
+                        "parent_id": root["id"],
+                        "title": title,
+                        "summary": summary,
+                        "fork_request": f"in {language}",
+                        "manifest": new_bundle["manifest"],
+                        "files": new_bundle["files"],
+                    },
+                )
+                assert not answer.is_error, answer
+                published[language] = answer.structured_content["subagent"]["id"]
+            return published
+
+    forks = run_async(fork_in_both_languages)
+    rank(
+        live.engine,
+        {root["id"]: 0.1, forks["zh"]: 1.6, forks["en"]: 1.3},
+        best=forks["zh"],
+        better_than={root["id"]: 0.99},
+    )
+    return {"root": root["id"], **forks}
+
+
+def test_the_better_branch_follows_each_requests_accept_language(live, branches):
+    async def best_for(language: str | None, token: str | None):
+        async with over_http(live, token, language=language) as client:
+            answer = await client.call_tool("get_subagent", {"subagent_id": branches["root"]})
+            assert not answer.is_error, answer
+            return answer.structured_content["best_descendant"]
+
+    async def at_once():
+        # Readers of both languages at once, on both workers: each request's own header counts.
+        asked = [("zh-CN,zh;q=0.9,en;q=0.5", live.alice.token), ("en-US,en;q=0.9", None)] * 3
+        return await asyncio.gather(*(best_for(language, token) for language, token in asked))
+
+    for best in run_async(at_once)[0::2]:
+        assert (best["id"], best["language"]) == (branches["zh"], "zh")
+    for best in run_async(at_once)[1::2]:
+        assert (best["id"], best["language"]) == (branches["en"], "en")
+
+    async def fallbacks():
+        return (
+            # No branch in Japanese: the run's best, which says its language.
+            await best_for("ja-JP", None),
+            # No header, anonymous: nothing to prefer.
+            await best_for(None, None),
+            # "ja;q=0" refuses Japanese: the next one accepted decides.
+            await best_for("ja;q=0, en;q=0.1", None),
+        )
+
+    japanese, nothing, refused = run_async(fallbacks)
+    assert (japanese["id"], japanese["language"]) == (branches["zh"], "zh")
+    assert nothing["id"] == branches["zh"]
+    assert refused["id"] == branches["en"]
+
+    # The API's answer for the same header is the same branch: one rule for both.
+    base = live.endpoint.removesuffix("/mcp")
+    for language, expected in (("zh-CN", branches["zh"]), ("en", branches["en"])):
+        detail = requests.get(
+            f"{base}/api/v1/subagents/{branches['root']}",
+            headers={"Accept-Language": language},
+            timeout=30,
+        ).json()
+        assert detail["best_descendant"]["id"] == expected
+
+
+@pytest.mark.parametrize(
+    "language",
+    ["x" * 4000, ";;;,,,=q", "ja;q=abc, zh;q=1e999, *;q=nan", "tlh-Piqd, i-klingon;q=0.9", "*"],
+)
+def test_a_hostile_accept_language_only_falls_back(live, branches, language):
+    async def read():
+        async with over_http(live, live.bob.token, language=language) as client:
+            return await client.call_tool("get_subagent", {"subagent_id": branches["root"]})
+
+    answer = run_async(read)
+    assert not answer.is_error, answer
+    assert answer.structured_content["best_descendant"]["id"] in (branches["zh"], branches["en"])

@@ -17,9 +17,8 @@ from market.identity.tokens import revoke_token
 from market.platform.db import session_scope
 from market.platform.state import app_state, install_state
 from market.platform.time import utcnow
-from market.ranking.models import SubAgentScore
 from market.usage import rollups
-from tests.factories import bundle, fork, make_user, publish
+from tests.factories import bundle, fork, make_user, publish, rank
 
 SCRIPT_TITLE = "<script>window.__pwned=1</script>Water"
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
@@ -301,19 +300,7 @@ def test_a_private_fork_stays_out_of_the_parent_creators_dashboard_and_tree(clie
 def test_the_better_branch_notice_reads_the_ranking(client, engine, world):
     root, child = world["root"]["id"], world["child"]["id"]
     assert "loved more" not in text(client.get(f"/s/{root}"))
-    with session_scope(engine) as session:
-        for subagent_id, quality in ((root, 0.1), (child, 1.2)):
-            session.add(
-                SubAgentScore(
-                    subagent_id=subagent_id,
-                    quality=quality,
-                    quality_sd=0.2,
-                    display=quality - 0.3,
-                    branch_value=1.2,
-                    best_descendant_id=child,
-                    p_descendant_better=0.8 if subagent_id == root else 0.0,
-                )
-            )
+    rank(engine, {root: 0.1, child: 1.2}, best=child, better_than={root: 0.8})
     body = text(client.get(f"/s/{root}"))
     assert "A newer branch of this is loved more" in body
     assert f'href="/s/{child}">Water Tracker with reminders' in body

@@ -11,6 +11,18 @@
   var INDENT = 22, PHONE_INDENT = 14, SHORTEST_LABEL = 48, MARGIN = 10;
 
   var frame, status, nodes, topId, childrenUrl, nodeUrl;
+  // The page's words in the reader's language (tree.html's #tree-messages), with %(name)s
+  // marks for the values.
+  var messages = {};
+
+  function t(key, values) {
+    var text = messages[key];
+    return text.replace(/%\((\w+)\)s/g, function (_match, name) { return String(values[name]); });
+  }
+
+  function word(node) {
+    return (messages.words && messages.words[node.word]) || node.word;
+  }
 
   function el(name, attrs, text) {
     var node = document.createElementNS(SVG, name);
@@ -130,7 +142,7 @@
     var height = TOP + list.length * ROW;
     var svg = el("svg", {
       width: room, height: height, viewBox: "0 0 " + room + " " + height,
-      role: "group", "aria-label": "Fork tree, " + nodes.size + " sub-agents shown", class: "tree"
+      role: "group", "aria-label": t("tree", { count: nodes.size }), class: "tree"
     });
     var links = "", bestLinks = "", moreLinks = "";
     list.forEach(function (row) {
@@ -154,10 +166,10 @@
         var more = el("g", {
           class: "more", transform: "translate(" + row.x + "," + row.y + ")",
           role: "button", tabindex: "0", "data-more-for": node.id,
-          "aria-label": "Show " + Math.min(row.left, 12) + " more of " + row.left + " forks of " + node.title
+          "aria-label": t("show_more_label", { shown: Math.min(row.left, 12), left: row.left, title: node.title })
         });
         more.appendChild(el("rect", { x: -4, y: -11, width: 136, height: 22, rx: 11 }));
-        more.appendChild(el("text", { x: 8, y: 4 }, node.loading ? "loading…" : "show more (" + row.left + ")"));
+        more.appendChild(el("text", { x: 8, y: 4 }, node.loading ? t("loading", {}) : t("show_more", { left: row.left })));
         layer.appendChild(more);
         row.right = row.x + 132;
         return;
@@ -168,8 +180,11 @@
       var r = radius(node.active);
       var link = el("a", {
         href: nodeUrl.replace("/s/0", "/s/" + node.id),
-        "aria-label": node.title + ": " + node.word + ", " + node.active + " daily users, " + node.installs +
-          " installs, " + node.forks + " forks" + (node.best ? ", on the path to the best branch" : "")
+        "aria-label": (function (label) {
+          return node.best ? t("on_best_path", { label: label }) : label;
+        })(t("node", {
+          title: node.title, word: word(node), active: node.active, installs: node.installs, forks: node.forks
+        }))
       });
       if (node.focus) link.appendChild(el("circle", { r: r + 5, class: "halo" }));
       link.appendChild(el("circle", { r: r, class: "dot" }));
@@ -181,7 +196,7 @@
       if (node.children.length) {
         var toggle = el("g", {
           class: "toggle", role: "button", tabindex: "0", "data-toggle": node.id,
-          "aria-expanded": String(node.expanded), "aria-label": (node.expanded ? "Hide" : "Show") + " forks of " + node.title,
+          "aria-expanded": String(node.expanded), "aria-label": t(node.expanded ? "hide_forks" : "show_forks", { title: node.title }),
           transform: "translate(" + (-INDENT + 4) + ",0)"
         });
         toggle.appendChild(el("rect", { x: -7, y: -7, width: 14, height: 14, rx: 3 }));
@@ -235,35 +250,35 @@
         node.expanded = true;
         if (page.more === null) node.forks = node.children.length;
         render();
-        say(page.nodes.length + " more forks of " + node.title + " shown.");
+        say(t("more_shown", { count: page.nodes.length, title: node.title }));
         var next = frame.querySelector('[data-more-for="' + id + '"]');
         if (next) next.focus();
       })
       .catch(function () {
         node.loading = false;
         render();
-        say("Could not load more forks; try again.");
+        say(t("more_failed", {}));
       });
   }
 
   function loadAll(button) {
     button.disabled = true;
-    say("Loading the whole tree…");
+    say(t("loading_tree", {}));
     fetch(button.dataset.url, { credentials: "same-origin", headers: { Accept: "application/json" } })
       .then(function (response) {
         if (!response.ok) throw new Error("HTTP " + response.status);
         return response.json();
       })
       .then(function (tree) {
-        if (tree.too_large) { say("This tree is too large to draw whole."); return; }
+        if (tree.too_large) { say(t("too_large", {})); return; }
         tree.nodes.forEach(add);
         nodes.forEach(function (node) { node.more = null; node.expanded = true; node.forks = node.children.length; });
         render();
         button.remove();
-        say(nodes.size + " sub-agents shown.");
+        say(t("all_shown", { count: nodes.size }));
         frame.dataset.whole = "1";
       })
-      .catch(function () { button.disabled = false; say("Could not load the tree; try again."); });
+      .catch(function () { button.disabled = false; say(t("tree_failed", {})); });
   }
 
   function activate(target) {
@@ -289,6 +304,8 @@
     childrenUrl = frame.dataset.childrenUrl;
     nodeUrl = frame.dataset.nodeUrl;
     var data = JSON.parse(dataNode.textContent);
+    var messagesNode = document.getElementById("tree-messages");
+    if (messagesNode) messages = JSON.parse(messagesNode.textContent);
     topId = data.top;
     build(data.nodes);
     render();
