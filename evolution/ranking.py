@@ -558,28 +558,14 @@ def _per_node(value: float | np.ndarray, n: int) -> np.ndarray:
 
 
 def lineage_posterior(
-    forest: Forest,
-    obs_mean: np.ndarray,
-    obs_precision: np.ndarray,
-    *,
-    prior_mean: float | np.ndarray,
-    prior_var: float | np.ndarray,
-    drift_mean: float | np.ndarray,
-    drift_var: float | np.ndarray,
+    forest: Forest, obs_mean: np.ndarray, obs_precision: np.ndarray, **prior: float | np.ndarray
 ) -> LineagePosterior:
     """Exact Gaussian posterior of θ on the fork tree (module docstring, 3).
 
     Per-node arrays are index-aligned with ``forest``; ``obs_precision`` 0 means no evidence.
-    ``prior_*`` are read at roots and ``drift_*`` at forks; each may be a scalar or per node."""
-    return _PosteriorInOrder.solve(
-        forest,
-        obs_mean,
-        obs_precision,
-        prior_mean=prior_mean,
-        prior_var=prior_var,
-        drift_mean=drift_mean,
-        drift_var=drift_var,
-    ).to_nodes()
+    ``prior``: ``prior_mean`` and ``prior_var``, read at roots, and ``drift_mean`` and
+    ``drift_var``, read at forks (all four keywords); each may be a scalar or per node."""
+    return _PosteriorInOrder.solve(forest, obs_mean, obs_precision, **prior).to_nodes()
 
 
 @dataclass(frozen=True)
