@@ -17,7 +17,7 @@ from market.catalog.tasks import enqueue_upstream_proposals
 from market.entrypoints.mcp_http import install_mcp, mcp_bridge
 from market.identity.tokens import caller, require_metrics_reader
 from market.platform import problems
-from market.platform.api import complete_spec, route_facts
+from market.platform.api import API_PREFIX, complete_spec, route_facts
 from market.platform.api_deps import BoundedIntegerConverter, JsonBodyRequest
 from market.platform.celery_app import celery_init_app
 from market.platform.config import Settings, load_settings
@@ -35,7 +35,6 @@ from market.suggestions.services import SuggestionService
 from market.usage.backlog import BacklogCollector
 from market.web.error_pages import browser_page
 
-API_PREFIX = "/api/v1"
 DOCS_PATH = f"{API_PREFIX}/docs"
 # The longest URL (path and query) served. gunicorn's own request-line limit sits above it
 # (market/entrypoints/gunicorn_conf.py), so an over-long URL gets this app's problem, not

@@ -12,6 +12,8 @@ from werkzeug.routing import IntegerConverter
 from market.platform.problems import PROBLEM_SCHEMA
 
 NO_NUL = "^[^\\u0000]*$"
+# Where the HTTP API lives: every address under it answers problem documents, never pages.
+API_PREFIX = "/api/v1"
 
 
 def _forbid_nul(schema: dict) -> None:

@@ -17,6 +17,7 @@ from flask import g, make_response, render_template, request
 from flask_babel import gettext
 from sqlalchemy.exc import InterfaceError, OperationalError
 
+from market.platform.api import API_PREFIX
 from market.platform.errors import SprigError
 from market.platform.translation import N_
 from market.web import signin
@@ -91,10 +92,11 @@ def error_page(status: int, detail: str | None, headers: dict | None = None):
 def browsing() -> bool:
     """Whether a person's browser made this request: a page's route, or an address no route
     serves asked for by a client that prefers HTML to JSON (API clients and the MCP client
-    ask for JSON or anything, and keep their problem documents)."""
+    ask for JSON or anything, and keep their problem documents). An address under the API is
+    never a page, even in a browser: a developer trying the API there reads the problem."""
     if request.blueprint == bp.name:
         return True
-    if request.url_rule is not None:
+    if request.url_rule is not None or request.path.startswith(f"{API_PREFIX}/"):
         return False
     accepted = request.accept_mimetypes
     return accepted.best_match(("application/json", "text/html")) == "text/html"

@@ -102,9 +102,12 @@ def test_an_address_no_route_serves_is_a_page_for_browsers_and_a_problem_for_cli
         response = client.get("/no-such-page", headers=headers)
         assert response.status_code == 404 and response.mimetype == PROBLEM
         assert response.get_json()["title"] == "Not Found"
-    # The API keeps its problem documents, in English, whatever language is asked for.
+    # The API keeps its problem documents, in English, whatever language is asked for, and
+    # an address under it that nothing serves is a problem even to a browser.
     api = client.get("/api/v1/subagents/999999", headers={"Accept-Language": language})
     assert api.mimetype == PROBLEM and api.get_json()["title"] == "Not found"
+    unknown = page_in(client, "/api/v1/no-such-endpoint", language)
+    assert unknown.status_code == 404 and unknown.mimetype == PROBLEM
 
 
 def test_a_wrong_method_on_a_page_is_a_translated_405_keeping_allow(client, world):
