@@ -11,7 +11,7 @@ from market.platform.state import app_state
 def register_web(app: Flask) -> None:
     """Register the web blueprint, once the domains' page views (their ``views`` modules) have
     added their routes to it."""
-    from market.web import error_pages, i18n, preview, signin  # noqa: F401 - routes register
+    from market.web import i18n, preview, signin  # noqa: F401 - routes register
     from market.web.blueprint import bp
 
     settings = app_state(app).settings

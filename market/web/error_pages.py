@@ -1,9 +1,10 @@
 """Error pages: what a person browsing sees when a page cannot be shown, in their language.
 
 The API answers every error with a problem document (market/platform/problems.py). A person
-browsing gets this page instead: for any error a page raises (a domain error, the database
-away, a crash) and, through the problem handlers' ``browser_page`` hook, for an address no
-route serves when the browser asks for HTML (a mistyped or stale link).
+browsing gets this page instead, through those same handlers' ``browser_page`` hook (one place
+decides, for pages and API alike): for any error a page raises (a domain error, the database
+away, a crash) and for an address no route serves when the browser asks for HTML (a mistyped
+or stale link).
 
 The title and what to do next are the page's, in the reader's language (market/web/i18n.py).
 The server's own message is the API's English sentence: English readers see it as it is, and
@@ -15,10 +16,8 @@ from __future__ import annotations
 
 from flask import g, make_response, render_template, request
 from flask_babel import gettext
-from sqlalchemy.exc import InterfaceError, OperationalError
 
 from market.platform.api import API_PREFIX
-from market.platform.errors import SprigError
 from market.platform.translation import N_
 from market.web import signin
 from market.web.blueprint import PAGE_CSP, bp
@@ -123,14 +122,3 @@ def browser_page(status: int, detail: str | None, headers: dict | None = None):
         response.headers["Content-Security-Policy"] = PAGE_CSP
         response.vary.add("Accept")
     return response
-
-
-@bp.errorhandler(SprigError)
-def _domain_error(error: SprigError):
-    return error_page(error.status, error.detail, error.headers)
-
-
-@bp.errorhandler(OperationalError)
-@bp.errorhandler(InterfaceError)
-def _database_away(_error):
-    return error_page(503, "The database is away; retry shortly.", {"Retry-After": "5"})
