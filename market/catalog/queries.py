@@ -23,7 +23,7 @@ from market.identity.access import (
 )
 from market.identity.models import User
 from market.identity.tokens import Principal
-from market.platform.db import id_in, position_in
+from market.platform.db import id_in, ranked_in
 from market.platform.errors import BadRequest, Forbidden
 from market.platform.pagination import decode_cursor, encode_cursor
 from market.ranking.models import SubAgentScore
@@ -205,7 +205,7 @@ def _search_clause(
     first, and the viewer's own unlisted ones whose title or summary contains the text (the
     engine indexes only what is listed)."""
     ids = relevant_ids(matcher, q, category=category, limit=COLLAPSED_POOL)
-    match = id_in(session, SubAgent.id, ids)
+    match, position = ranked_in(session, SubAgent.id, ids)
     if viewer.user_id is not None:
         contains = or_(
             SubAgent.title.contains(q, autoescape=True),
@@ -214,7 +214,8 @@ def _search_clause(
         match = or_(match, and_(SubAgent.author_id == viewer.user_id, contains))
     if not ids:  # only the viewer's own, if any: newest first
         return match, literal(0)
-    return match, position_in(session, SubAgent.id, ids)
+    # The viewer's own unlisted matches are not among ``ids``: they follow the ranked ones.
+    return match, func.coalesce(position, len(ids) + 1)
 
 
 def browse(
@@ -315,7 +316,11 @@ def _collapsed_page(
     elif sort_key is not None and len(rows) == COLLAPSED_POOL:
         next_cursor = encode_cursor(rows[-1].sort_key, rows[-1].id)
     ids = [group.representative.id for group in shown]
-    found = {row.id: row for row in session.exec(_with_author(SubAgent.id.in_(ids)))} if ids else {}
+    found = (
+        {row.id: row for row in session.exec(_with_author(id_in(session, SubAgent.id, ids)))}
+        if ids
+        else {}
+    )
     cards = _cards([found[i] for i in ids], session, viewer)
     for card, group in zip(cards, shown, strict=True):
         card.similar_count = len(group.members)
