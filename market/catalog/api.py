@@ -140,7 +140,7 @@ def _varies_by_language(response):
 def _fresh_ranking() -> None:
     """Embedded mode has no beat: score sorts run the ranking first when it is due."""
     state = app_state()
-    if state.settings.celery_eager or not state.settings.redis_url:
+    if state.settings.tasks_run_inline:
         state.ranking_schedule.refresh_if_due(state.unit_of_work)
 
 

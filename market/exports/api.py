@@ -18,6 +18,7 @@ from market.exports.schemas import (
     ExportRunOut,
 )
 from market.exports.storage import RunStorage
+from market.exports.tasks import export_rewards_task
 from market.identity.tokens import caller
 from market.platform.api_deps import commit, db
 from market.platform.errors import NotFound, ServiceUnavailable
@@ -49,7 +50,7 @@ def _start(run_id: int) -> None:
     queue it for a worker."""
     state = app_state()
     settings = state.settings
-    if settings.celery_eager or not settings.redis_url:
+    if settings.tasks_run_inline:
         export_service.execute_run(
             state.engine,
             run_id,
@@ -57,10 +58,11 @@ def _start(run_id: int) -> None:
             settle_seconds=settings.export_settle_seconds,
         )
         return
-    from market.exports.tasks import export_rewards_task
-
+    # Through this app's own Celery app (as every request-started task is): a process that
+    # built several apps would otherwise send it with the newest one's broker.
+    task = state.celery.tasks[export_rewards_task.name]
     try:
-        export_rewards_task.delay(run_id)
+        task.delay(run_id)
     except Exception as error:  # the broker is away: say so, the run stays queued
         raise ServiceUnavailable(
             f"Export run {run_id} is queued but the task queue is unavailable; retry later.",

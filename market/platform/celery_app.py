@@ -71,12 +71,11 @@ def visibility_timeout(settings: Settings) -> int:
 
 
 def celery_config(settings: Settings) -> dict:
-    eager = settings.celery_eager or not settings.redis_url
     visibility = visibility_timeout(settings)
     return {
         "broker_url": settings.redis_url or "memory://",
         "result_backend": settings.redis_url or None,
-        "task_always_eager": eager,
+        "task_always_eager": settings.tasks_run_inline,
         "task_eager_propagates": True,
         "task_acks_late": True,
         "task_reject_on_worker_lost": True,

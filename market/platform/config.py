@@ -116,6 +116,13 @@ class Settings:
     export_time_limit_seconds: int = 3600
     maintenance_time_limit_seconds: int = 1800
 
+    @property
+    def tasks_run_inline(self) -> bool:
+        """Embedded mode: Celery runs each task in its caller, and no worker or beat exists, so
+        what beat would start (a rollup, a due ranking run, an export) is run by the request
+        that needs it."""
+        return self.celery_eager or not self.redis_url
+
     def with_overrides(self, overrides: dict | None) -> Settings:
         if not overrides:
             return self

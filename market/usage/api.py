@@ -191,7 +191,7 @@ def fresh_rollups() -> None:
     it runs; skipped when no mark waits (a mark committed just after the check waits for the
     next reader, as one committed during a rollup does)."""
     settings = app_state().settings
-    if not (settings.celery_eager or not settings.redis_url):
+    if not settings.tasks_run_inline:
         return
     if not rollups.rollup_pending(db()):
         return
