@@ -75,6 +75,11 @@ def celery_config(settings: Settings) -> dict:
     return {
         "broker_url": settings.redis_url or "memory://",
         "result_backend": settings.redis_url or None,
+        # Nothing reads a task's result (each writes what it did to the database), and asking
+        # for one made every send first subscribe to the result store: with Redis away that
+        # retried for 19 s inside the request (a publish's upstream offer, an export), where
+        # the send alone fails in about a second and the request answers 503.
+        "task_ignore_result": True,
         "task_always_eager": settings.tasks_run_inline,
         "task_eager_propagates": True,
         "task_acks_late": True,

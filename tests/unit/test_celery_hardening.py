@@ -40,6 +40,15 @@ def test_the_worker_applies_each_tasks_limits(celery):
         assert (task.soft_time_limit, task.time_limit) == limits[name], name
 
 
+def test_no_task_asks_for_a_result_so_a_send_never_waits_on_the_result_store(celery):
+    """Sending a task that keeps a result first subscribes to the result store; with Redis away
+    that retried for 19 s inside the request that sent it (a publish offering its new version
+    upstream, an export). Each task writes what it did to the database, so none keeps one."""
+    assert celery.conf.task_ignore_result
+    for name, task in sprig_tasks(celery).items():
+        assert task.ignore_result, name
+
+
 @pytest.mark.parametrize(
     "settings",
     [Settings(), Settings(export_time_limit_seconds=6 * 3600), Settings(rank_time_limit_seconds=1)],

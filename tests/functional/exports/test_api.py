@@ -14,6 +14,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # local files only; read when data
 import hashlib
 import io
 import json
+import socket
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -480,3 +481,32 @@ def test_the_celery_task_builds_a_queued_run(community, app, engine):
     assert (_run_dir(app, run_id) / "manifest.json").is_file()
     # Delivered twice (acks_late after a lost worker): the finished run is left as it is.
     assert export_rewards_task.apply(args=[run_id]).get()["status"] == "succeeded"
+
+
+def test_with_the_task_queue_away_an_export_is_refused_with_retry_after_and_stays_queued(
+    database_url, tmp_path
+):
+    """Production mode (a worker runs exports) with the broker unreachable: the request says
+    so with a 503 and a Retry-After, and the run it created stays queued, not lost and not
+    marked failed, for a later try or ``sprig export-rewards`` to run."""
+    from tests.conftest import make_app
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+    with make_app(
+        database_url,
+        redis_url=f"redis://127.0.0.1:{closed_port}/0",
+        celery_eager=False,
+        export_dir=str(tmp_path / "exports"),
+    ) as app:
+        client = app.test_client()
+        trainer = make_user(app_state(app).engine, "trainer", kind="service", scopes=["exports"])
+        response = client.post(f"{API}/exports", json={}, headers=trainer.headers)
+        assert response.status_code == 503, response.get_json()
+        assert response.headers["Retry-After"] == "30"
+        assert "queued" in response.get_json()["detail"]
+        with Session(app_state(app).engine) as session:
+            runs = session.execute(select(ExportRun.status)).scalars().all()
+        assert runs == ["queued"]
+        assert not (tmp_path / "exports").exists() or not any((tmp_path / "exports").iterdir())

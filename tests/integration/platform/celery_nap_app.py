@@ -1,7 +1,8 @@
 """A worker app for the time-limit test: Sprig's own Celery app (built from the environment by
 the factory, as ``market.entrypoints.worker`` does) plus two napping tasks that get the rollup's
 limits through the same task annotations the real tasks get theirs from, and one that says
-whether its process opened pools of its own."""
+whether its process opened pools of its own. Sprig's tasks keep no result; these do, for the
+test to read."""
 
 from __future__ import annotations
 
@@ -20,13 +21,13 @@ celery.conf.task_annotations["tests.nap"] = celery.conf.task_annotations["sprig.
 celery.conf.task_annotations["tests.stubborn_nap"] = celery.conf.task_annotations["sprig.rollup"]
 
 
-@celery.task(name="tests.nap")
+@celery.task(name="tests.nap", ignore_result=False)
 def nap(seconds: float) -> str:
     time.sleep(seconds)
     return "rested"
 
 
-@celery.task(name="tests.stubborn_nap")
+@celery.task(name="tests.stubborn_nap", ignore_result=False)
 def stubborn_nap(seconds: float) -> str:
     """Swallows the soft limit, so only the hard limit can stop it."""
     try:
@@ -36,7 +37,7 @@ def stubborn_nap(seconds: float) -> str:
     return "rested"
 
 
-@celery.task(name="tests.own_pools")
+@celery.task(name="tests.own_pools", ignore_result=False)
 def own_pools() -> bool:
     """Whether this worker process replaced the connection pools it inherited."""
     return all(
