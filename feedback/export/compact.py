@@ -109,7 +109,8 @@ class ParsedBundle:
     size: int  # characters of the completion it was read from
     # The last manifest line and the keys it shows: a version shows the same keys against
     # most others, so the line is serialized once.
-    manifest_line: tuple[tuple[str, ...], str] | None = field(default=None, repr=False)
+    manifest_shown: tuple[str, ...] | None = field(default=None, repr=False)
+    manifest_line: str = field(default="", repr=False)
 
 
 def parse(completion: str) -> ParsedBundle:
@@ -133,13 +134,11 @@ def _manifest_line(mine: ParsedBundle, other: ParsedBundle | None) -> str:
                 if key in ALWAYS_SHOWN or theirs.get(key) != value
             ]
         )
-    last = mine.manifest_line
-    if last is not None and last[0] == shown:
-        return last[1]
-    values = {key: manifest[key] for key in shown}
-    line = "manifest.json: " + orjson.dumps(values, option=orjson.OPT_SORT_KEYS).decode()
-    mine.manifest_line = (shown, line)
-    return line
+    if mine.manifest_shown != shown:
+        values = {key: manifest[key] for key in shown}
+        line = "manifest.json: " + orjson.dumps(values, option=orjson.OPT_SORT_KEYS).decode()
+        mine.manifest_shown, mine.manifest_line = shown, line
+    return mine.manifest_line
 
 
 def _stretches(mask: bytes) -> Iterator[tuple[int, int]]:
