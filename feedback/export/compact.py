@@ -53,8 +53,8 @@ class BundleFile:
     """A file's lines, with what every view of it asks again and again worked out once.
 
     Tuples of strings and numbers, not lists: the garbage collector stops tracking them, and
-    an export keeps thousands of parsed bundles while it allocates (with lists, its full
-    collections took as long as the views)."""
+    an export keeps thousands of parsed bundles alive while it allocates (its full collections
+    took 0.2-0.3 s of the bench's 1M-rating export)."""
 
     lines: tuple[str, ...]
     # ends[i]: characters of lines[0..i - 1], each counted with its newline, as the budget
