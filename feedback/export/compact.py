@@ -24,9 +24,9 @@ file.
 from __future__ import annotations
 
 import bisect
-import operator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from itertools import accumulate, compress
+from itertools import accumulate
 
 import orjson
 
@@ -34,21 +34,55 @@ CONTEXT_LINES = 3
 BUDGET = 1_800  # characters of the manifest line and file lines per completion
 ALWAYS_SHOWN = ("name", "description")
 
+# A file's lines against the other side's, one byte a line: 1 where the other side has the line
+# somewhere, 0 where it does not (an unshared line). Stretches, counts and positions of unshared
+# lines are then searches of bytes, in C. (Lists of unshared line numbers, walked in Python,
+# made views cost twice as much.)
+SHARED, UNSHARED = 1, 0
+# Shared lines enough that the contexts of the unshared lines either side do not touch.
+_GAP = bytes([SHARED]) * (2 * CONTEXT_LINES + 1)
+
+
+def _lines(count: int, adjective: str = "") -> str:
+    """ "1 line", "3 more lines" (``adjective`` "more")."""
+    return f"{count} {adjective + ' ' if adjective else ''}line{'' if count == 1 else 's'}"
+
 
 @dataclass(slots=True)
 class BundleFile:
-    """A file's lines, with what every view of it asks again and again worked out once."""
+    """A file's lines, with what every view of it asks again and again worked out once.
 
-    lines: list[str]
-    # ends[i]: characters of lines[0..i], each counted with its newline, as the budget counts
-    # them: how many lines from ``start`` fit is one bisection, not a walk.
-    ends: list[int]
+    Tuples of strings and numbers, not lists: the garbage collector stops tracking them, and
+    an export keeps thousands of parsed bundles alive while it allocates (its full collections
+    took 0.2-0.3 s of the bench's 1M-rating export)."""
+
+    lines: tuple[str, ...]
+    # ends[i]: characters of lines[0..i - 1], each counted with its newline, as the budget
+    # counts them: how many lines from ``start`` fit is one bisection, not a walk.
+    ends: tuple[int, ...]
+    header: str  # as a root shows it
+    changed_header: str
+    alike_header: str  # when the other side has it alike
     _members: frozenset[str] | None = field(default=None, repr=False)
+    # The last changed view: the budget left and the mask it was for, what it showed after
+    # the header (joined; None for nothing) and the budget it left. (Fields, not a tuple: one
+    # object fewer for the garbage collector per view that misses.)
+    last_left: int = field(default=-1, repr=False)
+    last_mask: bytes = field(default=b"", repr=False)
+    last_shown: str | None = field(default=None, repr=False)
+    last_left_after: int = field(default=0, repr=False)
 
     @classmethod
-    def of(cls, text: str) -> BundleFile:
-        lines = text.splitlines()
-        return cls(lines, list(accumulate(len(line) + 1 for line in lines)))
+    def of(cls, path: str, text: str) -> BundleFile:
+        lines = tuple(text.splitlines())
+        count = _lines(len(lines))
+        return cls(
+            lines,
+            tuple(accumulate((len(line) + 1 for line in lines), initial=0)),
+            f"--- {path} ({count}) ---",
+            f"--- {path} ({count}; changed) ---",
+            f"--- {path} ({count}; as in the other version) ---",
+        )
 
     @property
     def members(self) -> frozenset[str]:
@@ -57,156 +91,159 @@ class BundleFile:
             self._members = frozenset(self.lines)
         return self._members
 
-    def cost(self, start: int, end: int) -> int:
-        """What lines ``start``..``end - 1`` cost the budget."""
-        if end <= start:
-            return 0
-        return self.ends[end - 1] - (self.ends[start - 1] if start else 0)
+    def fit(self, start: int, end: int, characters: int) -> int:
+        """Where lines from ``start`` (up to ``end``) stop fitting in ``characters``."""
+        return bisect.bisect_right(self.ends, self.ends[start] + characters, start + 1, end + 1) - 1
 
 
 @dataclass(slots=True)
 class ParsedBundle:
-    """A completion (the bundle's canonical JSON) read once: its manifest and files. An export
-    parses each version once and builds every view it appears in from this."""
+    """A completion (the bundle's canonical JSON) read once: its manifest and files (in path
+    order, as every view lists them). An export parses each version once and builds every view
+    it appears in from this. Views keep what they would repeat on the bundle (its last manifest
+    line, each file's last changed view), so a bundle's views are built on one thread at a time
+    (the export builds them all on the thread that writes text rows)."""
 
     manifest: dict
     files: dict[str, BundleFile]
     size: int  # characters of the completion it was read from
+    # The last manifest line and the keys it shows: a version shows the same keys against
+    # most others, so the line is serialized once.
+    manifest_shown: tuple[str, ...] | None = field(default=None, repr=False)
+    manifest_line: str = field(default="", repr=False)
 
 
 def parse(completion: str) -> ParsedBundle:
     bundle = orjson.loads(completion)
-    files = {path: BundleFile.of(text) for path, text in bundle["files"].items()}
+    files = {path: BundleFile.of(path, text) for path, text in sorted(bundle["files"].items())}
     return ParsedBundle(bundle["manifest"], files, len(completion))
 
 
-def _lines(count: int, adjective: str = "") -> str:
-    """ "1 line", "3 more lines" (``adjective`` "more")."""
-    return f"{count} {adjective + ' ' if adjective else ''}line{'' if count == 1 else 's'}"
-
-
-def _manifest_line(manifest: dict, other: dict | None) -> str:
-    shown = {
-        key: value
-        for key, value in manifest.items()
-        if key in ALWAYS_SHOWN or other is None or other.get(key) != value
-    }
-    return "manifest.json: " + orjson.dumps(shown, option=orjson.OPT_SORT_KEYS).decode()
-
-
-class _Budget:
-    """Characters of file lines left for one completion."""
-
-    def __init__(self, characters: int) -> None:
-        self.left = characters
-
-    def take(self, file: BundleFile, start: int, end: int) -> tuple[list[str], int]:
-        """As many of ``file``'s lines ``start``..``end - 1`` as fit, and how many did not."""
-        base = file.ends[start - 1] if start else 0
-        fit = bisect.bisect_right(file.ends, base + self.left, start, end)  # ≥ start
-        self.left -= file.cost(start, fit)
-        return file.lines[start:fit], end - fit
-
-
-def _unshared(mine: BundleFile, other: BundleFile | None) -> list[int]:
-    """Indices of ``mine``'s lines that ``other`` does not have anywhere. (Not a line diff: a
-    line moved within the file counts as shared. A diff's longest-common-subsequence search
-    cost about a millisecond per pair of bundles; this is one set.)"""
+def _manifest_line(mine: ParsedBundle, other: ParsedBundle | None) -> str:
+    """The app's name and description, and every other key whose value differs from the other
+    side's (all of them without one)."""
+    manifest = mine.manifest
     if other is None:
-        return list(range(len(mine.lines)))
-    # compress/map keep the per-line loop in C: views are built for every exported pair.
-    absent = map(operator.not_, map(other.members.__contains__, mine.lines))
-    return list(compress(range(len(mine.lines)), absent))
+        shown = tuple(manifest)
+    else:
+        theirs = other.manifest
+        shown = tuple(
+            [
+                key
+                for key, value in manifest.items()
+                if key in ALWAYS_SHOWN or theirs.get(key) != value
+            ]
+        )
+    if mine.manifest_shown != shown:
+        values = {key: manifest[key] for key in shown}
+        line = "manifest.json: " + orjson.dumps(values, option=orjson.OPT_SORT_KEYS).decode()
+        mine.manifest_shown, mine.manifest_line = shown, line
+    return mine.manifest_line
 
 
-def _changed_view(path: str, mine: BundleFile, unshared: list[int], budget: _Budget) -> list[str]:
-    """A file's ``unshared`` lines, each with ``CONTEXT_LINES`` lines around it (overlapping
-    stretches merged); the runs of shared lines between them as markers. Stops at the budget,
-    counting the unshared lines it did not reach."""
-    n = len(mine.lines)
-    out = [f"--- {path} ({_lines(n)}; changed) ---"]
+def _stretches(mask: bytes) -> Iterator[tuple[int, int]]:
+    """(first, last + 1) of each stretch of unshared lines in ``mask``: unshared lines whose
+    contexts touch (fewer than ``_GAP`` shared lines between them) are one stretch."""
+    first = mask.find(UNSHARED)
+    while first >= 0:
+        gap = mask.find(_GAP, first)
+        if gap < 0:
+            yield first, mask.rfind(UNSHARED) + 1
+            return
+        yield first, mask.rfind(UNSHARED, first, gap) + 1
+        first = mask.find(UNSHARED, gap)
+
+
+def _changed_view(file: BundleFile, other: BundleFile | None, left: int, out: list[str]) -> int:
+    """Appends to ``out`` a file's unshared lines (against ``other``, the other side's file of
+    that path, if any), each with ``CONTEXT_LINES`` lines around it (overlapping stretches
+    merged); the runs of shared lines between them as markers. Stops at the budget (``left``
+    characters), counting the unshared lines it did not reach. Returns what is left."""
+    out.append(file.changed_header)
+    if other is None:
+        mask = bytes(len(file.lines))
+    else:
+        mask = bytes(map(other.members.__contains__, file.lines))
+    # What is shown depends only on the mask and the budget left. A version's file is often
+    # as far from every other side it meets (a rewritten file, a template's lines), and
+    # then its views repeat: the last one is kept.
+    if file.last_left == left and file.last_mask == mask:
+        if file.last_shown is not None:
+            out.append(file.last_shown)
+        return file.last_left_after
+    begin = len(out)
+    after = _unshared_lines(file, mask, left, out)
+    file.last_left, file.last_mask, file.last_left_after = left, mask, after
+    file.last_shown = "\n".join(out[begin:]) if len(out) > begin else None
+    return after
+
+
+def _unshared_lines(file: BundleFile, mask: bytes, left: int, out: list[str]) -> int:
+    """The body of :func:`_changed_view`, for the unshared lines of ``mask``."""
+    lines, n = file.lines, len(file.lines)
     # With no unshared line (only lines taken out), the file's last lines are the context.
-    anchors = unshared or [n - 1]
-    # Anchors whose context touches the previous one's join its stretch: a stretch ends where
-    # the next anchor is further than both contexts (found in C, as in _unshared).
-    gaps = map(operator.sub, anchors[1:], anchors)
-    ends = list(compress(range(1, len(anchors)), map((2 * CONTEXT_LINES + 1).__lt__, gaps)))
+    stretches = _stretches(mask) if UNSHARED in mask else [(n - 1, n)]
     position = 0
-    for first, stop in zip([0, *ends], [*ends, len(anchors)], strict=True):
-        start = max(position, anchors[first] - CONTEXT_LINES)
-        end = min(n, anchors[stop - 1] + CONTEXT_LINES + 1)
+    for first, stop in stretches:
+        start = max(position, first - CONTEXT_LINES)
+        end = min(n, stop + CONTEXT_LINES)
         if start > position:
             out.append(f"⋯ {_lines(start - position)} as in the other version ⋯")
-        shown, left_out = budget.take(mine, start, end)
-        out += shown
-        if left_out:
-            missed = len(unshared) - bisect.bisect_left(unshared, start + len(shown))
-            out.append(f"⋯ {_lines(missed, 'more changed')} not shown ⋯")
-            return out
+        fit = file.fit(start, end, left)
+        left -= file.ends[fit] - file.ends[start]
+        out += lines[start:fit]
+        if fit < end:
+            out.append(f"⋯ {_lines(mask.count(UNSHARED, fit), 'more changed')} not shown ⋯")
+            return left
         position = end
     if position < n:
         out.append(f"⋯ {_lines(n - position)} as in the other version ⋯")
-    return out
+    return left
 
 
-def _head_view(path: str, file: BundleFile, budget: _Budget, files_left: int) -> list[str]:
-    """A file's first lines, within its share of what is left of the budget."""
-    share = _Budget(budget.left // max(files_left, 1))
-    shown, left_out = share.take(file, 0, len(file.lines))
-    budget.left -= file.cost(0, len(shown))
-    out = [f"--- {path} ({_lines(len(file.lines))}) ---", *shown]
-    if left_out:
-        out.append(f"⋯ {_lines(left_out, 'more')} ⋯")
-    return out
+def _head_view(file: BundleFile, left: int, files_left: int, out: list[str]) -> int:
+    """Appends to ``out`` a file's first lines, within its share of the ``left`` characters of
+    the budget. Returns what is left."""
+    n = len(file.lines)
+    fit = file.fit(0, n, left // max(files_left, 1))
+    out.append(file.header)
+    out += file.lines[:fit]
+    if fit < n:
+        out.append(f"⋯ {_lines(n - fit, 'more')} ⋯")
+    return left - file.ends[fit]
 
 
-Changes = dict[str, list[int]]  # path → this side's lines the other side does not have
-
-
-def _view(mine: ParsedBundle, other: ParsedBundle | None, changes: Changes | None) -> str:
-    """One side's view: against the other side (its manifest and files, and this side's
-    unshared lines per file that differs), or alone (a root)."""
-    out = [_manifest_line(mine.manifest, other.manifest if other else None)]
-    budget = _Budget(max(BUDGET - len(out[0]), 0))
-    paths = sorted(mine.files)
-    for index, path in enumerate(paths):
-        file = mine.files[path]
-        if other is None:
-            out += _head_view(path, file, budget, len(paths) - index)
-        elif path in changes:
-            out += _changed_view(path, file, changes[path], budget)
+def _view(mine: ParsedBundle, other: ParsedBundle | None) -> str:
+    """One side's view: against the other side (its manifest, and per file of this side: alike
+    or changed), or alone (a root)."""
+    out = [_manifest_line(mine, other)]
+    left = max(BUDGET - len(out[0]), 0)
+    if other is None:
+        for index, file in enumerate(mine.files.values()):
+            left = _head_view(file, left, len(mine.files) - index, out)
+        return "\n".join(out)
+    theirs = other.files
+    for path, file in mine.files.items():
+        their = theirs.get(path)
+        if their is not None and file.lines == their.lines:
+            out.append(file.alike_header)
         else:
-            out.append(f"--- {path} ({_lines(len(file.lines))}; as in the other version) ---")
-    if other is not None:
-        gone = sorted(set(other.files) - set(mine.files))
+            left = _changed_view(file, their, left, out)
+    if not mine.files.keys() >= theirs.keys():
+        gone = sorted(theirs.keys() - mine.files.keys())
         out += [f"--- {path}: not in this version ---" for path in gone]
     return "\n".join(out)
 
 
-def _changes(mine: ParsedBundle, theirs: ParsedBundle) -> Changes:
-    """Per file of ``mine`` that ``theirs`` does not have alike, its unshared lines."""
-    changes = {}
-    for path, file in mine.files.items():
-        other = theirs.files.get(path)
-        if other is None or file.lines != other.lines:
-            changes[path] = _unshared(file, other)
-    return changes
-
-
 def pair_views(chosen: ParsedBundle, rejected: ParsedBundle) -> tuple[str, str]:
     """Both sides of a pair, each showing where it differs from the other."""
-    return (
-        _view(chosen, rejected, _changes(chosen, rejected)),
-        _view(rejected, chosen, _changes(rejected, chosen)),
-    )
+    return _view(chosen, rejected), _view(rejected, chosen)
 
 
 def version_view(bundle: ParsedBundle, parent: ParsedBundle | None) -> str:
     """One version: its change against its parent, or (``parent`` None) the head of each of
     its files."""
-    if parent is None:
-        return _view(bundle, None, None)
-    return _view(bundle, parent, _changes(bundle, parent))
+    return _view(bundle, parent)
 
 
 def compact_pair(chosen: str, rejected: str) -> tuple[str, str]:
