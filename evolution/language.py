@@ -27,12 +27,19 @@ _COMMON_WORDS = {
     "it": {"il", "gli", "e", "con", "tuo", "tua", "ogni", "per", "della", "che", "una"},
 }
 _WORD = re.compile(r"[^\W\d_]+")
+
+
 # Each common word's languages: a text's words are looked up once, not once per language (an
 # export names the language of every listing it writes; counting per language took 25 µs each).
-_LANGUAGES_OF_WORD: dict[str, list[str]] = {}
-for _language, _words in _COMMON_WORDS.items():
-    for _word in _words:
-        _LANGUAGES_OF_WORD.setdefault(_word, []).append(_language)
+def _languages_of_words() -> dict[str, list[str]]:
+    languages: dict[str, list[str]] = {}
+    for language, words in _COMMON_WORDS.items():
+        for word in words:
+            languages.setdefault(word, []).append(language)
+    return languages
+
+
+_LANGUAGES_OF_WORD = _languages_of_words()
 
 
 def language_of(text: str) -> str:
