@@ -5,6 +5,10 @@ Redis is shared by every worker, so a client's limit holds across the fleet. Whe
 of workers for that window, but requests never stall or fail on a rate limiter (fail open).
 Each spend is one atomic INCRBY, so clients racing for the last units of a budget get exactly
 the budget between them.
+
+After a failed call a worker counts locally for ``REDIS_RETRY_AFTER_S`` before it asks Redis
+again: Redis unreachable (packets dropped, not refused) costs each call its whole timeout, and
+every request of the outage would wait for it and log it.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ import time
 
 log = logging.getLogger(__name__)
 
+REDIS_RETRY_AFTER_S = 5.0
+
 
 class RateLimiter:
     def __init__(self, redis_url: str = "", *, window_s: int = 60):
@@ -23,6 +29,7 @@ class RateLimiter:
         self._lock = threading.Lock()
         self._next_sweep = 0.0
         self._redis = None
+        self._redis_retry_at = 0.0  # time.monotonic() after which Redis is asked again
         if redis_url:
             import redis
 
@@ -45,7 +52,7 @@ class RateLimiter:
 
     def _add(self, key: str, amount: int, window_s: int) -> int:
         window = int(time.time()) // window_s
-        if self._redis is not None:
+        if self._redis is not None and time.monotonic() >= self._redis_retry_at:
             try:
                 redis_key = f"sprig:rate:{key}:{window_s}:{window}"
                 pipe = self._redis.pipeline()
@@ -53,7 +60,12 @@ class RateLimiter:
                 pipe.expire(redis_key, window_s * 2)
                 return pipe.execute()[0]
             except Exception as error:
-                log.warning("rate limiter: Redis unavailable (%s), counting locally", error)
+                self._redis_retry_at = time.monotonic() + REDIS_RETRY_AFTER_S
+                log.warning(
+                    "rate limiter: Redis unavailable (%s), counting locally for %.0f s",
+                    error,
+                    REDIS_RETRY_AFTER_S,
+                )
         with self._lock:
             now = time.time()
             # Past windows are dropped at most once a second: a scan per request would cost
