@@ -499,7 +499,7 @@ class CensoredReading:
         rho = np.empty(self.item.size)
         value = np.empty(self.item.size)
         half = self.item.size // 2
-        later = (beside or _Beside(False)).run(self._read, theta, slice(half, None), rho, value)
+        later = (beside or _ON_THE_CALLER).run(self._read, theta, slice(half, None), rho, value)
         self._read(theta, slice(0, half), rho, value)
         later.result()
         count = self.exact_count + np.bincount(self.item, rho, minlength=self.n_items)
@@ -704,7 +704,7 @@ def estimate_lineage_prior(
     noise = np.divide(1.0, precision, out=np.full(precision.shape, np.inf), where=has)
 
     roots = forest.roots[has[forest.roots]]
-    later_roots = (beside or _Beside(False)).run(_random_effects, obs_mean[roots], noise[roots])
+    later_roots = (beside or _ON_THE_CALLER).run(_random_effects, obs_mean[roots], noise[roots])
     child = np.flatnonzero((forest.parent >= 0) & has)
     child = child[has[forest.parent[child]]]
     parent = forest.parent[child]
@@ -744,6 +744,10 @@ class _Beside:
             self._pool.shutdown(wait=True, cancel_futures=True)
 
 
+# What a pass given no second thread runs its "beside" work on: the caller's, at once.
+_ON_THE_CALLER = _Beside(False)
+
+
 @dataclass(frozen=True)
 class BranchDrift:
     into: np.ndarray  # δ̄ of the fork step into each node (its own step left out; roots: δ̄)
@@ -777,7 +781,7 @@ def branch_drift(
     inv = np.divide(1.0, precision, out=np.zeros_like(precision), where=has)
     w = np.where(both, 1.0 / (prior.drift_var + inv + inv[parent]), 0.0)
     wd = np.where(both, w * (obs_mean - obs_mean[parent]), 0.0)
-    later_path_w = (beside or _Beside(False)).run(_path_sum_of_children, forest, w)
+    later_path_w = (beside or _ON_THE_CALLER).run(_path_sum_of_children, forest, w)
     path_wd = _path_sum_of_children(forest, wd)
     path_w = later_path_w.result()
     k = pseudo_steps / prior.drift_var
