@@ -112,13 +112,20 @@ def create_app(config: dict | Settings | None = None) -> APIFlask:
             )
         },
     )
-    engine = make_engine(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
+    statement_timeout_ms = 0 if settings.tasks_run_inline else settings.request_statement_timeout_ms
+    engine = make_engine(
+        settings.database_url,
+        busy_timeout_ms=settings.sqlite_busy_timeout_ms,
+        statement_timeout_ms=statement_timeout_ms,
+    )
     # GET requests read on autocommit connections of their own pool: no BEGIN/ROLLBACK round
     # trips around what is usually a single SELECT (a third of a detail request's time).
     read_engine = (
         engine
         if is_sqlite(settings.database_url)
-        else make_engine(settings.database_url, autocommit=True)
+        else make_engine(
+            settings.database_url, autocommit=True, statement_timeout_ms=statement_timeout_ms
+        )
     )
     read_cache = listener = None
     if settings.read_cache_seconds > 0 and not is_sqlite(settings.database_url):

@@ -9,7 +9,9 @@ from market.platform.logs import configure_logging
 from market.platform.metrics import install_task_metrics
 from market.platform.state import app_state
 
-_state = app_state(create_app())
+# Tasks run for minutes (a ranking run, an export) under their own time limits: no statement
+# limit of a web request's.
+_state = app_state(create_app({"request_statement_timeout_ms": 0}))
 celery = _state.celery
 install_task_metrics(_state.settings.worker_metrics_address)
 

@@ -24,6 +24,11 @@ class Settings:
     celery_eager: bool = True
     # SQLite waits this long for the single writer lock before giving up.
     sqlite_busy_timeout_ms: int = 5000
+    # PostgreSQL cancels a web request's statement past this (0: never), so a lock wait or a
+    # runaway plan fails that one request with a 503 instead of holding a worker thread for
+    # good. Celery workers have task time limits instead (market/entrypoints/worker.py), and
+    # where tasks run inline in requests (no worker) there is no statement limit either.
+    request_statement_timeout_ms: int = 15_000
     # Largest request body accepted at all; bundle caps are checked again while reading.
     max_request_bytes: int = 4 * 1024 * 1024
     # Anonymous catalog reads are cached per worker for this long (PostgreSQL only, where

@@ -34,7 +34,13 @@ def is_sqlite(url: str) -> bool:
     return make_url(url).get_backend_name() == "sqlite"
 
 
-def make_engine(url: str, *, busy_timeout_ms: int = 5000, autocommit: bool = False) -> Engine:
+def make_engine(
+    url: str,
+    *,
+    busy_timeout_ms: int = 5000,
+    autocommit: bool = False,
+    statement_timeout_ms: int = 0,
+) -> Engine:
     if is_sqlite(url):
         database = make_url(url).database
         if database and database != ":memory:":
@@ -56,6 +62,9 @@ def make_engine(url: str, *, busy_timeout_ms: int = 5000, autocommit: bool = Fal
 
         return engine
     options = {"isolation_level": "AUTOCOMMIT"} if autocommit else {}
+    options_of_session = ["-c timezone=UTC", "-c jit=off"]
+    if statement_timeout_ms > 0:
+        options_of_session.append(f"-c statement_timeout={int(statement_timeout_ms)}")
     return create_engine(
         url,
         **options,
@@ -69,7 +78,7 @@ def make_engine(url: str, *, busy_timeout_ms: int = 5000, autocommit: bool = Fal
         # lineage read is estimated at thousands of rows, past PostgreSQL's JIT threshold, and
         # compiling it took 47 ms of a 50 ms dashboard query that ran in 3; every query here
         # reads a few rows through an index, where compiling never pays.
-        connect_args={"connect_timeout": 3, "options": "-c timezone=UTC -c jit=off"},
+        connect_args={"connect_timeout": 3, "options": " ".join(options_of_session)},
     )
 
 

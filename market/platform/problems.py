@@ -7,6 +7,7 @@ from typing import Any
 
 from apiflask import APIFlask
 from apiflask.exceptions import HTTPError
+from psycopg.errors import QueryCanceled
 from sqlalchemy.exc import InterfaceError, OperationalError
 from werkzeug.exceptions import HTTPException
 
@@ -112,13 +113,14 @@ def install(app: APIFlask, browser_page: BrowserPage | None = None) -> None:
 
     @app.errorhandler(OperationalError)
     @app.errorhandler(InterfaceError)
-    def _database_away(_error):
-        return answer(
-            503,
-            "Service unavailable",
-            "The database is unavailable; retry shortly.",
-            headers={"Retry-After": "5"},
-        )
+    def _database_away(error):
+        if isinstance(getattr(error, "orig", None), QueryCanceled):
+            # The request's statement ran past request_statement_timeout_ms (a lock held
+            # elsewhere, most likely): nothing it began was kept.
+            detail = "The database took too long to answer and the request was cancelled; retry."
+        else:
+            detail = "The database is unavailable; retry shortly."
+        return answer(503, "Service unavailable", detail, headers={"Retry-After": "5"})
 
     @app.errorhandler(HTTPException)
     def _http_error(error: HTTPException):
