@@ -45,7 +45,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlmodel import Session
 
 from evolution.scripts import locale_script, script_of
@@ -212,6 +212,10 @@ class IndexBuild:
     @classmethod
     def read(cls, session: Session) -> IndexBuild:
         started = time.perf_counter()
+        if session.get_bind().dialect.name == "postgresql":
+            # A build reads the whole catalog (minutes at a million sub-agents), in a web
+            # worker too when the master's build failed: not a request's statement limit.
+            session.execute(text("SET LOCAL statement_timeout = 0"))
         version_mark = session.execute(select(func.max(Version.id))).scalar() or 0
         # The build read these; one that commits late is found by the sweep.
         versions_seen = set(range(max(0, version_mark - VERSION_OVERLAP) + 1, version_mark + 1))

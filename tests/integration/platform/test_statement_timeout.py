@@ -120,3 +120,18 @@ def test_only_a_web_node_that_hands_tasks_to_workers_limits_statements(
         timeout=120,
     )
     assert shown.stdout.strip().splitlines()[-1] == limit
+
+
+def test_a_web_workers_own_index_build_reads_without_the_limit(production_app):
+    """When the gunicorn master's build failed, each worker reads the whole catalog itself,
+    minutes at a million sub-agents: that read is not cut at a request's limit."""
+    from sqlmodel import Session
+
+    from market.suggestions.services import IndexBuild
+
+    with Session(app_state(production_app).engine) as session:
+        assert session.execute(text("SHOW statement_timeout")).scalar() == "300ms"
+        IndexBuild.read(session)
+        assert session.execute(text("SHOW statement_timeout")).scalar() == "0"
+        session.rollback()
+        assert session.execute(text("SHOW statement_timeout")).scalar() == "300ms"
