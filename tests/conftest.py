@@ -11,6 +11,7 @@ The demo community is loaded once per backend (``demo_template``); each module t
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sqlite3
@@ -20,8 +21,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
+from filelock import FileLock
 from flask import Flask
 from sqlalchemy import make_url, text
 from sqlalchemy.engine import Engine
@@ -168,7 +171,9 @@ class DemoTemplate:
     now: datetime
 
 
-DEMO_TEMPLATE_DB = own_database("sprig_demo_template")
+# One loaded demo per backend for the whole run, shared by every xdist worker (each database of
+# a copy is its worker's own).
+DEMO_TEMPLATE_DB = "sprig_demo_template"
 
 
 def _database_named(database_url: str, name: str) -> str:
@@ -193,32 +198,54 @@ def _dispose(app: Flask) -> None:
     state.read_engine.dispose()
 
 
+@contextmanager
+def _demo_template_lock(tmp_path_factory, backend: str) -> Iterator[Path]:
+    """Held while the run's demo template of ``backend`` is made or copied: the path of its
+    description, in a folder every xdist worker of this run shares (pytest's own temporary
+    folder of the run)."""
+    shared = tmp_path_factory.getbasetemp()
+    if WORKER_ID:
+        shared = shared.parent
+    description = shared / f"demo-template-{backend}.json"
+    with FileLock(f"{description}.lock"):
+        yield description
+
+
 @pytest.fixture(scope="session")
-def demo_template(database_url, tmp_path_factory) -> Iterator[DemoTemplate]:
-    """The demo community loaded once per backend (half a minute and more), into a database
-    of its own that each module using ``demo_app`` copies: a file copy on SQLite,
-    ``CREATE DATABASE … TEMPLATE`` on PostgreSQL."""
+def demo_template(database_url, tmp_path_factory) -> DemoTemplate:
+    """The demo community loaded once per backend for the whole run (half a minute and more),
+    by the first xdist worker to need it while the others wait, into a database of its own
+    that each module using ``demo_app`` copies: a file copy on SQLite, ``CREATE DATABASE …
+    TEMPLATE`` on PostgreSQL. The throwaway servers of scripts/test-services.sh and pytest's
+    temporary folders take it away after the run."""
     postgres = database_url.startswith("postgresql")
-    if postgres:
-        url = _database_named(database_url, DEMO_TEMPLATE_DB)
-        _admin(
-            database_url,
-            f'DROP DATABASE IF EXISTS "{DEMO_TEMPLATE_DB}" WITH (FORCE)',
-            f'CREATE DATABASE "{DEMO_TEMPLATE_DB}"',
-        )
-    else:
-        url = f"sqlite:///{tmp_path_factory.mktemp('demo-template') / 'sprig.db'}"
-    upgrade(url)
-    app = configured_app(url)
-    try:
-        started, now = time.perf_counter(), datetime.now(UTC)
-        stats = load_demo(app_state(app).engine, seed=DEMO_SEED, now=now)
-        seconds = time.perf_counter() - started
-    finally:
-        _dispose(app)  # a template must have no open connection to be copied
-    yield DemoTemplate(url, stats, seconds, now)
-    if postgres:
-        _admin(database_url, f'DROP DATABASE IF EXISTS "{DEMO_TEMPLATE_DB}" WITH (FORCE)')
+    backend = "postgresql" if postgres else "sqlite"
+    with _demo_template_lock(tmp_path_factory, backend) as description:
+        if description.is_file():
+            made = json.loads(description.read_text())
+            return DemoTemplate(
+                made["url"], made["stats"], made["seconds"], datetime.fromisoformat(made["now"])
+            )
+        if postgres:
+            url = _database_named(database_url, DEMO_TEMPLATE_DB)
+            _admin(
+                database_url,
+                f'DROP DATABASE IF EXISTS "{DEMO_TEMPLATE_DB}" WITH (FORCE)',
+                f'CREATE DATABASE "{DEMO_TEMPLATE_DB}"',
+            )
+        else:
+            url = f"sqlite:///{description.parent / 'demo-template-sqlite.db'}"
+        upgrade(url)
+        app = configured_app(url)
+        try:
+            started, now = time.perf_counter(), datetime.now(UTC)
+            stats = load_demo(app_state(app).engine, seed=DEMO_SEED, now=now)
+            seconds = time.perf_counter() - started
+        finally:
+            _dispose(app)  # a template must have no open connection to be copied
+        made = {"url": url, "stats": stats, "seconds": seconds, "now": now.isoformat()}
+        description.write_text(json.dumps(made))
+        return DemoTemplate(url, stats, seconds, now)
 
 
 @pytest.fixture(scope="module")
@@ -226,23 +253,28 @@ def demo_app(database_url, demo_template, request, tmp_path_factory) -> Iterator
     """The demo community for one module, in a copy of the session's loaded template: tests
     read it (and may write to it) without loading it again or touching other modules."""
     postgres = database_url.startswith("postgresql")
+    backend = "postgresql" if postgres else "sqlite"
     if postgres:
         name = own_database(f"sprig_demo_{zlib.crc32(request.module.__name__.encode()):08x}")
         url = _database_named(database_url, name)
-        _admin(
-            database_url,
-            f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)',
-            f'CREATE DATABASE "{name}" TEMPLATE "{DEMO_TEMPLATE_DB}"',
-        )
     else:
         copy = tmp_path_factory.mktemp("demo") / "sprig.db"
-        source = sqlite3.connect(make_url(demo_template.url).database)
-        target = sqlite3.connect(copy)
-        with target:
-            source.backup(target)  # a consistent copy, whatever the journal mode
-        source.close()
-        target.close()
         url = f"sqlite:///{copy}"
+    # One copy at a time: PostgreSQL copies a template only while no one else is using it.
+    with _demo_template_lock(tmp_path_factory, backend):
+        if postgres:
+            _admin(
+                database_url,
+                f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)',
+                f'CREATE DATABASE "{name}" TEMPLATE "{DEMO_TEMPLATE_DB}"',
+            )
+        else:
+            source = sqlite3.connect(make_url(demo_template.url).database)
+            target = sqlite3.connect(copy)
+            with target:
+                source.backup(target)  # a consistent copy, whatever the journal mode
+            source.close()
+            target.close()
     app = configured_app(url)
     try:
         yield DemoApp(
