@@ -218,8 +218,8 @@ def demo_template(database_url, tmp_path_factory) -> DemoTemplate:
     that each module using ``demo_app`` copies: a file copy on SQLite, ``CREATE DATABASE …
     TEMPLATE`` on PostgreSQL. The throwaway servers of scripts/test-services.sh and pytest's
     temporary folders take it away after the run."""
-    postgres = database_url.startswith("postgresql")
-    backend = "postgresql" if postgres else "sqlite"
+    backend = backend_of(database_url)
+    postgres = backend == "postgresql"
     with _demo_template_lock(tmp_path_factory, backend) as description:
         if description.is_file():
             made = json.loads(description.read_text())
@@ -252,8 +252,8 @@ def demo_template(database_url, tmp_path_factory) -> DemoTemplate:
 def demo_app(database_url, demo_template, request, tmp_path_factory) -> Iterator[DemoApp]:
     """The demo community for one module, in a copy of the session's loaded template: tests
     read it (and may write to it) without loading it again or touching other modules."""
-    postgres = database_url.startswith("postgresql")
-    backend = "postgresql" if postgres else "sqlite"
+    backend = backend_of(database_url)
+    postgres = backend == "postgresql"
     if postgres:
         name = own_database(f"sprig_demo_{zlib.crc32(request.module.__name__.encode()):08x}")
         url = _database_named(database_url, name)
@@ -297,6 +297,10 @@ def client(app):
     return app.test_client()
 
 
+def backend_of(database_url: str) -> str:
+    return "sqlite" if database_url.startswith("sqlite") else "postgresql"
+
+
 @pytest.fixture
 def backend(database_url) -> str:
-    return "sqlite" if database_url.startswith("sqlite") else "postgresql"
+    return backend_of(database_url)
