@@ -20,7 +20,7 @@ from market.demo.activity import simulate_activity
 from market.demo.content import DemoCommunity, generate_community
 from market.identity.models import User
 from market.identity.tokens import METRICS_SCOPE, SERVICE_SCOPES, issue_token
-from market.platform.db import session_scope
+from market.platform.db import UnitOfWork, session_scope
 from market.platform.time import utcnow
 from market.ranking.services import run_ranking
 from market.usage.ingest import log_installs
@@ -50,8 +50,8 @@ def load_demo(engine: Engine, seed: int = 7, *, now: datetime | None = None) -> 
         # The demo's apps share templates: learn them, so a visitor's copy of one is found.
         near_copies.refresh(session)
     activity = simulate_activity(engine, seed, now=now)
-    with session_scope(engine) as session:
-        run_ranking(session)  # browse sorts and best descendants are there from the start
+    # Browse sorts, best descendants and tastes are there from the start.
+    run_ranking(lambda: UnitOfWork(engine))
     return {
         "users": len(users),
         "sub-agents": len(keys),

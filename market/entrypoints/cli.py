@@ -14,7 +14,7 @@ import click
 from sqlmodel import select
 
 from market.platform.config import load_settings
-from market.platform.db import make_engine, session_scope
+from market.platform.db import UnitOfWork, make_engine, session_scope
 
 
 def _engine():
@@ -164,8 +164,8 @@ def rank(force: bool) -> None:
     """Rank what changed since the last run (what Celery beat runs every 5 minutes)."""
     from market.ranking.services import run_ranking
 
-    with session_scope(_engine()) as session:
-        run = run_ranking(session, force=force)
+    engine = _engine()
+    run = run_ranking(lambda: UnitOfWork(engine), force=force)
     if run.mode == "skipped":
         click.echo("nothing changed since the last ranking run")
         return
@@ -173,6 +173,12 @@ def rank(force: bool) -> None:
         f"ranked {run.subagents} sub-agents from {run.ratings} ratings in {run.seconds:.2f}s "
         f"({run.mode}; {run.parameters['rows_written']} score rows written)"
     )
+    taste = run.parameters.get("taste")
+    if taste and not taste.get("superseded"):
+        click.echo(
+            f"then learned the taste of {taste['raters']} raters for {taste['subagents']} "
+            f"sub-agents in {taste['seconds']:.2f}s"
+        )
 
 
 @main.command("offer-upstream")

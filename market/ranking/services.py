@@ -20,8 +20,14 @@ Two kinds of run:
   rating ages decay with time, so figures of quiet families drift until then).
 A run with nothing new since the last one does nothing (``mode = "skipped"``). Only rows whose
 figures changed are written (on PostgreSQL through COPY into a temporary table and one upsert).
-A run holds a lock for its transaction (``_hold_ranking_lock``), so two workers never rank at
+A run holds a lock for its transaction (``RANKING_LOCK_KEY``), so two workers never rank at
 once: the second waits, then finds nothing new and skips.
+
+After a full run has committed its scores, the personal taste (``evolution.personal``) is fitted
+on what that run's model leaves of every rating, in a transaction of its own under a lock of
+its own (``learn_taste``). At a million sub-agents the taste fit costs several times the
+ranking itself; in the same transaction, the new scores would wait for it and the ranking lock
+would hold every lineage run back meanwhile.
 """
 
 from __future__ import annotations
@@ -89,8 +95,9 @@ EVENT_MAX_LATENESS = timedelta(days=8)
 # than reading that many families (a fifth of a million-sub-agent catalog's) one by one, and
 # it refreshes everything.
 INCREMENTAL_MAX_ROOTS = 20_000
-# pg_advisory_xact_lock key of the ranking run ("rank" in ASCII).
+# pg_advisory_xact_lock keys of the ranking run and of the taste fit ("rank", "tast" in ASCII).
 RANKING_LOCK_KEY = 0x72616E6B
+TASTE_LOCK_KEY = 0x74617374
 # Scores are rounded before they are compared and stored: a change in the 7th digit is not a
 # change anyone can see, and rewriting every row for it would make every run a full write.
 STORED_DIGITS = 6
@@ -417,18 +424,27 @@ def _last_full_run(session: Session) -> RankingRun | None:
     ).first()
 
 
-def _hold_ranking_lock(session: Session) -> None:
-    """One run at a time across every worker, until the run's transaction ends: a transaction
-    advisory lock on PostgreSQL (writers elsewhere carry on), the write lock on SQLite (its
-    only writer lock; the embedded default's runs take well under a second)."""
+def _hold_lock(session: Session, key: int) -> None:
+    """One holder of ``key`` at a time across every worker, until the transaction ends: a
+    transaction advisory lock on PostgreSQL (writers elsewhere carry on), the write lock on
+    SQLite (its only writer lock; the embedded default's runs take well under a second)."""
     if session.connection().dialect.name == "postgresql":
-        session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": RANKING_LOCK_KEY})
+        session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
     else:
         begin_writing(session)
 
 
+@dataclass(frozen=True)
+class _FullFit:
+    """What a full run's taste fit needs from it, kept in memory between its two transactions."""
+
+    run_id: int
+    inputs: RankingInputs
+    scores: Scores
+
+
 def run_ranking(
-    session: Session,
+    unit_of_work: Callable[[], UnitOfWork],
     *,
     now: datetime | None = None,
     force: bool = False,
@@ -438,19 +454,38 @@ def run_ranking(
     """Rank what changed since the last run (module docstring): a lineage run over the changed
     families, or a full run when ``force`` is set, when no full run has stored its
     fit yet, when the last one is older than ``FULL_RUN_EVERY`` or when more than
-    ``INCREMENTAL_MAX_ROOTS`` families changed.
-    Skips when nothing changed since the last run (unless ``force``). Commits nothing itself:
-    the caller's transaction holds the run, its scores and offsets."""
+    ``INCREMENTAL_MAX_ROOTS`` families changed. Skips when nothing changed since the last run
+    (unless ``force``).
+
+    Two transactions from ``unit_of_work``: the run with its scores and offsets, committed;
+    then, after a full run, its taste (``learn_taste``). If the taste fit fails, the scores
+    stay committed and the previous taste is kept; the error is raised."""
+    with unit_of_work() as unit:
+        run, full = _rank(unit.session, now=now, force=force, seed=seed, lookback=lookback)
+        unit.commit()
+    if full is not None:
+        with unit_of_work() as unit:
+            taste = learn_taste(unit.session, full)
+            unit.commit()
+        run.parameters = {**run.parameters, "taste": taste}
+    return run
+
+
+def _rank(
+    session: Session, *, now: datetime | None, force: bool, seed: int, lookback: timedelta
+) -> tuple[RankingRun, _FullFit | None]:
+    """The run itself, in the caller's transaction: the run row, its scores and (a full run)
+    the rater offsets, with what its taste fit will need."""
     started = time.perf_counter()
     now = now or utcnow()
-    _hold_ranking_lock(session)
+    _hold_lock(session, RANKING_LOCK_KEY)
     last = session.scalars(
         select(RankingRun).where(RankingRun.mode != "skipped").order_by(RankingRun.id.desc())
     ).first()
     mark = watermark(session)
     if not force and last is not None and last.parameters.get("watermark") == mark:
         metrics.record_ranking(time.perf_counter() - started, "skipped")
-        return RankingRun(mode="skipped", parameters={"watermark": mark})
+        return RankingRun(mode="skipped", parameters={"watermark": mark}), None
 
     last_full = _last_full_run(session)
     stored = StoredFit.from_run(last_full) if last_full is not None else None
@@ -515,25 +550,44 @@ def run_ranking(
         mark_catalog_changed(session)  # cached pages and sorts show the new order
     if roots is None:
         _write_offsets(session, inputs.user_ids, scores.baseline.user_offset, offsets)
-        taste_started = time.perf_counter()
-        taste = taste_of(inputs, scores)
-        written = _write_taste(session, inputs, taste)
-        run.parameters = {
-            **run.parameters,
-            "taste": {
-                "rank": taste.rank,
-                "reg": taste.reg if math.isfinite(taste.reg) else None,
-                **written,
-                "seconds": round(time.perf_counter() - taste_started, 3),
-            },
-        }
     run.parameters = {**run.parameters, "rows_written": len(changed)}
     run.finished_at = utcnow()
     run.seconds = round(time.perf_counter() - started, 3)
     metrics.record_ranking(run.seconds, run.mode)
     session.add(run)
     session.flush()
-    return run
+    return run, (_FullFit(run.id, inputs, scores) if roots is None else None)
+
+
+def learn_taste(session: Session, full: _FullFit) -> dict:
+    """Fit the personal taste on what the full run ``full`` leaves of every rating and replace
+    the stored one with it, recording what was stored in the run's ``parameters["taste"]``
+    (returned). A run whose scores a later full run has replaced stores nothing
+    (``"superseded"``), so an older fit that finishes last never overwrites a newer one. The fit
+    runs before the lock (``TASTE_LOCK_KEY``) is taken: on SQLite that lock is the database's
+    one write lock, which every request that writes would otherwise wait on."""
+    started = time.perf_counter()
+    summary: dict = {"superseded": True}
+    if _is_latest_full_run(session, full.run_id):
+        taste = taste_of(full.inputs, full.scores)
+        _hold_lock(session, TASTE_LOCK_KEY)
+        if _is_latest_full_run(session, full.run_id):
+            summary = {
+                "rank": taste.rank,
+                "reg": taste.reg if math.isfinite(taste.reg) else None,
+                **_write_taste(session, full.inputs, taste),
+                "seconds": round(time.perf_counter() - started, 3),
+            }
+    run = session.get(RankingRun, full.run_id)
+    run.parameters = {**run.parameters, "taste": summary}
+    session.add(run)
+    session.flush()
+    return summary
+
+
+def _is_latest_full_run(session: Session, run_id: int) -> bool:
+    latest = _last_full_run(session)
+    return latest is not None and latest.id == run_id
 
 
 _UPSERT_SCORES = """
@@ -764,9 +818,7 @@ class EmbeddedSchedule:
         if time.monotonic() - self._last < self.every or not self._lock.acquire(blocking=False):
             return
         try:
-            with unit_of_work() as unit:
-                run_ranking(unit.session)
-                unit.commit()
+            run_ranking(unit_of_work)
             self._last = time.monotonic()
         finally:
             self._lock.release()

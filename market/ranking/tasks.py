@@ -12,7 +12,5 @@ from market.ranking.services import run_ranking
 @shared_task(name="sprig.rank", **RETRY_TRANSIENT)
 def rank_task(force: bool = False) -> dict:
     """Recompute the ranking scores (beat: every 5 minutes; a no-change run returns at once)."""
-    with app_state().unit_of_work() as unit:
-        run = run_ranking(unit.session, force=force)
-        unit.commit()
+    run = run_ranking(app_state().unit_of_work, force=force)
     return {"mode": run.mode, "subagents": run.subagents, "seconds": run.seconds}

@@ -21,7 +21,6 @@ from market.ranking.services import (
     StoredFit,
     compute,
     load_inputs,
-    run_ranking,
     score_rows,
     watermark,
 )
@@ -177,8 +176,7 @@ def test_two_workers_racing_rank_once_and_never_double_count(client, engine, fam
 
     def worker() -> None:
         start.wait()
-        with session_scope(engine) as session:
-            outcomes.append(run_ranking(session, now=moment, lookback=NO_LOOKBACK).mode)
+        outcomes.append(rank(engine, now=moment, lookback=NO_LOOKBACK).mode)
 
     threads = [threading.Thread(target=worker) for _ in range(2)]
     for thread in threads:

@@ -6,11 +6,13 @@ call; the effects are read back through the HTTP API, on every backend.
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from sqlalchemy import func, select
 
 from market.catalog.models import Install, Version
-from market.platform.db import session_scope
+from market.platform.db import UnitOfWork, session_scope
 from market.platform.state import app_state
 from market.ranking.models import RankingRun, RaterOffset, SubAgentScore
 from market.ranking.services import run_ranking
@@ -38,10 +40,7 @@ def rate(client, service, user_id: int, version_id: int, stars: int) -> None:
 
 
 def rank(engine, **kwargs) -> RankingRun:
-    with session_scope(engine) as session:
-        run = run_ranking(session, **kwargs)
-        session.expunge(run) if run.id else None
-        return run
+    return run_ranking(lambda: UnitOfWork(engine), **kwargs)
 
 
 def scores(engine) -> dict[int, SubAgentScore]:
@@ -215,36 +214,159 @@ def test_ranking_method_is_published(client, engine, family):
     assert set(body["last_run"]["prior"]) == {"mu0", "sigma0_sq", "drift_mean", "drift_var"}
 
 
-def test_a_full_run_learns_each_raters_taste_and_stores_it(client, engine):
-    """Two camps of raters through the feedback API: one loves the three step counters and
-    hates the three sleep logs, the other the reverse, so everyone's average of each is the
-    same and the ranking alone cannot tell them apart. The full run's taste (stored in
-    rater_taste and subagent_taste) can: a step fan's taste term is higher for every step
-    counter than for any sleep log, a sleep fan's the reverse."""
-    from market.ranking.models import RaterTaste, SubAgentTaste
-
+@pytest.fixture
+def camps(client, engine):
+    """Two camps of 20 raters through the feedback API: one loves three step counters and hates
+    three sleep logs, the other the reverse, so everyone's average of each is the same and the
+    ranking alone cannot tell them apart; a taste can."""
     alice = make_user(engine, "alice")
     service = make_user(engine, "agent", kind="service", scopes=["feedback:on-behalf"])
     steps = [publish(client, alice, title=f"Step Counter {i}") for i in range(3)]
     sleeps = [publish(client, alice, title=f"Sleep Log {i}") for i in range(3)]
-    camps = {"steps": [], "sleep": []}
+    members = {"steps": [], "sleep": []}
     for i in range(40):
         camp = "steps" if i % 2 == 0 else "sleep"
         rater = make_user(engine, f"rater{i}").id
-        camps[camp].append(rater)
+        members[camp].append(rater)
         for node in steps + sleeps:
             loved = (node in steps) == (camp == "steps")
             rate(client, service, rater, version(node), 5 if loved else 1)
-    run = rank(engine, force=True)
-    assert run.parameters["taste"]["raters"] == 40
-    assert run.parameters["taste"]["subagents"] == 6
+    return {"service": service, "steps": steps, "sleeps": sleeps, "members": members}
+
+
+def stored_taste(engine) -> tuple[dict[int, list[float]], dict[int, list[float]]]:
+    from market.ranking.models import RaterTaste, SubAgentTaste
+
     with session_scope(engine) as session:
         person = {r.user_id: r.factors for r in session.scalars(select(RaterTaste))}
         suits = {r.subagent_id: r.factors for r in session.scalars(select(SubAgentTaste))}
+    return person, suits
+
+
+def test_a_full_run_learns_each_raters_taste_and_stores_it(client, engine, camps):
+    """The full run's taste (stored in rater_taste and subagent_taste): a step fan's taste term
+    is higher for every step counter than for any sleep log, a sleep fan's the reverse."""
+    steps, sleeps = camps["steps"], camps["sleeps"]
+    run = rank(engine, force=True)
+    assert run.parameters["taste"]["raters"] == 40
+    assert run.parameters["taste"]["subagents"] == 6
+    person, suits = stored_taste(engine)
 
     def taste(rater: int, node: dict) -> float:
         return sum(p * q for p, q in zip(person[rater], suits[node["id"]], strict=True))
 
     for camp, loved, other in (("steps", steps, sleeps), ("sleep", sleeps, steps)):
-        for rater in camps[camp]:
+        for rater in camps["members"][camp]:
             assert min(taste(rater, n) for n in loved) > max(taste(rater, n) for n in other)
+
+
+class PausedTaste:
+    """``taste_of`` wrapped so that its first call waits until the test lets it go: what a long
+    taste fit at a million sub-agents looks like to everything else. Later calls run at once."""
+
+    def __init__(self, monkeypatch) -> None:
+        from market.ranking import services
+
+        self.real, self.started, self.go = services.taste_of, threading.Event(), threading.Event()
+        self.calls = 0
+        monkeypatch.setattr(services, "taste_of", self)
+
+    def __call__(self, inputs, scores):
+        self.calls += 1
+        if self.calls == 1:
+            self.started.set()
+            assert self.go.wait(60), "the test never let the taste fit go on"
+        return self.real(inputs, scores)
+
+
+def in_thread(function) -> tuple[threading.Thread, list]:
+    outcome: list = []
+
+    def target() -> None:
+        try:
+            outcome.append(function())
+        except BaseException as error:  # handed to the test's thread
+            outcome.append(error)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    return thread, outcome
+
+
+def test_a_full_runs_scores_are_served_while_its_taste_is_fitted(
+    client, engine, camps, monkeypatch
+):
+    """While a full run's taste is being fitted, its scores are already committed (the API
+    ranks by them) and the ranking lock is free: a lineage run with a new rating goes through
+    instead of waiting for the fit. Then the taste is stored and recorded on the run."""
+    counter = camps["steps"][1]["id"]
+    rank(engine, force=True)
+    first_run = client.get(f"{API}/ranking").get_json()["last_run"]
+    rate(client, camps["service"], make_user(engine, "early").id, version(camps["steps"][1]), 5)
+    paused = PausedTaste(monkeypatch)
+    full, outcome = in_thread(lambda: rank(engine, force=True))
+    try:
+        assert paused.started.wait(60)
+        assert client.get(f"{API}/ranking").get_json()["last_run"]["id"] > first_run["id"]
+        assert scores(engine)[counter].rating_count == 41  # the new run's, rating and all
+        newcomer = make_user(engine, "newcomer").id
+        rate(client, camps["service"], newcomer, version(camps["steps"][0]), 5)
+        lineage, lineage_outcome = in_thread(lambda: rank(engine))
+        lineage.join(30)
+        assert not lineage.is_alive(), "a lineage run waited for the taste fit"
+        assert lineage_outcome[0].mode == "incremental"
+    finally:
+        paused.go.set()
+        full.join(60)
+    run = outcome[0]
+    assert not isinstance(run, BaseException), run
+    assert run.parameters["taste"]["raters"] == 41
+    with session_scope(engine) as session:
+        stored = session.get(RankingRun, run.id).parameters["taste"]
+    assert stored == run.parameters["taste"]
+    person, _suits = stored_taste(engine)
+    assert len(person) == 41
+
+
+def test_a_taste_fit_that_fails_keeps_the_new_scores_and_the_last_taste(
+    client, engine, camps, monkeypatch
+):
+    from market.ranking import services
+
+    rank(engine, force=True)
+    before = stored_taste(engine)
+    rate(client, camps["service"], make_user(engine, "late").id, version(camps["steps"][1]), 5)
+
+    def broken(inputs, scores):
+        raise RuntimeError("the taste fit ran out of memory")
+
+    monkeypatch.setattr(services, "taste_of", broken)
+    with pytest.raises(RuntimeError, match="out of memory"):
+        rank(engine, force=True)
+    with session_scope(engine) as session:
+        runs = session.scalars(select(RankingRun).order_by(RankingRun.id)).all()
+        assert [r.mode for r in runs] == ["full", "full"]
+        assert "taste" not in runs[1].parameters  # the run stands; no taste claims to be its
+    row = scores(engine)[camps["steps"][1]["id"]]
+    assert (row.run_id, row.rating_count) == (runs[1].id, 41)
+    assert stored_taste(engine) == before
+
+
+def test_an_older_runs_taste_never_replaces_a_newer_ones(client, engine, camps, monkeypatch):
+    """Run A's taste fit is slow; run B (after a new rater) finishes first, taste and all.
+    When A's fit ends, A stores nothing: the taste stays B's, which knows the new rater."""
+    paused = PausedTaste(monkeypatch)
+    older, outcome = in_thread(lambda: rank(engine, force=True))
+    try:
+        assert paused.started.wait(60)
+        newcomer = make_user(engine, "newcomer").id
+        rate(client, camps["service"], newcomer, version(camps["steps"][0]), 5)
+        rate(client, camps["service"], newcomer, version(camps["sleeps"][0]), 1)
+        newer = rank(engine, force=True)
+        assert newer.parameters["taste"]["raters"] == 41
+    finally:
+        paused.go.set()
+        older.join(60)
+    assert outcome[0].parameters["taste"] == {"superseded": True}
+    person, _suits = stored_taste(engine)
+    assert newcomer in person and len(person) == 41

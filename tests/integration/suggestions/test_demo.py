@@ -121,13 +121,12 @@ def test_a_new_sub_agent_is_found_without_a_rebuild(demo):
 
 
 def test_after_a_ranking_run_quality_and_improving_forks_come_along(demo):
+    from market.platform.db import UnitOfWork
     from market.ranking.services import run_ranking
 
     app, _tokens = demo
     engine = app_state(app).engine
-    with Session(engine) as session:
-        run_ranking(session, force=True)
-        session.commit()
+    run_ranking(lambda: UnitOfWork(engine), force=True)
     service = SuggestionService(engine)
     items = suggest(app, service, "a water tracker", k=10)
     assert all(item.quality.ranked for item in items)
