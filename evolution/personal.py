@@ -175,6 +175,8 @@ class _Alternation:
             item_factors = _tree_ridge(
                 self.forest, self.rated, self.by_item, user_factors, reg, reg_fork
             )
+            if tolerance <= 0:  # a fixed number of sweeps: nothing to check (a tenth of one)
+                continue
             fitted = _taste_term(user_factors, item_factors, self.user_idx, self.item_idx)
             moved = float(np.max(np.abs(fitted - previous))) if fitted.size else 0.0
             previous = fitted
