@@ -11,7 +11,12 @@ of depth, 5 ratings and 5 usage days per sub-agent), then, in the same process a
   (``compute(..., fit=...)`` over what ``load_inputs(..., roots)`` would read);
 * and, as its check, the whole catalog scored with that same fit: the lineage run's figures
   must equal its figures for the changed families bit for bit. How far a fresh refit would
-  move them (the global fit drifting with the new 1%) is printed too.
+  move them (the global fit drifting with the new 1%) is printed too;
+* the personal taste fit a full run makes after its scores are committed
+  (``market.ranking.services.taste_of`` on the warm run): weekly, λ chosen on a tenth of the
+  ratings set aside; daily in between, λ kept (20, the middle of the path, whatever was
+  chosen: the cost of its sweeps does not depend on it) and ``PATH_SWEEPS`` sweeps from the
+  last factors.
 
 Only the computation is timed here, not the database's reads and writes (a lineage run reads
 and writes the changed families' rows only, by ``root_id``; a full run everything).
@@ -142,13 +147,15 @@ def figures(scores) -> dict[str, np.ndarray]:
 
 def measure(n: int, changed_share: float, seed: int) -> dict:
     from bench.evolution_scale import synthetic_inputs
-    from market.ranking.services import StoredFit, compute
+    from market.ranking.services import StoredFit, compute, taste_of
 
     compute(synthetic_inputs(300, seed), {}, seed=seed)  # first-call costs are not the runs'
     inputs, build_seconds = timed(lambda: synthetic_inputs(n, seed))
     cold, cold_seconds = timed(lambda: compute(inputs, {}, seed=seed))
     offsets = dict(zip(inputs.user_ids.tolist(), cold.baseline.user_offset.tolist(), strict=True))
     warm, warm_seconds = timed(lambda: compute(inputs, offsets, seed=seed))
+    _taste, taste_seconds = timed(lambda: taste_of(inputs, warm))
+    _daily, daily_taste_seconds = timed(lambda: taste_of(inputs, warm, reg=20.0))
     stored = StoredFit(fit=replace(warm.fit, user_offset=np.zeros(0)),
                        retention_rate=warm.usage.retention_rate)  # fmt: skip
     offsets = dict(zip(inputs.user_ids.tolist(), warm.baseline.user_offset.tolist(), strict=True))
@@ -182,6 +189,8 @@ def measure(n: int, changed_share: float, seed: int) -> dict:
         "build_inputs_s": round(build_seconds, 3),
         "full_cold_s": round(cold_seconds, 3),
         "full_warm_s": round(warm_seconds, 3),
+        "taste_weekly_s": round(taste_seconds, 3),
+        "taste_daily_s": round(daily_taste_seconds, 3),
         "lineage_read_s": round(read_seconds, 3),
         "lineage_s": round(lineage_seconds, 3),
         "pinned_full_s": round(pinned_seconds, 3),
@@ -211,6 +220,8 @@ def main() -> None:
     rows = [
         ("full run, cold fit", r["full_cold_s"], r["n"]),
         ("full run, warm fit (daily)", r["full_warm_s"], r["n"]),
+        ("taste fit, weekly (choosing λ)", r["taste_weekly_s"], r["n"]),
+        ("taste fit, daily (λ kept)", r["taste_daily_s"], r["n"]),
         ("lineage run (changed families)", r["lineage_s"], r["changed_subagents"]),
         ("whole catalog with the same fit", r["pinned_full_s"], r["n"] + r["changed_families"]),
     ]

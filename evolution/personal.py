@@ -99,6 +99,7 @@ def fit_taste(
     sweeps: int = SWEEPS,
     tolerance: float = TOLERANCE,
     seed: int = 0,
+    start: np.ndarray | None = None,
 ) -> Taste:
     """The taste factors of the module docstring from ratings ``value`` (common scale) of
     sub-agent ``item_idx`` (indices of ``forest``) by user ``user_idx`` (indices of
@@ -115,7 +116,12 @@ def fit_taste(
     when none beats predicting no taste at all, every factor is 0 and personal scores are the
     non-personal ones. With ``reg`` given, the fit starts from small random factors and stops
     after ``sweeps`` sweeps, or once no rating's prediction moved by more than ``tolerance``
-    (common-scale units) in a sweep."""
+    (common-scale units) in a sweep.
+
+    ``start``: sub-agent factors (n_items, rank) to begin from instead, e.g. the last fit's on
+    a catalog that has changed a little since: a few sweeps from there reach what many from
+    random factors do. Its rows of zeros (sub-agents the last fit did not know, or said
+    nothing about) begin from small random factors like the rest."""
     n_users, n_items = len(base.user_offset), forest.n
     user_idx, item_idx, value = _checked(user_idx, item_idx, value, n_users, n_items)
     if len(base.item_mean) != n_items:
@@ -127,6 +133,12 @@ def fit_taste(
     residual = value - base.predict(user_idx, item_idx)
     rng = np.random.default_rng(seed)
     item_factors = rng.normal(0.0, 0.1, (n_items, rank))
+    if start is not None:
+        start = np.asarray(start, dtype=np.float64)
+        if start.shape != item_factors.shape or not np.all(np.isfinite(start)):
+            raise ValueError("start must hold finite factors, one row of rank per sub-agent")
+        known = np.any(start != 0.0, axis=1)
+        item_factors[known] = start[known]
     validation: tuple[tuple[float, float], ...] = ()
     if reg is None:
         reg, item_factors, validation = _choose_reg(

@@ -48,7 +48,7 @@ from sqlalchemy import func, or_, select, text, true
 from sqlmodel import Session
 
 from evolution.language import language_of, reads
-from evolution.personal import NonPersonal, Taste, fit_taste
+from evolution.personal import PATH_SWEEPS, TASTE_RANK, NonPersonal, Taste, fit_taste
 from evolution.ranking import (
     BEST_DESCENDANT_CONFIDENCE,
     GlobalFit,
@@ -98,6 +98,11 @@ INCREMENTAL_MAX_ROOTS = 20_000
 # pg_advisory_xact_lock keys of the ranking run and of the taste fit ("rank", "tast" in ASCII).
 RANKING_LOCK_KEY = 0x72616E6B
 TASTE_LOCK_KEY = 0x74617374
+# How often a full run chooses the taste's strength λ anew; the runs in between keep the last
+# λ and start from the last factors (``learn_taste``). Choosing costs about seven times as much.
+TASTE_REG_EVERY = timedelta(days=7)
+# Full runs looked back through for the last stored taste (runs whose fit failed store none).
+TASTE_LOOKBACK_RUNS = 10
 # Scores are rounded before they are compared and stored: a change in the 7th digit is not a
 # change anyone can see, and rewriting every row for it would make every run a full write.
 STORED_DIGITS = 6
@@ -562,27 +567,76 @@ def _rank(
 def learn_taste(session: Session, full: _FullFit) -> dict:
     """Fit the personal taste on what the full run ``full`` leaves of every rating and replace
     the stored one with it, recording what was stored in the run's ``parameters["taste"]``
-    (returned). A run whose scores a later full run has replaced stores nothing
-    (``"superseded"``), so an older fit that finishes last never overwrites a newer one. The fit
-    runs before the lock (``TASTE_LOCK_KEY``) is taken: on SQLite that lock is the database's
-    one write lock, which every request that writes would otherwise wait on."""
+    (returned).
+
+    Its strength λ is chosen anew (a path of fits checked on a tenth of the ratings set aside:
+    most of the fit's cost) when the last choice is ``TASTE_REG_EVERY`` old or more; in between,
+    the last λ is kept and the fit starts from the stored factors, ``PATH_SWEEPS`` sweeps (a
+    λ of "no taste" is kept as it is, with nothing to fit).
+
+    A run whose scores a later full run has replaced stores nothing (``"superseded"``), so an
+    older fit that finishes last never overwrites a newer one. The fit runs before the lock
+    (``TASTE_LOCK_KEY``) is taken: on SQLite that lock is the database's one write lock, which
+    every request that writes would otherwise wait on."""
     started = time.perf_counter()
     summary: dict = {"superseded": True}
+    run = session.get(RankingRun, full.run_id)
     if _is_latest_full_run(session, full.run_id):
-        taste = taste_of(full.inputs, full.scores)
+        last = _last_taste(session, full.run_id)
+        moment = _as_utc(run.started_at)
+        keep = (
+            last is not None
+            and moment - datetime.fromisoformat(last["reg_chosen_at"]) < TASTE_REG_EVERY
+        )
+        if keep:
+            reg = math.inf if last["reg"] is None else float(last["reg"])
+            start = _last_factors(session, full.inputs) if math.isfinite(reg) else None
+            taste = taste_of(full.inputs, full.scores, reg=reg, start=start)
+        else:
+            taste = taste_of(full.inputs, full.scores)
         _hold_lock(session, TASTE_LOCK_KEY)
         if _is_latest_full_run(session, full.run_id):
             summary = {
                 "rank": taste.rank,
                 "reg": taste.reg if math.isfinite(taste.reg) else None,
+                "reg_chosen_at": last["reg_chosen_at"] if keep else moment.isoformat(),
+                "sweeps": taste.sweeps,
                 **_write_taste(session, full.inputs, taste),
                 "seconds": round(time.perf_counter() - started, 3),
             }
-    run = session.get(RankingRun, full.run_id)
     run.parameters = {**run.parameters, "taste": summary}
     session.add(run)
     session.flush()
     return summary
+
+
+def _last_taste(session: Session, before_run_id: int) -> dict | None:
+    """The taste summary of the latest full run before ``before_run_id`` that stored one of
+    this code's rank (runs whose fit failed or was superseded stored none)."""
+    for parameters in session.scalars(
+        select(RankingRun.parameters)
+        .where(RankingRun.mode == "full", RankingRun.id < before_run_id)
+        .order_by(RankingRun.id.desc())
+        .limit(TASTE_LOOKBACK_RUNS)
+    ):
+        taste = (parameters or {}).get("taste") or {}
+        if taste.get("rank") == TASTE_RANK and "reg_chosen_at" in taste:
+            return taste
+    return None
+
+
+def _last_factors(session: Session, inputs: RankingInputs) -> np.ndarray:
+    """The stored sub-agent factors (``subagent_taste``) laid out by ``inputs.forest``; rows of
+    zeros for sub-agents without one (new since, or said nothing about)."""
+    start = np.zeros((inputs.forest.n, TASTE_RANK))
+    position = {int(i): n for n, i in enumerate(inputs.forest.ids.tolist())}
+    for subagent_id, factors in session.execute(
+        select(SubAgentTaste.subagent_id, SubAgentTaste.factors)
+    ):
+        at = position.get(subagent_id)
+        if at is not None and len(factors) == TASTE_RANK:
+            start[at] = factors
+    return start
 
 
 def _is_latest_full_run(session: Session, run_id: int) -> bool:
@@ -639,10 +693,17 @@ def _write_scores(session: Session, rows: list[tuple], run_id: int, now: datetim
     )
 
 
-def taste_of(inputs: RankingInputs, scores: Scores) -> Taste:
+def taste_of(
+    inputs: RankingInputs,
+    scores: Scores,
+    *,
+    reg: float | None = None,
+    start: np.ndarray | None = None,
+) -> Taste:
     """The personal scores' taste (``evolution.personal``) on what this full run's model leaves
     of every rating: ratings on the run's common scale, its μ, b_u and E[θ] as the
-    non-personal part."""
+    non-personal part. ``reg`` None chooses λ; given, ``PATH_SWEEPS`` sweeps from ``start``
+    (the last fit's sub-agent factors, ``_last_factors``) at most."""
     ratings = inputs.ratings
     value = to_common_scale(ratings.value, ratings.is_thumb, scores.fit.scale)
     base = NonPersonal(
@@ -650,7 +711,18 @@ def taste_of(inputs: RankingInputs, scores: Scores) -> Taste:
         user_offset=scores.baseline.user_offset,
         item_mean=scores.mean,
     )
-    return fit_taste(ratings.user_idx, ratings.item_idx, value, inputs.forest, base)
+    if reg is None:
+        return fit_taste(ratings.user_idx, ratings.item_idx, value, inputs.forest, base)
+    return fit_taste(
+        ratings.user_idx,
+        ratings.item_idx,
+        value,
+        inputs.forest,
+        base,
+        reg=reg,
+        sweeps=PATH_SWEEPS,
+        start=start,
+    )
 
 
 def _write_taste(session: Session, inputs: RankingInputs, taste: Taste) -> dict[str, int]:

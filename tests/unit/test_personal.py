@@ -75,6 +75,57 @@ def test_a_planted_rank_two_taste_is_found_on_held_out_ratings():
     assert personal < 0.6 * flat
 
 
+def test_a_few_sweeps_from_the_last_fit_do_what_a_fresh_fit_does_on_a_grown_catalog():
+    """Yesterday's factors, a day's new ratings and new forks later: two sweeps with
+    yesterday's λ from yesterday's factors (new forks from random ones) predict held-out
+    ratings as well as choosing λ again and fitting from scratch, while the same two sweeps
+    from random factors do worse (held-out RMSE 0.58, 0.58 and 0.67 when written)."""
+    rng = np.random.default_rng(4)
+    forest = forked_catalog(rng, n_roots=30, n_forks=150)
+    yesterday_n = 160  # the last 20 forks are new today
+    n_users = 600
+    user, item = ratings(rng, n_users, forest.n, 30_000)
+    preference, style = rng.normal(0, 1, (n_users, 2)), rng.normal(0, 1, (forest.n, 2))
+    leniency, quality = rng.normal(0, 0.5, n_users), rng.normal(0, 1, forest.n)
+    taste_term = np.einsum("ij,ij->i", preference[user], style[item])
+    value = leniency[user] + quality[item] + taste_term + rng.normal(0, 0.5, user.size)
+    test = rng.random(user.size) < 0.2
+    today = ~test
+    yesterday = today & (item < yesterday_n) & (rng.random(user.size) < 0.9)
+    base = non_personal_fit(user[today], item[today], value[today], forest, n_users)
+
+    first = fit_taste(user[yesterday], item[yesterday], value[yesterday], forest, base, rank=4)
+    assert np.isfinite(first.reg)
+    start = first.item_factors.copy()
+    start[yesterday_n:] = 0.0  # the new forks were not in yesterday's catalog
+
+    def held_out(taste):
+        predicted = predict_ratings(taste, base, user[test], item[test])
+        return np.sqrt(np.mean((predicted - value[test]) ** 2))
+
+    fresh = fit_taste(user[today], item[today], value[today], forest, base, rank=4)
+    warm = fit_taste(
+        user[today], item[today], value[today], forest, base,
+        rank=4, reg=first.reg, sweeps=2, start=start,
+    )  # fmt: skip
+    cold = fit_taste(
+        user[today], item[today], value[today], forest, base, rank=4, reg=first.reg, sweeps=2
+    )
+    assert held_out(warm) <= held_out(fresh) * 1.01
+    assert held_out(cold) > held_out(warm) * 1.05
+
+
+def test_a_start_of_the_wrong_shape_or_with_nan_is_refused():
+    rng = np.random.default_rng(5)
+    forest = forked_catalog(rng)
+    user, item = ratings(rng, 50, forest.n, 2_000)
+    value = rng.normal(0, 1, user.size)
+    base = non_personal_fit(user, item, value, forest, 50)
+    for start in (np.zeros((forest.n - 1, 4)), np.full((forest.n, 4), np.nan)):
+        with pytest.raises(ValueError, match="start"):
+            fit_taste(user, item, value, forest, base, rank=4, reg=5.0, start=start)
+
+
 def planted_tree_taste(rng):
     """Roots 0 and 1 with opposite styles and many ratings; 2 a fork of 0 and 3 of 1, never
     rated; 4 a fork of 2, never rated either."""

@@ -7,10 +7,13 @@ call; the effects are read back through the HTTP API, on every backend.
 from __future__ import annotations
 
 import threading
+from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pytest
 from sqlalchemy import func, select
 
+from evolution.personal import PATH_SWEEPS
 from market.catalog.models import Install, Version
 from market.platform.db import UnitOfWork, session_scope
 from market.platform.state import app_state
@@ -246,18 +249,55 @@ def stored_taste(engine) -> tuple[dict[int, list[float]], dict[int, list[float]]
 def test_a_full_run_learns_each_raters_taste_and_stores_it(client, engine, camps):
     """The full run's taste (stored in rater_taste and subagent_taste): a step fan's taste term
     is higher for every step counter than for any sleep log, a sleep fan's the reverse."""
-    steps, sleeps = camps["steps"], camps["sleeps"]
     run = rank(engine, force=True)
     assert run.parameters["taste"]["raters"] == 40
     assert run.parameters["taste"]["subagents"] == 6
+    assert_camps_told_apart(engine, camps)
+
+
+def assert_camps_told_apart(engine, camps) -> None:
     person, suits = stored_taste(engine)
 
     def taste(rater: int, node: dict) -> float:
         return sum(p * q for p, q in zip(person[rater], suits[node["id"]], strict=True))
 
+    steps, sleeps = camps["steps"], camps["sleeps"]
     for camp, loved, other in (("steps", steps, sleeps), ("sleep", sleeps, steps)):
         for rater in camps["members"][camp]:
             assert min(taste(rater, n) for n in loved) > max(taste(rater, n) for n in other)
+
+
+def test_the_tastes_strength_is_chosen_weekly_and_kept_from_the_last_fit_between(
+    client, engine, camps, monkeypatch
+):
+    """The first full run chooses λ. A day later the full run keeps that λ and starts from the
+    stored factors (a fit with λ given: no validation path); a week after the choice, λ is
+    chosen anew. Each run's taste still tells the camps apart."""
+    from market.ranking import services
+
+    asked: list[float | None] = []
+    real = services.taste_of
+
+    def recording(inputs, scores, **options):
+        asked.append(options.get("reg"))
+        if options.get("reg") is not None:
+            assert np.any(options["start"] != 0.0)  # the stored factors, not nothing
+        return real(inputs, scores, **options)
+
+    monkeypatch.setattr(services, "taste_of", recording)
+    first_moment = datetime.now(UTC)
+    first = rank(engine, force=True, now=first_moment).parameters["taste"]
+    assert first["reg"] is not None  # the camps are a taste worth fitting
+    assert datetime.fromisoformat(first["reg_chosen_at"]) == first_moment
+    next_day = rank(engine, force=True, now=first_moment + timedelta(days=1)).parameters["taste"]
+    assert (next_day["reg"], next_day["reg_chosen_at"]) == (first["reg"], first["reg_chosen_at"])
+    assert next_day["sweeps"] <= PATH_SWEEPS
+    assert_camps_told_apart(engine, camps)
+    week_later = first_moment + timedelta(days=7, hours=1)
+    again = rank(engine, force=True, now=week_later).parameters["taste"]
+    assert datetime.fromisoformat(again["reg_chosen_at"]) == week_later
+    assert asked == [None, first["reg"], None]
+    assert_camps_told_apart(engine, camps)
 
 
 class PausedTaste:
@@ -271,12 +311,12 @@ class PausedTaste:
         self.calls = 0
         monkeypatch.setattr(services, "taste_of", self)
 
-    def __call__(self, inputs, scores):
+    def __call__(self, inputs, scores, **options):
         self.calls += 1
         if self.calls == 1:
             self.started.set()
             assert self.go.wait(60), "the test never let the taste fit go on"
-        return self.real(inputs, scores)
+        return self.real(inputs, scores, **options)
 
 
 def in_thread(function) -> tuple[threading.Thread, list]:
@@ -337,7 +377,7 @@ def test_a_taste_fit_that_fails_keeps_the_new_scores_and_the_last_taste(
     before = stored_taste(engine)
     rate(client, camps["service"], make_user(engine, "late").id, version(camps["steps"][1]), 5)
 
-    def broken(inputs, scores):
+    def broken(inputs, scores, **options):
         raise RuntimeError("the taste fit ran out of memory")
 
     monkeypatch.setattr(services, "taste_of", broken)
