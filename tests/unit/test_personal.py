@@ -51,15 +51,20 @@ def test_without_taste_the_personal_score_is_the_non_personal_one():
     assert np.max(np.abs(change)) < 0.1
 
 
-def test_a_planted_rank_two_taste_is_found_on_held_out_ratings():
-    rng = np.random.default_rng(1)
-    forest = forked_catalog(rng)
-    n_users = 600
+def planted_rank_two_taste(rng, forest: Forest, n_users: int):
+    """30,000 ratings: leniency, quality, a rank-two taste (variance 2) and noise (sd 0.5)."""
     user, item = ratings(rng, n_users, forest.n, 30_000)
     preference, style = rng.normal(0, 1, (n_users, 2)), rng.normal(0, 1, (forest.n, 2))
     leniency, quality = rng.normal(0, 0.5, n_users), rng.normal(0, 1, forest.n)
     taste_term = np.einsum("ij,ij->i", preference[user], style[item])
-    value = leniency[user] + quality[item] + taste_term + rng.normal(0, 0.5, user.size)
+    return user, item, leniency[user] + quality[item] + taste_term + rng.normal(0, 0.5, user.size)
+
+
+def test_a_planted_rank_two_taste_is_found_on_held_out_ratings():
+    rng = np.random.default_rng(1)
+    forest = forked_catalog(rng)
+    n_users = 600
+    user, item, value = planted_rank_two_taste(rng, forest, n_users)
     test = rng.random(user.size) < 0.2
     train = ~test
     base = non_personal_fit(user[train], item[train], value[train], forest, n_users)
@@ -84,11 +89,7 @@ def test_a_few_sweeps_from_the_last_fit_do_what_a_fresh_fit_does_on_a_grown_cata
     forest = forked_catalog(rng, n_roots=30, n_forks=150)
     yesterday_n = 160  # the last 20 forks are new today
     n_users = 600
-    user, item = ratings(rng, n_users, forest.n, 30_000)
-    preference, style = rng.normal(0, 1, (n_users, 2)), rng.normal(0, 1, (forest.n, 2))
-    leniency, quality = rng.normal(0, 0.5, n_users), rng.normal(0, 1, forest.n)
-    taste_term = np.einsum("ij,ij->i", preference[user], style[item])
-    value = leniency[user] + quality[item] + taste_term + rng.normal(0, 0.5, user.size)
+    user, item, value = planted_rank_two_taste(rng, forest, n_users)
     test = rng.random(user.size) < 0.2
     today = ~test
     yesterday = today & (item < yesterday_n) & (rng.random(user.size) < 0.9)
