@@ -18,7 +18,7 @@ from typing import Any
 
 from evolution import data_schema
 from market.catalog.bundles.limits import MIGRATION_CHECK_SECONDS
-from market.platform.errors import Unprocessable
+from market.platform.errors import ServiceUnavailable, Unprocessable
 
 # What the migration must say for each kind of breaking field change.
 _NEEDS = {
@@ -32,6 +32,10 @@ _NEEDS = {
     "added": "give it a default in data_migration.fields",
 }
 _SAMPLE_PROBLEM = re.compile(r"sample (\d+): ")
+# How long the fork server may take to hand over a child (the first check in a process starts
+# the server, which imports the check): a host that cannot start one in this long is in trouble
+# of its own, and the request is answered 503 rather than held.
+CHILD_START_SECONDS = 30.0
 
 
 def check_fork_data(parent_manifest: Mapping[str, Any], manifest: Mapping[str, Any]) -> None:
@@ -119,16 +123,28 @@ def _bounded_sample_check(old: Mapping, new: Mapping, migration: Any, samples: l
     a schema ``pattern`` that backtracks cannot hold a web worker (Python's ``re`` cannot be
     interrupted, and a signal alarm works in the main thread only). The child comes from a
     fork server that has already imported the check, so each costs a fork, not an interpreter
-    start or an import; the fork server itself is one process, started on first use."""
+    start or an import; the fork server itself is one process, started on first use.
+
+    The limit counts the check alone: it starts when the child says it is ready, not when it
+    is asked for. Starting the fork server (the first check in a process) and a child's own
+    set-up would otherwise count against it, and a fork be refused for a slow start: each
+    child imports the program's main module again (multiprocessing does, and Python 3.11's
+    fork server cannot preload it), 0.1 s under gunicorn, 0.6 s under the ``sprig`` command,
+    seconds under a script that imports the whole app at its top."""
     context = multiprocessing.get_context("forkserver")
-    # The child runs this module's function: both imported once, in the fork server, so a
-    # child starts checking at once and the time limit measures the check alone.
+    # The child runs this module's function: both imported once, in the fork server.
     context.set_forkserver_preload(["evolution.data_schema", __name__])
     receiver, sender = context.Pipe(duplex=False)
     child = context.Process(target=_check_in_child, args=(sender, old, new, migration, samples))
     child.start()
     sender.close()
     try:
+        if not receiver.poll(CHILD_START_SECONDS):
+            raise ServiceUnavailable(
+                "The data_migration check could not start; retry shortly.",
+                headers={"Retry-After": "5"},
+            )
+        receiver.recv()  # ready
         if receiver.poll(MIGRATION_CHECK_SECONDS):
             return receiver.recv()
         return [
@@ -144,6 +160,7 @@ def _bounded_sample_check(old: Mapping, new: Mapping, migration: Any, samples: l
 
 
 def _check_in_child(sender, old, new, migration, samples) -> None:
+    sender.send(None)  # ready: the time limit starts now
     try:
         problems = data_schema.check_against_samples(old, new, migration, samples)
     except ValueError as exc:
