@@ -27,7 +27,9 @@ After a full run has committed its scores, the personal taste (``evolution.perso
 on what that run's model leaves of every rating, in a transaction of its own under a lock of
 its own (``learn_taste``). At a million sub-agents the taste fit costs several times the
 ranking itself; in the same transaction, the new scores would wait for it and the ranking lock
-would hold every lineage run back meanwhile.
+would hold every lineage run back meanwhile. A full run whose taste was never stored (its fit
+failed, or its worker died during it) is followed by another full run once its fit has surely
+ended (``TASTE_RETRY_AFTER``), which fits the taste again: once, not in a loop.
 """
 
 from __future__ import annotations
@@ -103,6 +105,9 @@ TASTE_LOCK_KEY = 0x74617374
 TASTE_REG_EVERY = timedelta(days=7)
 # Full runs looked back through for the last stored taste (runs whose fit failed store none).
 TASTE_LOOKBACK_RUNS = 10
+# A full run without a stored taste this long after its scores has lost its fit: longer than
+# the rank task's time limit (15 minutes by default), so the fit has finished or been killed.
+TASTE_RETRY_AFTER = timedelta(minutes=20)
 # Scores are rounded before they are compared and stored: a change in the 7th digit is not a
 # change anyone can see, and rewriting every row for it would make every run a full write.
 STORED_DIGITS = 6
@@ -429,6 +434,19 @@ def _last_full_run(session: Session) -> RankingRun | None:
     ).first()
 
 
+def _taste_lost(last_full: RankingRun | None, now: datetime) -> bool:
+    """Whether the last full run's taste was never stored (its fit failed, or its worker died
+    during it) and will not be: no summary ``TASTE_RETRY_AFTER`` after its scores. Then the next
+    run is a full one, and its taste is fitted. A run that was itself such a retry is not
+    retried: a fit that fails twice waits for the next daily run."""
+    if last_full is None or "taste" in last_full.parameters:
+        return False
+    if "taste_retry_of" in last_full.parameters:
+        return False
+    scored = _as_utc(last_full.finished_at or last_full.started_at)
+    return now - scored > TASTE_RETRY_AFTER
+
+
 def _hold_lock(session: Session, key: int) -> None:
     """One holder of ``key`` at a time across every worker, until the transaction ends: a
     transaction advisory lock on PostgreSQL (writers elsewhere carry on), the write lock on
@@ -458,9 +476,9 @@ def run_ranking(
 ) -> RankingRun:
     """Rank what changed since the last run (module docstring): a lineage run over the changed
     families, or a full run when ``force`` is set, when no full run has stored its
-    fit yet, when the last one is older than ``FULL_RUN_EVERY`` or when more than
-    ``INCREMENTAL_MAX_ROOTS`` families changed. Skips when nothing changed since the last run
-    (unless ``force``).
+    fit yet, when the last one is older than ``FULL_RUN_EVERY``, when more than
+    ``INCREMENTAL_MAX_ROOTS`` families changed or when the last one's taste was lost
+    (``_taste_lost``). Skips when nothing changed since the last run (unless ``force``).
 
     Two transactions from ``unit_of_work``: the run with its scores and offsets, committed;
     then, after a full run, its taste (``learn_taste``). If the taste fit fails, the scores
@@ -488,14 +506,15 @@ def _rank(
         select(RankingRun).where(RankingRun.mode != "skipped").order_by(RankingRun.id.desc())
     ).first()
     mark = watermark(session)
-    if not force and last is not None and last.parameters.get("watermark") == mark:
+    last_full = _last_full_run(session)
+    taste_lost = _taste_lost(last_full, now)
+    if not (force or taste_lost) and last is not None and last.parameters.get("watermark") == mark:
         metrics.record_ranking(time.perf_counter() - started, "skipped")
         return RankingRun(mode="skipped", parameters={"watermark": mark}), None
 
-    last_full = _last_full_run(session)
     stored = StoredFit.from_run(last_full) if last_full is not None else None
     roots = None
-    if not (force or stored is None or last is None) and (
+    if not (force or taste_lost or stored is None or last is None) and (
         now - _as_utc(last_full.started_at) < FULL_RUN_EVERY
     ):
         roots = changed_families(session, last.parameters["watermark"], lookback)
@@ -534,6 +553,8 @@ def _rank(
         parameters["fit"] = StoredFit(
             fit=scores.fit, retention_rate=scores.usage.retention_rate
         ).as_parameters()
+        if taste_lost:
+            parameters["taste_retry_of"] = last_full.id
     else:
         parameters["fit_run_id"] = stored.run_id
     run = RankingRun(

@@ -319,6 +319,16 @@ class PausedTaste:
         return self.real(inputs, scores, **options)
 
 
+def fail_the_taste_fit(monkeypatch, message: str) -> None:
+    """Every taste fit raises ``message``, as one that runs out of memory would."""
+    from market.ranking import services
+
+    def broken(inputs, scores, **options):
+        raise RuntimeError(message)
+
+    monkeypatch.setattr(services, "taste_of", broken)
+
+
 def in_thread(function) -> tuple[threading.Thread, list]:
     outcome: list = []
 
@@ -371,16 +381,10 @@ def test_a_full_runs_scores_are_served_while_its_taste_is_fitted(
 def test_a_taste_fit_that_fails_keeps_the_new_scores_and_the_last_taste(
     client, engine, camps, monkeypatch
 ):
-    from market.ranking import services
-
     rank(engine, force=True)
     before = stored_taste(engine)
     rate(client, camps["service"], make_user(engine, "late").id, version(camps["steps"][1]), 5)
-
-    def broken(inputs, scores, **options):
-        raise RuntimeError("the taste fit ran out of memory")
-
-    monkeypatch.setattr(services, "taste_of", broken)
+    fail_the_taste_fit(monkeypatch, "the taste fit ran out of memory")
     with pytest.raises(RuntimeError, match="out of memory"):
         rank(engine, force=True)
     with session_scope(engine) as session:
@@ -410,3 +414,40 @@ def test_an_older_runs_taste_never_replaces_a_newer_ones(client, engine, camps, 
     assert outcome[0].parameters["taste"] == {"superseded": True}
     person, _suits = stored_taste(engine)
     assert newcomer in person and len(person) == 41
+
+
+def test_a_lost_taste_is_fitted_again_once_by_a_full_run_after_its_fit_surely_ended(
+    client, engine, camps, monkeypatch
+):
+    """A full run's fit fails (or its worker dies: the run is left without a taste either
+    way). Nothing else changes. Ten minutes later the fit might still be running, and nothing
+    happens; twenty-one minutes later a full run ranks again and stores the taste, and
+    after that the catalog is quiet again."""
+    moment = datetime.now(UTC)
+    fail_the_taste_fit(monkeypatch, "the worker was killed")
+    with pytest.raises(RuntimeError):
+        rank(engine, force=True, now=moment)
+    monkeypatch.undo()
+    assert rank(engine, now=moment + timedelta(minutes=10)).mode == "skipped"
+    retry = rank(engine, now=moment + timedelta(minutes=21))
+    with session_scope(engine) as session:
+        lost = session.scalars(select(RankingRun).order_by(RankingRun.id)).first()
+    assert retry.mode == "full" and retry.parameters["taste_retry_of"] == lost.id
+    assert retry.parameters["taste"]["raters"] == 40
+    assert_camps_told_apart(engine, camps)
+    assert rank(engine, now=moment + timedelta(minutes=50)).mode == "skipped"
+
+
+def test_a_taste_that_fails_again_waits_for_the_next_daily_run(client, engine, camps, monkeypatch):
+    """The retry's fit fails too: no third full run comes from it, so a fit that cannot
+    succeed costs one extra full run a day, not one every twenty minutes."""
+    fail_the_taste_fit(monkeypatch, "out of memory")
+    moment = datetime.now(UTC)
+    with pytest.raises(RuntimeError):
+        rank(engine, force=True, now=moment)
+    with pytest.raises(RuntimeError):
+        rank(engine, now=moment + timedelta(minutes=21))
+    assert rank(engine, now=moment + timedelta(minutes=45)).mode == "skipped"
+    with session_scope(engine) as session:
+        modes = session.scalars(select(RankingRun.mode).order_by(RankingRun.id)).all()
+    assert modes == ["full", "full"]
