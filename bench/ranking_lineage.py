@@ -15,8 +15,9 @@ of depth, 5 ratings and 5 usage days per sub-agent), then, in the same process a
 * the personal taste fit a full run makes after its scores are committed
   (``market.ranking.services.taste_of`` on the warm run): weekly, λ chosen on a tenth of the
   ratings set aside; daily in between, λ kept (20, the middle of the path, whatever was
-  chosen: the cost of its sweeps does not depend on it) and ``PATH_SWEEPS`` sweeps from the
-  last factors.
+  chosen: the cost of its sweeps does not depend on it) and at most ``PATH_SWEEPS`` sweeps.
+  The run starts them from random factors, where a deployment starts from the last ones and
+  may stop sooner: the daily figure is an upper bound.
 
 Only the computation is timed here, not the database's reads and writes (a lineage run reads
 and writes the changed families' rows only, by ``root_id``; a full run everything).

@@ -29,7 +29,7 @@ its own (``learn_taste``). At a million sub-agents the taste fit costs several t
 ranking itself; in the same transaction, the new scores would wait for it and the ranking lock
 would hold every lineage run back meanwhile. A full run whose taste was never stored (its fit
 failed, or its worker died during it) is followed by another full run once its fit has surely
-ended (``TASTE_RETRY_AFTER``), which fits the taste again: once, not in a loop.
+ended (past the rank task's time limit), which fits the taste again: once, not in a loop.
 """
 
 from __future__ import annotations
@@ -105,9 +105,12 @@ TASTE_LOCK_KEY = 0x74617374
 TASTE_REG_EVERY = timedelta(days=7)
 # Full runs looked back through for the last stored taste (runs whose fit failed store none).
 TASTE_LOOKBACK_RUNS = 10
-# A full run without a stored taste this long after its scores has lost its fit: longer than
-# the rank task's time limit (15 minutes by default), so the fit has finished or been killed.
+# A full run without a stored taste this long after its scores has lost its fit, for a run with
+# no time limit of its own (``sprig rank``, the embedded schedule): the rank task passes its
+# own limit plus ``TASTE_RETRY_MARGIN`` instead (``market.ranking.tasks``), since its fit may
+# run that long before it is killed.
 TASTE_RETRY_AFTER = timedelta(minutes=20)
+TASTE_RETRY_MARGIN = timedelta(minutes=5)
 # Scores are rounded before they are compared and stored: a change in the 7th digit is not a
 # change anyone can see, and rewriting every row for it would make every run a full write.
 STORED_DIGITS = 6
@@ -434,17 +437,15 @@ def _last_full_run(session: Session) -> RankingRun | None:
     ).first()
 
 
-def _taste_lost(last_full: RankingRun | None, now: datetime) -> bool:
+def _taste_lost(last_full: RankingRun | None, now: datetime, retry_after: timedelta) -> bool:
     """Whether the last full run's taste was never stored (its fit failed, or its worker died
-    during it) and will not be: no summary ``TASTE_RETRY_AFTER`` after its scores. Then the next
-    run is a full one, and its taste is fitted. A run that was itself such a retry is not
-    retried: a fit that fails twice waits for the next daily run."""
-    if last_full is None or "taste" in last_full.parameters:
-        return False
-    if "taste_retry_of" in last_full.parameters:
+    during it) and will not be: no summary ``retry_after`` after its scores. Then the next run
+    is a full one, and its taste is fitted. A run that was itself such a retry is not retried:
+    a fit that fails twice waits for the next daily run."""
+    if last_full is None or {"taste", "taste_retry_of"} & last_full.parameters.keys():
         return False
     scored = _as_utc(last_full.finished_at or last_full.started_at)
-    return now - scored > TASTE_RETRY_AFTER
+    return now - scored > retry_after
 
 
 def _hold_lock(session: Session, key: int) -> None:
@@ -473,6 +474,7 @@ def run_ranking(
     force: bool = False,
     seed: int = 0,
     lookback: timedelta = DIRTY_LOOKBACK,
+    taste_retry_after: timedelta = TASTE_RETRY_AFTER,
 ) -> RankingRun:
     """Rank what changed since the last run (module docstring): a lineage run over the changed
     families, or a full run when ``force`` is set, when no full run has stored its
@@ -484,7 +486,14 @@ def run_ranking(
     then, after a full run, its taste (``learn_taste``). If the taste fit fails, the scores
     stay committed and the previous taste is kept; the error is raised."""
     with unit_of_work() as unit:
-        run, full = _rank(unit.session, now=now, force=force, seed=seed, lookback=lookback)
+        run, full = _rank(
+            unit.session,
+            now=now,
+            force=force,
+            seed=seed,
+            lookback=lookback,
+            taste_retry_after=taste_retry_after,
+        )
         unit.commit()
     if full is not None:
         with unit_of_work() as unit:
@@ -495,7 +504,13 @@ def run_ranking(
 
 
 def _rank(
-    session: Session, *, now: datetime | None, force: bool, seed: int, lookback: timedelta
+    session: Session,
+    *,
+    now: datetime | None,
+    force: bool,
+    seed: int,
+    lookback: timedelta,
+    taste_retry_after: timedelta,
 ) -> tuple[RankingRun, _FullFit | None]:
     """The run itself, in the caller's transaction: the run row, its scores and (a full run)
     the rater offsets, with what its taste fit will need."""
@@ -507,7 +522,7 @@ def _rank(
     ).first()
     mark = watermark(session)
     last_full = _last_full_run(session)
-    taste_lost = _taste_lost(last_full, now)
+    taste_lost = _taste_lost(last_full, now, taste_retry_after)
     if not (force or taste_lost) and last is not None and last.parameters.get("watermark") == mark:
         metrics.record_ranking(time.perf_counter() - started, "skipped")
         return RankingRun(mode="skipped", parameters={"watermark": mark}), None
@@ -732,18 +747,8 @@ def taste_of(
         user_offset=scores.baseline.user_offset,
         item_mean=scores.mean,
     )
-    if reg is None:
-        return fit_taste(ratings.user_idx, ratings.item_idx, value, inputs.forest, base)
-    return fit_taste(
-        ratings.user_idx,
-        ratings.item_idx,
-        value,
-        inputs.forest,
-        base,
-        reg=reg,
-        sweeps=PATH_SWEEPS,
-        start=start,
-    )
+    kept = {} if reg is None else {"reg": reg, "sweeps": PATH_SWEEPS, "start": start}
+    return fit_taste(ratings.user_idx, ratings.item_idx, value, inputs.forest, base, **kept)
 
 
 def _write_taste(session: Session, inputs: RankingInputs, taste: Taste) -> dict[str, int]:
