@@ -1,6 +1,6 @@
 """The ``sprig`` command for scripts: tokens listed, expiring and revoked by id; ``-h`` and
-``--help`` everywhere; ``--version``; ``--json`` output that is one JSON document and nothing
-else; a bad revision is one line and exit status 2."""
+``--help`` everywhere; ``--version``; ``sprig rank``'s report; ``--json`` output that is one
+JSON document and nothing else; a bad revision is one line and exit status 2."""
 
 from __future__ import annotations
 
@@ -147,3 +147,16 @@ def test_db_upgrade_works_from_any_directory(runner, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("SPRIG_DATABASE_URL", f"sqlite:///{tmp_path / 'elsewhere.db'}")
     assert run(runner, "db", "upgrade").output == "database at head\n"
+
+
+def test_rank_says_what_it_ranked_and_the_taste_it_learned_then_that_nothing_changed(
+    runner, client, engine
+):
+    from tests.factories import make_user, publish
+
+    publish(client, make_user(engine, "alice"), title="Water Tracker")
+    first = run(runner, "rank", "--force").output.splitlines()
+    assert first[0].startswith("ranked 1 sub-agents from 0 ratings in ")
+    assert first[0].endswith("(full; 1 score rows written)")
+    assert first[1].startswith("then learned the taste of 0 raters for 0 sub-agents in ")
+    assert run(runner, "rank").output == "nothing changed since the last ranking run\n"
