@@ -270,6 +270,8 @@ def install_read_cache(app: APIFlask, cache: ReadCache, listener: NotificationLi
             g.cache_key = key
             return None
         response = app.response_class(entry.body, 200, content_type=entry.content_type)
+        if entry.vary:
+            response.headers["Vary"] = entry.vary
         response.headers["X-Sprig-Cache"] = "hit"
         return response
 
@@ -277,6 +279,12 @@ def install_read_cache(app: APIFlask, cache: ReadCache, listener: NotificationLi
     def _store_cached(response):
         key = g.pop("cache_key", None)
         if key is not None and response.status_code == 200 and not response.direct_passthrough:
-            cache.put(key, response.get_data(), response.content_type, g.cache_generation)
+            cache.put(
+                key,
+                response.get_data(),
+                response.content_type,
+                response.headers.get("Vary"),
+                g.cache_generation,
+            )
             response.headers["X-Sprig-Cache"] = "miss"
         return response

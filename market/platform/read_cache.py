@@ -32,6 +32,9 @@ log = logging.getLogger(__name__)
 class Entry:
     body: bytes
     content_type: str
+    # What the answer varies by (a detail names the best branch in the reader's language): a
+    # hit repeats it, so that a browser's or a CDN's cache keys it the same way.
+    vary: str | None
     stored_at: float
     generation: int
 
@@ -62,13 +65,15 @@ class ReadCache:
             self._entries.move_to_end(key)
             return entry
 
-    def put(self, key: str, body: bytes, content_type: str, generation: int) -> None:
+    def put(
+        self, key: str, body: bytes, content_type: str, vary: str | None, generation: int
+    ) -> None:
         if not self.listening or len(body) > self.max_entry_bytes:
             return
         with self._lock:
             if generation != self._generation:
                 return  # a write happened while this response was being built
-            self._entries[key] = Entry(body, content_type, time.monotonic(), generation)
+            self._entries[key] = Entry(body, content_type, vary, time.monotonic(), generation)
             self._entries.move_to_end(key)
             while len(self._entries) > self.max_entries:
                 self._entries.popitem(last=False)

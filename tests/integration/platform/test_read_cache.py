@@ -74,3 +74,23 @@ def test_authenticated_and_error_responses_are_not_cached(cached_apps, engine):
     _warm(client, url)
     missing = client.get("/api/v1/subagents/999999")
     assert missing.status_code == 404 and "X-Sprig-Cache" not in missing.headers
+
+
+def test_a_hit_is_the_answer_a_miss_gave(cached_apps, engine):
+    """Byte for byte, with the same Vary: a detail names the best branch in the reader's
+    language, and a browser or CDN that lost ``Vary`` on hits would hand one reader's language
+    to the next."""
+    client = cached_apps[0].test_client()
+    sub = publish(client, make_user(engine, "alice"))
+    url = f"/api/v1/subagents/{sub['id']}"
+    # A miss is stored only once the listener is up: until then the next answer misses too.
+    deadline = time.monotonic() + 5
+    missed = client.get(url)
+    while (hit := client.get(url)).headers.get("X-Sprig-Cache") != "hit":
+        assert time.monotonic() < deadline, "the cache never started storing"
+        missed = hit
+        time.sleep(0.05)
+    assert missed.headers["X-Sprig-Cache"] == "miss"
+    assert hit.get_data() == missed.get_data()
+    assert missed.headers["Vary"] == hit.headers["Vary"] == "Accept-Language"
+    assert hit.headers["Content-Type"] == missed.headers["Content-Type"]
