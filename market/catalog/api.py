@@ -125,10 +125,10 @@ def _detail(subagent) -> SubAgentOut:
     return _visible_links(subagent_out(subagent, catalog.get_author(session, subagent), latest))
 
 
-def _visible_links(detail: SubAgentOut) -> SubAgentOut:
+def _visible_links(detail: SubAgentOut, read: catalog.Detail | None = None) -> SubAgentOut:
     session, viewer = db(), caller()
     after_this_request(_varies_by_language)
-    return visible_detail(session, viewer, detail, reader_language(session, viewer))
+    return visible_detail(session, viewer, detail, reader_language(session, viewer), read)
 
 
 def _varies_by_language(response):
@@ -254,7 +254,8 @@ def list_subagents(query: BrowseQuery):
 @bp.doc(operation_id="getSubagent")
 def get_subagent(subagent_id: int):
     """One sub-agent with its latest version."""
-    return _visible_links(subagent_out(*catalog.get_visible_detail(db(), caller(), subagent_id)))
+    read = catalog.get_visible_detail(db(), caller(), subagent_id)
+    return _visible_links(subagent_out(read.subagent, read.author, read.version), read)
 
 
 @bp.patch("/subagents/<int(max=2147483647):subagent_id>")
@@ -390,12 +391,13 @@ def get_tree(subagent_id: int, query: TreeQuery):
     """The subtree below a sub-agent, breadth first, capped in depth, children and nodes."""
     session = db()
     who = caller()
-    top = catalog.get_visible(session, who, subagent_id)
+    top, parent = catalog.get_visible_with_parent(session, who, subagent_id)
     settings = app_state().settings
     tree = browse.subtree(
         session,
         who,
         top,
+        parent,
         depth=min(query.depth, settings.tree_depth_max),
         max_children=query.max_children,
         max_nodes=settings.tree_nodes_max,

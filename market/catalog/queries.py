@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from sqlalchemy import and_, bindparam, literal, literal_column, or_
+from sqlalchemy import ARRAY, Integer, and_, any_, bindparam, literal, literal_column, or_
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, func, select
 
@@ -27,6 +28,9 @@ from market.platform.db import id_in, ranked_in
 from market.platform.errors import BadRequest, Forbidden
 from market.platform.pagination import decode_cursor, encode_cursor
 from market.ranking.models import SubAgentScore
+
+if TYPE_CHECKING:
+    from market.catalog.services import Link
 
 MAX_SEARCH_OFFSET = 1000
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -437,6 +441,7 @@ def subtree(
     session: Session,
     viewer: Principal,
     top: SubAgent,
+    parent: Link | None,
     *,
     depth: int,
     max_children: int,
@@ -445,12 +450,13 @@ def subtree(
     """Breadth first: under each node only its ``max_children`` most installed children, at
     most ``depth`` levels down and ``max_nodes`` nodes, cut in breadth-first order (level,
     then parent id, then rank), so a root with thousands of forks costs the same as one with
-    twenty."""
+    twenty. ``parent`` is ``top``'s (``get_visible_with_parent``), named only if the viewer
+    may see it."""
     rows = subtree_rows(
         session, viewer, top, depth=depth, max_children=max_children, max_nodes=max_nodes
     )
     nodes = [_tree_node(row) for row in rows]
-    if nodes[0].parent_id in hidden_among(session, viewer, [top.parent_id]):
+    if parent is not None and not can_view(viewer, parent):
         nodes[0].parent_id = None
     by_id = {node.id: node for node in nodes}
     for node in nodes[1:]:
@@ -549,28 +555,15 @@ _ONE_QUERY_SUBTREE = {signed_in: _one_query_subtree(signed_in) for signed_in in 
 def _subtree_by_level(session, viewer, top, depth, max_children, max_nodes) -> list:
     """One query per level; under each node a window function cuts its ``max_children`` most
     installed children in the database."""
+    statement = _LEVEL_QUERIES[session.get_bind().dialect.name, viewer.user_id is not None]
     rows = [top]
     frontier = [top.id]
     for _level in range(depth):
         if not frontier or len(rows) >= max_nodes:
             break
-        rank = (
-            func.row_number()
-            .over(
-                partition_by=SubAgent.parent_id,
-                order_by=(SubAgent.install_count.desc(), SubAgent.id),
-            )
-            .label("rank")
-        )
-        ranked = (
-            select(*_TREE_COLUMNS, rank)
-            .where(SubAgent.parent_id.in_(frontier), tree_clause(viewer))
-            .subquery()
-        )
         level = session.execute(
-            select(ranked)
-            .where(ranked.c.rank <= max_children)
-            .order_by(ranked.c.parent_id, ranked.c.rank)
+            statement,
+            {"frontier": frontier, "max_children": max_children, "viewer_id": viewer.user_id},
         )
         frontier = []
         for row in level:
@@ -579,6 +572,43 @@ def _subtree_by_level(session, viewer, top, depth, max_children, max_nodes) -> l
             rows.append(row)
             frontier.append(row.id)
     return rows
+
+
+def _level_query(dialect: str, signed_in: bool):
+    """One level of ``_subtree_by_level``: the ``max_children`` most installed visible
+    children of each node in ``frontier``. Built once per database and kind of viewer, for the
+    same reason as ``_one_query_subtree``; on PostgreSQL the frontier is one array parameter
+    (``platform.db.id_in``), so the statement's text, prepared once, is the same at any width."""
+    if dialect == "postgresql":
+        in_frontier = SubAgent.parent_id == any_(bindparam("frontier", type_=ARRAY(Integer)))
+    else:
+        in_frontier = SubAgent.parent_id.in_(bindparam("frontier", expanding=True))
+    rank = (
+        func.row_number()
+        .over(
+            partition_by=SubAgent.parent_id,
+            order_by=(SubAgent.install_count.desc(), SubAgent.id),
+        )
+        .label("rank")
+    )
+    viewer_id = bindparam("viewer_id") if signed_in else None
+    ranked = (
+        select(*_TREE_COLUMNS, rank)
+        .where(in_frontier, tree_visible(SubAgent, viewer_id))
+        .subquery()
+    )
+    return (
+        select(ranked)
+        .where(ranked.c.rank <= bindparam("max_children"))
+        .order_by(ranked.c.parent_id, ranked.c.rank)
+    )
+
+
+_LEVEL_QUERIES = {
+    (dialect, signed_in): _level_query(dialect, signed_in)
+    for dialect in ("postgresql", "sqlite")
+    for signed_in in (False, True)
+}
 
 
 def _tree_node(row: SubAgent) -> SubtreeNode:

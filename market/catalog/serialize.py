@@ -41,10 +41,10 @@ from market.catalog.schemas import (
     UpstreamQueue,
     VersionOut,
 )
-from market.catalog.services import ForkCommand
+from market.catalog.services import Detail, ForkCommand
 from market.catalog.switch_plans import SwitchPlanned
 from market.catalog.upstream import Offer, OfferPage, offer_diff
-from market.identity.access import hidden_among
+from market.identity.access import can_view, hidden_among
 from market.identity.models import User
 from market.ranking.services import ranking_figures
 
@@ -241,18 +241,26 @@ def fork_request_page_out(page: ForkRequestPage) -> ForkRequestList:
 
 
 def visible_detail(
-    session, viewer, detail: SubAgentOut, language: str | None = None
+    session, viewer, detail: SubAgentOut, language: str | None = None, read: Detail | None = None
 ) -> SubAgentOut:
     """A sub-agent's detail as ``viewer`` may see it, for every caller (API, MCP): links to a
     parent or root the viewer may not see are blanked (their ids alone would reveal that they
     exist), and the ranking figures and best descendant (preferring one in the reader's
-    ``language``) are added."""
-    hidden = hidden_among(session, viewer, [detail.parent_id, detail.root_id])
+    ``language``) are added. ``read`` holds those rows when the caller read them with the
+    sub-agent (``get_visible_detail``); otherwise they are read here."""
+    if read is None:
+        hidden = hidden_among(session, viewer, [detail.parent_id, detail.root_id])
+        figures = ranking_figures(session, viewer, detail.id, language)
+    else:
+        links = (read.parent, read.root)
+        hidden = {link.id for link in links if link is not None and not can_view(viewer, link)}
+        figures = ranking_figures(
+            session, viewer, detail.id, language, read=(read.score, read.best)
+        )
     if detail.parent_id in hidden:
         detail.parent_id = detail.parent_version_id = detail.fork_request_id = None
     if detail.root_id in hidden:
         detail.root_id = None
-    figures = ranking_figures(session, viewer, detail.id, language)
     if figures is None:
         return detail
     detail.ranking = RankingOut.model_validate(figures.score, from_attributes=True)

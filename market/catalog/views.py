@@ -215,7 +215,8 @@ def _fork_requests(session, ids: list[int]) -> list[str | None]:
 def subagent_page(subagent_id: int):
     session = db()
     viewer = caller()
-    subagent, author, latest = catalog.get_visible_detail(session, viewer, subagent_id)
+    read = catalog.get_visible_detail(session, viewer, subagent_id)
+    subagent, author, latest = read.subagent, read.author, read.version
     lineage = browse.lineage(session, viewer, subagent)
     parent = lineage.ancestors[-1].subagent if lineage.ancestors else None
     versions = list(reversed(catalog.list_versions(session, subagent)))
@@ -223,7 +224,7 @@ def subagent_page(subagent_id: int):
     reads, writes = _scope_words(list(manifest.get("scopes", [])))
     rating, histogram = figures.rating_with_histogram(session, subagent.id)
     reading = reader_language(session, viewer)
-    ranked = ranking_figures(session, viewer, subagent.id, reading)
+    ranked = ranking_figures(session, viewer, subagent.id, reading, read=(read.score, read.best))
     better = ranked.best_descendant if ranked is not None else None
     forks = browse.forks_of(session, viewer, subagent, limit=6, cursor=None)
     preview_url = None
@@ -516,7 +517,8 @@ def _diff_lines(text: str) -> list[tuple[str, str]]:
 def diff_page(subagent_id: int):
     session = db()
     viewer = caller()
-    subagent, author, latest = catalog.get_visible_detail(session, viewer, subagent_id)
+    read = catalog.get_visible_detail(session, viewer, subagent_id)
+    subagent, author, latest = read.subagent, read.author, read.version
     if latest is None:
         raise NotFound(f"Sub-agent {subagent_id} has no version yet.")
     latest = catalog.get_readable_version(session, viewer, subagent, latest.id)

@@ -322,9 +322,10 @@ def _server(
         with call() as (unit, who):
             session = unit.session
             viewer = who()
-            detail = subagent_out(*catalog.get_visible_detail(session, viewer, subagent_id))
+            read = catalog.get_visible_detail(session, viewer, subagent_id)
+            detail = subagent_out(read.subagent, read.author, read.version)
             language = reader_language(session, viewer, accept_language_of())
-            return visible_detail(session, viewer, detail, language)
+            return visible_detail(session, viewer, detail, language, read)
 
     @server.tool()
     def get_diff(

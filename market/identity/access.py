@@ -33,6 +33,8 @@ def _hidden(viewer: Principal, author_id: int, visibility: str, status: str) -> 
 
 
 def can_view(viewer: Principal, subagent: SubAgent) -> bool:
+    """``subagent`` is a row or anything else with its ``author_id``, ``visibility`` and
+    ``status`` (``market.catalog.services.Link``)."""
     return not _hidden(viewer, subagent.author_id, subagent.visibility, subagent.status)
 
 

@@ -836,7 +836,12 @@ def listing_language(subagent: SubAgent) -> str:
 
 
 def ranking_figures(
-    session: Session, viewer, subagent_id: int, language: str | None = None
+    session: Session,
+    viewer,
+    subagent_id: int,
+    language: str | None = None,
+    *,
+    read: tuple[SubAgentScore | None, SubAgent | None] | None = None,
 ) -> RankingFigures | None:
     """The figures of the last run (None before it scored the sub-agent). The best descendant
     was chosen among public, active sub-agents; it is checked again here, since a yank or a
@@ -844,13 +849,17 @@ def ranking_figures(
 
     With the reader's ``language``, a better branch they read is named before the run's best
     when there is one (``_branch_in_language``): someone reading English is better served by
-    a loved English branch than by a better-loved Chinese one."""
-    score = session.get(SubAgentScore, subagent_id)
+    a loved English branch than by a better-loved Chinese one.
+
+    ``read`` is the score and the row of the best descendant it names when the caller has
+    them already (``market.catalog.services.get_visible_detail``)."""
+    score, candidate = read or (session.get(SubAgentScore, subagent_id), None)
     if score is None:
         return None
     best = None
     if score.best_descendant_id not in (None, subagent_id):
-        candidate = session.get(SubAgent, score.best_descendant_id)
+        if read is None:
+            candidate = session.get(SubAgent, score.best_descendant_id)
         if candidate is not None and candidate.status == "active" and can_view(viewer, candidate):
             best = candidate
     figures = RankingFigures(score=score, best_descendant=best)

@@ -267,6 +267,50 @@ def test_a_fork_of_a_public_parent_still_inherits_its_listing(client, people):
     assert child["summary"] == "Log every glass." and child["tags"] == ["water"]
 
 
+# ---- a detail and a subtree never name a parent or root the reader may not see ------------
+
+
+@pytest.mark.parametrize("hiding", ["private", "quarantine"])
+def test_a_detail_and_a_subtree_name_a_hidden_parent_or_root_only_to_those_who_see_it(
+    client, engine, people, hiding
+):
+    """R <- F <- G, then R is hidden. F's detail (API and MCP) and its subtree, and G's
+    detail, still answer everyone, but name R only to those who may open it: the id alone
+    would tell a stranger that something hidden is there."""
+    alice, bob, mod = people["alice"], people["bob"], people["mod"]
+    root = publish(client, alice, title="Root of it all")
+    middle = fork(client, bob, root["id"], "middle")
+    leaf = fork(client, bob, middle["id"], "leaf")
+    url = f"{API}/subagents/{root['id']}"
+    if hiding == "private":
+        hidden = client.patch(url, json={"visibility": "private"}, headers=alice.headers)
+    else:
+        hidden = client.post(f"{url}/quarantine", json={"reason": "bad"}, headers=mod.headers)
+    assert hidden.status_code == 200
+    sees_root = {"alice": True, "bob": False, "anonymous": False, "mod": hiding == "quarantine"}
+
+    for name, sees in sees_root.items():
+        who = people.get(name)
+        headers = who.headers if who else {}
+        named = root["id"] if sees else None
+        detail = client.get(f"{API}/subagents/{middle['id']}", headers=headers).get_json()
+        assert (detail["parent_id"], detail["root_id"]) == (named, named), name
+        if not sees:
+            assert detail["parent_version_id"] is None
+        [tool] = mcp.call_tools(
+            build_server(engine, token=who.token if who else None),
+            ("get_subagent", {"subagent_id": middle["id"]}),
+        )
+        assert not tool.is_error, name
+        answered = tool.structured_content
+        assert (answered["parent_id"], answered["root_id"]) == (named, named), name
+        tree = client.get(f"{API}/subagents/{middle['id']}/tree", headers=headers).get_json()
+        assert tree["nodes"][0]["parent_id"] == named, name
+        assert [node["id"] for node in tree["nodes"]] == [middle["id"], leaf["id"]]
+        below = client.get(f"{API}/subagents/{leaf['id']}", headers=headers).get_json()
+        assert (below["parent_id"], below["root_id"]) == (middle["id"], named), name
+
+
 # ---- preview links follow the sub-agent's current state ---------------------------------
 
 

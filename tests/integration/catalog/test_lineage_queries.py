@@ -157,7 +157,7 @@ def test_subtree_picks_the_one_query_read_only_when_its_worst_case_is_small(engi
     with session_scope(engine) as session:
         for max_children in (3, 20):
             tree = browse.subtree(
-                session, ANONYMOUS, top, depth=6, max_children=max_children, max_nodes=150
+                session, ANONYMOUS, top, None, depth=6, max_children=max_children, max_nodes=150
             )
             expected = _breadth_first(forest["nodes"], top, ANONYMOUS, 6, max_children, 150)
             assert [n.id for n in tree.nodes] == expected

@@ -113,6 +113,37 @@ def test_good_feedback_on_a_fork_lifts_it_above_its_parent(client, engine, famil
     assert root["id"] not in [card["id"] for card in rising["items"]]  # roots never rise
 
 
+@pytest.mark.parametrize("change", ["private", "yank"])
+def test_a_best_descendant_hidden_since_the_run_is_not_named(client, engine, family, change):
+    """The run named ``good`` the root's best descendant; then ``good`` is made private or
+    yanked. Until the next run the stored figures still point at it: the detail (API and
+    page) names it to its author alone, and a yanked one to nobody."""
+    root, good, bob = family["root"], family["good"], family["bob"]
+    for user_id in family["raters"]:
+        rate(client, family["service"], user_id, version(root), 3)
+        rate(client, family["service"], user_id, version(good), 5)
+    rank(engine)
+    detail_url, page_url = f"{API}/subagents/{root['id']}", f"/s/{root['id']}"
+    assert client.get(detail_url).get_json()["best_descendant"]["id"] == good["id"]
+    assert 'class="better"' in client.get(page_url).get_data(as_text=True)
+
+    listing = f"{API}/subagents/{good['id']}"
+    if change == "private":
+        changed = client.patch(listing, json={"visibility": "private"}, headers=bob.headers)
+    else:
+        changed = client.post(f"{listing}/yank", json={"reason": "broken"}, headers=bob.headers)
+    assert changed.status_code == 200
+    with session_scope(engine) as session:
+        assert session.get(SubAgentScore, root["id"]).best_descendant_id == good["id"]
+    for reader in (None, family["alice"], bob):
+        headers = reader.headers if reader else {}
+        shown = change == "private" and reader is bob
+        best = client.get(detail_url, headers=headers).get_json()["best_descendant"]
+        assert (best is not None and best["id"] == good["id"]) == shown, reader
+        page = client.get(page_url, headers=headers).get_data(as_text=True)
+        assert ('class="better"' in page) == shown, reader
+
+
 def test_a_known_harsh_rater_counts_less_than_a_stranger(client, engine, family):
     """`plain` and `twin` get the same ratings: twelve 4s and one 1. The 1 on `plain` comes from
     someone who gave 1 star to everything else they rated while the crowd gave 4; the 1 on
