@@ -563,14 +563,15 @@ def _subtree_by_level(session, viewer, top, depth, max_children, max_nodes) -> l
             break
         level = session.execute(
             statement,
-            {"frontier": frontier, "max_children": max_children, "viewer_id": viewer.user_id},
-        )
-        frontier = []
-        for row in level:
-            if len(rows) >= max_nodes:
-                break
-            rows.append(row)
-            frontier.append(row.id)
+            {
+                "frontier": frontier,
+                "max_children": max_children,
+                "viewer_id": viewer.user_id,
+                "room": max_nodes - len(rows),
+            },
+        ).all()
+        frontier = [row.id for row in level]
+        rows.extend(level)
     return rows
 
 
@@ -597,10 +598,13 @@ def _level_query(dialect: str, signed_in: bool):
         .where(in_frontier, tree_visible(SubAgent, viewer_id))
         .subquery()
     )
+    # Only as many rows as the node cap leaves room for: a last level under 400 parents can
+    # rank 8,000 children, and reading them all cost more than the rest of the tree.
     return (
         select(ranked)
         .where(ranked.c.rank <= bindparam("max_children"))
         .order_by(ranked.c.parent_id, ranked.c.rank)
+        .limit(bindparam("room"))
     )
 
 
