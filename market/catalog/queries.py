@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from sqlalchemy import ARRAY, Integer, and_, any_, bindparam, literal, literal_column, or_
+from sqlalchemy import and_, bindparam, literal, literal_column, or_
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, func, select
 
@@ -24,7 +24,7 @@ from market.identity.access import (
 )
 from market.identity.models import User
 from market.identity.tokens import Principal
-from market.platform.db import id_in, ranked_in
+from market.platform.db import id_in, in_bound_ids, ranked_in
 from market.platform.errors import BadRequest, Forbidden
 from market.platform.pagination import decode_cursor, encode_cursor
 from market.ranking.models import SubAgentScore
@@ -151,7 +151,12 @@ def _card(row) -> Card:
     )
 
 
-_ANCESTORS_QUERY = _with_author(SubAgent.id.in_(bindparam("ids", expanding=True)))
+# Per database: on PostgreSQL the ids are one array parameter, so the text is the same at
+# any depth and is prepared once.
+_ANCESTORS_QUERIES = {
+    dialect: _with_author(in_bound_ids(dialect, SubAgent.id, "ids"))
+    for dialect in ("postgresql", "sqlite")
+}
 
 
 def _cards(
@@ -411,7 +416,8 @@ def lineage(session: Session, viewer: Principal, subagent: SubAgent) -> LineageP
     """Ancestors root first. One an ordinary viewer may not see stays a hidden placeholder so
     the path still ends at its root without revealing what the hidden one is."""
     ids = [int(i) for i in subagent.ancestry.split("/") if i]
-    rows = {row.id: row for row in session.execute(_ANCESTORS_QUERY, {"ids": ids})} if ids else {}
+    statement = _ANCESTORS_QUERIES[session.get_bind().dialect.name]
+    rows = {row.id: row for row in session.execute(statement, {"ids": ids})} if ids else {}
     hidden = {i: not can_view(viewer, row) for i, row in rows.items()}
     visible = [rows[i] for i in ids if not hidden[i]]
     # An ancestor's parent is the ancestor before it: its visibility is known already.
@@ -579,11 +585,9 @@ def _level_query(dialect: str, signed_in: bool):
     """One level of ``_subtree_by_level``: the ``max_children`` most installed visible
     children of each node in ``frontier``. Built once per database and kind of viewer, for the
     same reason as ``_one_query_subtree``; on PostgreSQL the frontier is one array parameter
-    (``platform.db.id_in``), so the statement's text, prepared once, is the same at any width."""
-    if dialect == "postgresql":
-        in_frontier = SubAgent.parent_id == any_(bindparam("frontier", type_=ARRAY(Integer)))
-    else:
-        in_frontier = SubAgent.parent_id.in_(bindparam("frontier", expanding=True))
+    (``platform.db.in_bound_ids``), so the statement's text, prepared once, is the same at any
+    width."""
+    in_frontier = in_bound_ids(dialect, SubAgent.parent_id, "frontier")
     rank = (
         func.row_number()
         .over(

@@ -196,6 +196,14 @@ def id_in(session: Session, column, ids):
     return column.in_(ids)
 
 
+def in_bound_ids(dialect: str, column, name: str):
+    """``id_in`` for a statement built once, its ids bound at each execution under ``name``:
+    one array parameter on PostgreSQL, an expanding IN on SQLite."""
+    if dialect == "postgresql":
+        return column == any_(bindparam(name, type_=ARRAY(Integer)))
+    return column.in_(bindparam(name, expanding=True))
+
+
 def ranked_in(session: Session, column, ids):
     """``(column IN ids, where column stands in ids)``: the filter and the ORDER BY of a list
     ranked in Python (a search's best matches), the position 1 for the first id. On
