@@ -14,7 +14,7 @@ from typing import NamedTuple
 from sqlalchemy import bindparam, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.orm import aliased
+from sqlalchemy.orm import aliased, load_only
 from sqlmodel import Session, func, select
 
 from market.catalog import bundles, near_copies
@@ -76,6 +76,19 @@ def get_visible(session: Session, viewer: Principal, subagent_id: int) -> SubAge
     return subagent
 
 
+class Branch(NamedTuple):
+    """What a detail reads of the best descendant its figures name: whether it may be shown
+    (``can_view``, its status), its title and depth, and the language of its listing."""
+
+    id: int
+    title: str
+    summary: str
+    depth: int
+    author_id: int
+    visibility: str
+    status: str
+
+
 class Link(NamedTuple):
     """What a detail reads of the parent or root it links to: whether the viewer may see it
     (``can_view`` reads these three columns)."""
@@ -98,15 +111,16 @@ class Detail:
     parent: Link | None
     root: Link | None
     score: SubAgentScore | None
-    best: SubAgent | None
+    best: Branch | None
 
 
 _PARENT = aliased(SubAgent, name="parent")
 _ROOT = aliased(SubAgent, name="root")
 _BEST = aliased(SubAgent, name="best")
 # Built once: composing a SELECT costs more CPU than running it on a warm connection. The
-# parent and root bring only the columns a Link reads: every column of a result costs the
-# driver and the ORM time, NULL or not (two whole rows more doubled the query's CPU).
+# linked rows bring only the columns a Link or a Branch reads, and the author only what a
+# detail shows of them: every column of a result costs the driver and the ORM time, NULL or
+# not (two whole rows more doubled the query's CPU).
 _DETAIL_QUERY = (
     select(
         SubAgent,
@@ -115,7 +129,7 @@ _DETAIL_QUERY = (
         *(getattr(_PARENT, field) for field in Link._fields),
         *(getattr(_ROOT, field) for field in Link._fields),
         SubAgentScore,
-        _BEST,
+        *(getattr(_BEST, field) for field in Branch._fields),
     )
     .join(User, User.id == SubAgent.author_id)
     .outerjoin(Version, Version.id == SubAgent.latest_version_id)
@@ -124,6 +138,7 @@ _DETAIL_QUERY = (
     .outerjoin(SubAgentScore, SubAgentScore.subagent_id == SubAgent.id)
     .outerjoin(_BEST, _BEST.id == SubAgentScore.best_descendant_id)
     .where(SubAgent.id == bindparam("subagent_id"))
+    .options(load_only(User.id, User.handle, User.display_name))
 )
 
 
@@ -155,11 +170,12 @@ def get_visible_detail(session: Session, viewer: Principal, subagent_id: int) ->
     row = session.execute(_DETAIL_QUERY, {"subagent_id": subagent_id}).first()
     if row is None or not can_view(viewer, row[0]):
         raise NotFound(f"No sub-agent {subagent_id}.")
-    subagent, author, version, *links, score, best = row
+    subagent, author, version = row[:3]
     width = len(Link._fields)
-    return Detail(
-        subagent, author, version, _link(links[:width]), _link(links[width:]), score, best
-    )
+    parent, root = _link(row[3 : 3 + width]), _link(row[3 + width : 3 + 2 * width])
+    score, best = row[3 + 2 * width], row[4 + 2 * width :]
+    best = None if best[0] is None else Branch(*best)
+    return Detail(subagent, author, version, parent, root, score, best)
 
 
 def get_author(session: Session, subagent: SubAgent) -> User:

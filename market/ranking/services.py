@@ -820,6 +820,7 @@ class RankingFigures:
     ``best_probability`` that it is better, ``best_language`` the language it is written in."""
 
     score: SubAgentScore
+    # A row, or the columns of it that a detail reads (``market.catalog.services.Branch``).
     best_descendant: SubAgent | None
     best_probability: float = 0.0
     best_language: str | None = None
