@@ -211,7 +211,10 @@ def build(shared: Shared, state: str, *, with_lists: bool = False) -> World:
     """A fresh P -> X (-> C) for ``state``; with the lists, also R and Y."""
     client, users = shared.client, shared.users
     n = next(_notes)
-    world = World(actors=shared.actors, word=f"zebra{n}")
+    # Ended by a letter, so that no world's word is inside another's: the owner's search for
+    # "zebra3" also matched their "Sprout zebra312" (a title containing the text), and with a
+    # hundred of those from later worlds the page of 100 ended before this world's own.
+    world = World(actors=shared.actors, word=f"zebra{n}z")
     born = state if state in ("public", "unlisted", "private") else "public"
     owner = users["owner"]
 
