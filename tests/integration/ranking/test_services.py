@@ -469,6 +469,41 @@ def test_a_lost_taste_is_fitted_again_once_by_a_full_run_after_its_fit_surely_en
     assert rank(engine, now=moment + timedelta(minutes=50)).mode == "skipped"
 
 
+def backdate_the_last_run(engine, by: timedelta) -> None:
+    with session_scope(engine) as session:
+        last = session.scalars(select(RankingRun).order_by(RankingRun.id.desc())).first()
+        last.started_at -= by
+        last.finished_at = last.finished_at and last.finished_at - by
+
+
+def test_the_rank_task_waits_out_its_own_time_limit_before_fitting_a_lost_taste(
+    database_url, engine, camps, monkeypatch
+):
+    """The Celery task's delay is its own time limit plus five minutes, not the default
+    twenty: with a one-hour limit, a taste lost 30 minutes ago may still be being fitted and
+    nothing runs; one lost 70 minutes ago is fitted again."""
+    from market.ranking.tasks import rank_task
+    from tests.conftest import configured_app
+
+    # Built last, its Celery app is the one tasks run through, in its context and settings.
+    limited = configured_app(database_url, rank_time_limit_seconds=3600)
+    try:
+        with monkeypatch.context() as broken:
+            fail_the_taste_fit(broken, "the worker was killed")
+            with pytest.raises(RuntimeError):
+                rank_task.apply(kwargs={"force": True}).get()
+        backdate_the_last_run(engine, timedelta(minutes=30))
+        assert rank_task.apply().get()["mode"] == "skipped"
+        backdate_the_last_run(engine, timedelta(minutes=40))
+        assert rank_task.apply().get()["mode"] == "full"
+    finally:
+        app_state(limited).engine.dispose()
+        app_state(limited).read_engine.dispose()
+    with session_scope(engine) as session:
+        retry = session.scalars(select(RankingRun).order_by(RankingRun.id.desc())).first()
+    assert retry.parameters["taste"]["raters"] == 40 and "taste_retry_of" in retry.parameters
+
+
 def test_a_taste_that_fails_again_waits_for_the_next_daily_run(client, engine, camps, monkeypatch):
     """The retry's fit fails too: no third full run comes from it, so a fit that cannot
     succeed costs one extra full run a day, not one every twenty minutes."""
