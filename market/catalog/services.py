@@ -14,7 +14,7 @@ from typing import NamedTuple
 from sqlalchemy import bindparam, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.orm import aliased, load_only
+from sqlalchemy.orm import Bundle, aliased, load_only
 from sqlmodel import Session, func, select
 
 from market.catalog import bundles, near_copies
@@ -114,6 +114,12 @@ class Detail:
     best: Branch | None
 
 
+def _columns(name: str, subagent, shape) -> Bundle:
+    """The columns of ``shape`` (a Link or a Branch) from that alias of the table, as one
+    item of a result row."""
+    return Bundle(name, *(getattr(subagent, field) for field in shape._fields))
+
+
 _PARENT = aliased(SubAgent, name="parent")
 _ROOT = aliased(SubAgent, name="root")
 _BEST = aliased(SubAgent, name="best")
@@ -126,10 +132,10 @@ _DETAIL_QUERY = (
         SubAgent,
         User,
         Version,
-        *(getattr(_PARENT, field) for field in Link._fields),
-        *(getattr(_ROOT, field) for field in Link._fields),
+        _columns("parent", _PARENT, Link),
+        _columns("root", _ROOT, Link),
         SubAgentScore,
-        *(getattr(_BEST, field) for field in Branch._fields),
+        _columns("best", _BEST, Branch),
     )
     .join(User, User.id == SubAgent.author_id)
     .outerjoin(Version, Version.id == SubAgent.latest_version_id)
@@ -143,7 +149,7 @@ _DETAIL_QUERY = (
 
 
 _WITH_PARENT_QUERY = (
-    select(SubAgent, *(getattr(_PARENT, field) for field in Link._fields))
+    select(SubAgent, _columns("parent", _PARENT, Link))
     .outerjoin(_PARENT, _PARENT.id == SubAgent.parent_id)
     .where(SubAgent.id == bindparam("subagent_id"))
 )
@@ -157,11 +163,12 @@ def get_visible_with_parent(
     row = session.execute(_WITH_PARENT_QUERY, {"subagent_id": subagent_id}).first()
     if row is None or not can_view(viewer, row[0]):
         raise NotFound(f"No sub-agent {subagent_id}.")
-    return row[0], _link(row[1:])
+    return row[0], _as(Link, row[1])
 
 
-def _link(columns) -> Link | None:
-    return None if columns[0] is None else Link(*columns)
+def _as(shape, columns):
+    """A bundle of an outer-joined row as ``shape``, None when nothing was joined."""
+    return None if columns[0] is None else shape(*columns)
 
 
 def get_visible_detail(session: Session, viewer: Principal, subagent_id: int) -> Detail:
@@ -170,12 +177,10 @@ def get_visible_detail(session: Session, viewer: Principal, subagent_id: int) ->
     row = session.execute(_DETAIL_QUERY, {"subagent_id": subagent_id}).first()
     if row is None or not can_view(viewer, row[0]):
         raise NotFound(f"No sub-agent {subagent_id}.")
-    subagent, author, version = row[:3]
-    width = len(Link._fields)
-    parent, root = _link(row[3 : 3 + width]), _link(row[3 + width : 3 + 2 * width])
-    score, best = row[3 + 2 * width], row[4 + 2 * width :]
-    best = None if best[0] is None else Branch(*best)
-    return Detail(subagent, author, version, parent, root, score, best)
+    subagent, author, version, parent, root, score, best = row
+    return Detail(
+        subagent, author, version, _as(Link, parent), _as(Link, root), score, _as(Branch, best)
+    )
 
 
 def get_author(session: Session, subagent: SubAgent) -> User:
