@@ -70,7 +70,6 @@ from market.catalog.serialize import (
     near_copy_out,
     page_out,
     report_out,
-    subagent_out,
     switch_plan_out,
     tree_out,
     upstream_detail_out,
@@ -120,15 +119,14 @@ ALSO_READS_ZIP = (
 
 
 def _detail(subagent) -> SubAgentOut:
-    session = db()
-    latest = session.get(catalog.Version, subagent.latest_version_id)
-    return _visible_links(subagent_out(subagent, catalog.get_author(session, subagent), latest))
+    """The answer to a write: the sub-agent the caller has just made or changed."""
+    return _visible(catalog.read_detail(db(), subagent.id))
 
 
-def _visible_links(detail: SubAgentOut, read: catalog.Detail | None = None) -> SubAgentOut:
+def _visible(read: catalog.Detail) -> SubAgentOut:
     session, viewer = db(), caller()
     after_this_request(_varies_by_language)
-    return visible_detail(session, viewer, detail, reader_language(session, viewer), read)
+    return visible_detail(session, viewer, read, reader_language(session, viewer))
 
 
 def _varies_by_language(response):
@@ -254,8 +252,7 @@ def list_subagents(query: BrowseQuery):
 @bp.doc(operation_id="getSubagent")
 def get_subagent(subagent_id: int):
     """One sub-agent with its latest version."""
-    read = catalog.get_visible_detail(db(), caller(), subagent_id)
-    return _visible_links(subagent_out(read.subagent, read.author, read.version), read)
+    return _visible(catalog.get_visible_detail(db(), caller(), subagent_id))
 
 
 @bp.patch("/subagents/<int(max=2147483647):subagent_id>")

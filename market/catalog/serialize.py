@@ -44,7 +44,7 @@ from market.catalog.schemas import (
 from market.catalog.services import Detail, ForkCommand
 from market.catalog.switch_plans import SwitchPlanned
 from market.catalog.upstream import Offer, OfferPage, offer_diff
-from market.identity.access import can_view, hidden_among
+from market.identity.access import can_view
 from market.identity.models import User
 from market.ranking.services import ranking_figures
 
@@ -241,22 +241,20 @@ def fork_request_page_out(page: ForkRequestPage) -> ForkRequestList:
 
 
 def visible_detail(
-    session, viewer, detail: SubAgentOut, language: str | None = None, read: Detail | None = None
+    session, viewer, read: Detail, language: str | None = None, version: Version | None = None
 ) -> SubAgentOut:
-    """A sub-agent's detail as ``viewer`` may see it, for every caller (API, MCP): links to a
-    parent or root the viewer may not see are blanked (their ids alone would reveal that they
-    exist), and the ranking figures and best descendant (preferring one in the reader's
-    ``language``) are added. ``read`` holds those rows when the caller read them with the
-    sub-agent (``get_visible_detail``); otherwise they are read here."""
-    if read is None:
-        hidden = hidden_among(session, viewer, [detail.parent_id, detail.root_id])
-        figures = ranking_figures(session, viewer, detail.id, language)
-    else:
-        links = (read.parent, read.root)
-        hidden = {link.id for link in links if link is not None and not can_view(viewer, link)}
-        figures = ranking_figures(
-            session, viewer, detail.id, language, read=(read.score, read.best)
-        )
+    """A sub-agent's detail as ``viewer`` may see it, for every caller (API, MCP, the answer to
+    a write): links to a parent or root the viewer may not see are blanked (their ids alone
+    would reveal that they exist), and the ranking figures and best descendant (preferring
+    one in the reader's ``language``) are added. ``read`` is the sub-agent and those rows, read
+    together (``market.catalog.services.get_visible_detail`` or ``read_detail``); ``version``
+    is the one to show when it is not the latest (a publish that matched an older one)."""
+    detail = subagent_out(read.subagent, read.author, version or read.version)
+    links = (read.parent, read.root)
+    hidden = {link.id for link in links if link is not None and not can_view(viewer, link)}
+    figures = ranking_figures(
+        session, viewer, detail.id, language, score=read.score, best=read.best
+    )
     if detail.parent_id in hidden:
         detail.parent_id = detail.parent_version_id = detail.fork_request_id = None
     if detail.root_id in hidden:

@@ -173,10 +173,22 @@ def _as(shape, columns):
 
 def get_visible_detail(session: Session, viewer: Principal, subagent_id: int) -> Detail:
     """The sub-agent with its author, latest version, parent, root and ranking figures, in one
-    round trip (a detail was four to six)."""
-    row = session.execute(_DETAIL_QUERY, {"subagent_id": subagent_id}).first()
-    if row is None or not can_view(viewer, row[0]):
+    round trip (a detail was four to six), if ``viewer`` may see it."""
+    detail = read_detail(session, subagent_id)
+    if detail is None or not can_view(viewer, detail.subagent):
         raise NotFound(f"No sub-agent {subagent_id}.")
+    return detail
+
+
+def read_detail(session: Session, subagent_id: int) -> Detail | None:
+    """``get_visible_detail`` without asking whether the caller may see the sub-agent: for the
+    answer to a write, which its caller has just made. A service publishing a private
+    sub-agent for a person may not open it afterwards, yet is answered with what it made.
+    What the detail links to is still shown only as the caller may see it
+    (``market.catalog.serialize.visible_detail``)."""
+    row = session.execute(_DETAIL_QUERY, {"subagent_id": subagent_id}).first()
+    if row is None:
+        return None
     subagent, author, version, parent, root, score, best = row
     return Detail(
         subagent, author, version, _as(Link, parent), _as(Link, root), score, _as(Branch, best)

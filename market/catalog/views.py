@@ -224,7 +224,9 @@ def subagent_page(subagent_id: int):
     reads, writes = _scope_words(list(manifest.get("scopes", [])))
     rating, histogram = figures.rating_with_histogram(session, subagent.id)
     reading = reader_language(session, viewer)
-    ranked = ranking_figures(session, viewer, subagent.id, reading, read=(read.score, read.best))
+    ranked = ranking_figures(
+        session, viewer, subagent.id, reading, score=read.score, best=read.best
+    )
     better = ranked.best_descendant if ranked is not None else None
     forks = browse.forks_of(session, viewer, subagent, limit=6, cursor=None)
     preview_url = None

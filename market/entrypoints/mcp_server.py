@@ -75,7 +75,6 @@ from market.catalog.schemas import (
 from market.catalog.serialize import (
     fork_command,
     near_copy_out,
-    subagent_out,
     switch_plan_out,
     upstream_detail_out,
     upstream_out,
@@ -323,9 +322,8 @@ def _server(
             session = unit.session
             viewer = who()
             read = catalog.get_visible_detail(session, viewer, subagent_id)
-            detail = subagent_out(read.subagent, read.author, read.version)
             language = reader_language(session, viewer, accept_language_of())
-            return visible_detail(session, viewer, detail, language, read)
+            return visible_detail(session, viewer, read, language)
 
     @server.tool()
     def get_diff(
@@ -488,8 +486,7 @@ def _server(
             principal = who()
             subagent, _changed = catalog.adopt_parent(session, principal, subagent_id, parent_id)
             unit.commit()
-            latest = session.get(catalog.Version, subagent.latest_version_id)
-            return _detail_of(session, principal, accept_language_of(), subagent, latest)
+            return _detail_of(session, principal, accept_language_of(), subagent)
 
     @server.tool()
     def decline_near_copies(subagent_id: Id) -> SubAgentOut:
@@ -500,8 +497,7 @@ def _server(
             principal = who()
             subagent = catalog.decline_near_copies(session, principal, subagent_id)
             unit.commit()
-            latest = session.get(catalog.Version, subagent.latest_version_id)
-            return _detail_of(session, principal, accept_language_of(), subagent, latest)
+            return _detail_of(session, principal, accept_language_of(), subagent)
 
     @server.tool()
     def list_upstream_updates(
@@ -636,8 +632,14 @@ def _server(
 
 
 def _detail_of(
-    session: Session, viewer: Principal, accept_language: str | None, subagent, version
+    session: Session,
+    viewer: Principal,
+    accept_language: str | None,
+    subagent,
+    version=None,
 ) -> SubAgentOut:
-    detail = subagent_out(subagent, catalog.get_author(session, subagent), version)
+    """The answer to a write: what the caller has just made or changed, showing ``version``
+    (the latest by default)."""
+    read = catalog.read_detail(session, subagent.id)
     language = reader_language(session, viewer, accept_language)
-    return visible_detail(session, viewer, detail, language)
+    return visible_detail(session, viewer, read, language, version)

@@ -63,7 +63,7 @@ from evolution.ranking import (
 )
 from evolution.tree import Forest
 from market.catalog.models import SubAgent
-from market.catalog.services import mark_catalog_changed
+from market.catalog.services import Branch, mark_catalog_changed
 from market.identity.access import can_view, publicly_listed, publicly_listed_clause
 from market.platform import metrics
 from market.platform.db import UnitOfWork, begin_writing
@@ -820,8 +820,9 @@ class RankingFigures:
     ``best_probability`` that it is better, ``best_language`` the language it is written in."""
 
     score: SubAgentScore
-    # A row, or the columns of it that a detail reads (``market.catalog.services.Branch``).
-    best_descendant: SubAgent | None
+    # The columns of the run's best descendant that a detail reads, or the row of a branch
+    # in the reader's language.
+    best_descendant: Branch | SubAgent | None
     best_probability: float = 0.0
     best_language: str | None = None
 
@@ -842,7 +843,8 @@ def ranking_figures(
     subagent_id: int,
     language: str | None = None,
     *,
-    read: tuple[SubAgentScore | None, SubAgent | None] | None = None,
+    score: SubAgentScore | None,
+    best: Branch | None,
 ) -> RankingFigures | None:
     """The figures of the last run (None before it scored the sub-agent). The best descendant
     was chosen among public, active sub-agents; it is checked again here, since a yank or a
@@ -852,17 +854,14 @@ def ranking_figures(
     when there is one (``_branch_in_language``): someone reading English is better served by
     a loved English branch than by a better-loved Chinese one.
 
-    ``read`` is the score and the row of the best descendant it names when the caller has
-    them already (``market.catalog.services.get_visible_detail``)."""
-    score, candidate = read or (session.get(SubAgentScore, subagent_id), None)
+    ``score`` and ``best`` (the columns of the descendant the score names) are read with the
+    sub-agent (``market.catalog.services.get_visible_detail``)."""
     if score is None:
         return None
-    best = None
-    if score.best_descendant_id not in (None, subagent_id):
-        if read is None:
-            candidate = session.get(SubAgent, score.best_descendant_id)
-        if candidate is not None and candidate.status == "active" and can_view(viewer, candidate):
-            best = candidate
+    if score.best_descendant_id == subagent_id or not (
+        best is not None and best.status == "active" and can_view(viewer, best)
+    ):
+        best = None
     figures = RankingFigures(score=score, best_descendant=best)
     if best is not None:
         figures.best_probability = score.p_descendant_better

@@ -311,6 +311,70 @@ def test_a_detail_and_a_subtree_name_a_hidden_parent_or_root_only_to_those_who_s
         assert (below["parent_id"], below["root_id"]) == (middle["id"], named), name
 
 
+# ---- a write's answer is what it made, shown as its caller may see it -------------------
+
+
+@pytest.mark.parametrize("through", ["api", "mcp"])
+def test_a_service_writing_for_a_person_is_answered_with_what_it_made(
+    client, engine, people, through
+):
+    """A coding agent publishing and forking privately for dave may not open the results
+    afterwards (they are dave's), yet each write answers with the sub-agent it made, not a 404
+    after succeeding. The answer still names only what the service may see: when the fork's
+    root has since turned private, the same fork sent again is answered without naming it."""
+    alice, dave, coder = people["alice"], people["dave"], people["coder"]
+    public_root = publish(client, alice, title="Water Tracker")
+    branch = fork(client, alice, public_root["id"], "a public branch")
+    root_bundle, fork_bundle = bundle("on-behalf-root"), bundle("on-behalf-fork")
+
+    def write(parent: dict | None, made_bundle: dict, *, status: int) -> dict:
+        if through == "api":
+            body = {"on_behalf_of": "dave", "visibility": "private", "bundle": made_bundle}
+            if parent is None:
+                url, body = f"{API}/subagents", listing("Made For Them") | body
+            else:
+                url, body = f"{API}/subagents/{parent['id']}/forks", _fork_body("for them") | body
+            response = client.post(url, json=body, headers=coder.headers)
+            assert response.status_code == status, response.get_json()
+            return response.get_json()
+        arguments = {
+            "title": "Made For Them",
+            "manifest": made_bundle["manifest"],
+            "files": made_bundle["files"],
+            "visibility": "private",
+            "on_behalf_of": "dave",
+        }
+        if parent is None:
+            tool = ("publish_subagent", arguments | {"category": "hydration"})
+        else:
+            tool = ("publish_fork", arguments | {"parent_id": parent["id"], "fork_request": "x"})
+        [result] = mcp.call_tools(build_server(engine, token=coder.token), tool)
+        assert not result.is_error, result.content
+        assert result.structured_content["created"] is (status == 201)
+        return result.structured_content["subagent"]
+
+    root = write(None, root_bundle, status=201)
+    made_fork = write(branch, fork_bundle, status=201)
+    for answer in (root, made_fork):
+        assert answer["visibility"] == "private" and answer["author"]["handle"] == "dave"
+        assert answer["latest_version"]["number"] == 1
+        url = f"{API}/subagents/{answer['id']}"
+        assert client.get(url, headers=coder.headers).status_code == 404
+        assert client.get(url, headers=dave.headers).get_json()["id"] == answer["id"]
+    assert root["parent_id"] is None
+    assert (made_fork["parent_id"], made_fork["root_id"]) == (branch["id"], public_root["id"])
+
+    hidden = client.patch(
+        f"{API}/subagents/{public_root['id']}",
+        json={"visibility": "private"},
+        headers=alice.headers,
+    )
+    assert hidden.status_code == 200
+    again = write(branch, fork_bundle, status=200)
+    assert again["id"] == made_fork["id"]
+    assert (again["parent_id"], again["root_id"]) == (branch["id"], None)
+
+
 # ---- preview links follow the sub-agent's current state ---------------------------------
 
 
