@@ -576,19 +576,22 @@ class SuggestionIndex:
         )
         ids = self._ids.view[hit]
         order = np.lexsort((ids, -relevance))[:limit]
-        scripts, roots = self._script.view[hit], self._root.view[hit]
-        names_it = self._name.view[hit] == title_key(query)
+        shown = hit[order]
+        # Columns as Python lists first: building a few hundred matches element by element
+        # from NumPy scalars cost more than the rest of this function's Python.
+        columns = zip(
+            ids[order].tolist(),
+            np.minimum(relevance[order], 1.0).tolist(),
+            self._script.view[shown].tolist(),
+            self._root.view[shown].tolist(),
+            np.minimum(word_cosine[order], 1.0).tolist(),
+            np.minimum(coverage[order], 1.0).tolist(),
+            (self._name.view[shown] == title_key(query)).tolist(),
+            strict=True,
+        )
         return [
-            Match(
-                int(ids[i]),
-                float(min(relevance[i], 1.0)),
-                SCRIPTS[int(scripts[i])],
-                int(roots[i]),
-                float(min(word_cosine[i], 1.0)),
-                float(min(coverage[i], 1.0)),
-                bool(names_it[i]),
-            )
-            for i in order
+            Match(subagent_id, relevance, SCRIPTS[script], root, words, covered, names_it)
+            for subagent_id, relevance, script, root, words, covered, names_it in columns
         ]
 
     def _accumulate(self, features: np.ndarray, weights: np.ndarray, slots: int) -> np.ndarray:
