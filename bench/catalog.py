@@ -244,6 +244,12 @@ def catalog_endpoints(forest: dict, n: int, seed: int) -> dict[str, list[str]]:
     }
 
 
+def startup_allowance(subagents: int) -> float:
+    """Seconds to wait for gunicorn to answer: its master builds the search index before it
+    forks the workers (about 200 s at a million sub-agents on two busy cores)."""
+    return 180 + subagents / 2000
+
+
 def start_gunicorn(
     url: str,
     port: int,
@@ -331,7 +337,7 @@ def main() -> None:
     cache_seconds = 0 if args.no_read_cache else 30
     started = time.perf_counter()
     server = start_gunicorn(
-        url, port, args.workers, args.threads, cache_seconds, startup_seconds=180 + n / 2000
+        url, port, args.workers, args.threads, cache_seconds, startup_seconds=startup_allowance(n)
     )
     ready_seconds = round(time.perf_counter() - started, 1)
     baseline, *measured = endpoints

@@ -40,6 +40,7 @@ from bench.catalog import (  # noqa: E402
     free_port,
     load_forest,
     start_gunicorn,
+    startup_allowance,
     stop_gunicorn,
 )
 from bench.servers import database_url_or_rerun_with_servers  # noqa: E402
@@ -345,7 +346,9 @@ def main() -> None:
     lineage_root = extra["lineage_root"]
     anonymous: dict = {}
     port = free_port()
-    server = start_gunicorn(url, port, workers=2, threads=8, cache_seconds=0)
+    server = start_gunicorn(
+        url, port, workers=2, threads=8, cache_seconds=0, startup_seconds=startup_allowance(total)
+    )
     try:
         cookies = [(handle, session_cookie(port, token)) for handle, token in tokens]
         pages = {
