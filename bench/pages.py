@@ -1,9 +1,9 @@
 """Web pages under gunicorn at 100,000 sub-agents, and the fork tree in headless Chromium.
 
 Loads the catalog bench's synthetic forest into PostgreSQL (COPY), adds a 5,000-node lineage,
-ratings, daily stats and recent usage, starts gunicorn (2 gthread workers, read cache off),
-and drives each page with concurrent keep-alive clients, in short slices that alternate with
-the baseline's (``bench/interleave.py``). For every page it reports the server's own time (the
+ratings, daily stats and recent usage, starts gunicorn (2 gthread workers, read cache off
+unless ``--read-cache``), and drives each page with concurrent keep-alive clients, in short
+slices that alternate with the baseline's (``bench/interleave.py``). For every page it reports the server's own time (the
 ``Server-Timing`` header the pages send) at p50 and p99 and the latency the client saw;
 baselines in the same run are ``/api/v1/health`` (each page's throughput as the median of its
 slice ratios, their spread and a "too noisy to judge" verdict) and the JSON API answering the
@@ -13,6 +13,7 @@ twin's median latency in the same round, the median of the rounds. Then Chromium
 "show more" takes, and how long drawing all 5,000 nodes takes. The last line is JSON.
 
     python bench/pages.py [--quick] [--subagents N] [--clients C] [--seconds S]
+                          [--read-cache SECONDS]
 """
 
 from __future__ import annotations
@@ -314,6 +315,15 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=None, help="per page")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-browser", action="store_true", help="skip the Chromium part")
+    parser.add_argument(
+        "--read-cache",
+        type=int,
+        default=0,
+        metavar="SECONDS",
+        help="serve with the read cache on for this long (anonymous pages and the API from it; "
+        "a hit sends no Server-Timing, so server times are the misses'); default off, each "
+        "page's own cost",
+    )
     interleave.add_arguments(parser)
     args = parser.parse_args()
     url = database_url_or_rerun_with_servers()
@@ -347,7 +357,12 @@ def main() -> None:
     anonymous: dict = {}
     port = free_port()
     server = start_gunicorn(
-        url, port, workers=2, threads=8, cache_seconds=0, startup_seconds=startup_allowance(total)
+        url,
+        port,
+        workers=2,
+        threads=8,
+        cache_seconds=args.read_cache,
+        startup_seconds=startup_allowance(total),
     )
     try:
         cookies = [(handle, session_cookie(port, token)) for handle, token in tokens]
@@ -419,7 +434,8 @@ def main() -> None:
         f"\npages bench: {total:,} sub-agents ({forest['roots']:,} roots + a {LINEAGE_SIZE:,}-node "
         f"lineage of depth {extra['lineage_depth']}), {extra['ratings']:,} ratings, "
         f"{extra['daily_stats']:,} daily stats, {extra['events']:,} events; PostgreSQL, gunicorn "
-        f"2x8 gthread, read cache off, {args.clients} clients, "
+        f"2x8 gthread, read cache {f'{args.read_cache}s' if args.read_cache else 'off'}, "
+        f"{args.clients} clients, "
         f"{interleave.describe(rounds, slice_seconds, len(runs) - 1)}; loaded in "
         f"{load_seconds:.0f}s\n"
     )
@@ -448,6 +464,7 @@ def main() -> None:
         json.dumps(
             {
                 "bench": "pages",
+                "read_cache_seconds": args.read_cache,
                 "subagents": total,
                 "clients": args.clients,
                 "seconds": seconds,

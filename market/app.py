@@ -24,7 +24,7 @@ from market.platform.config import Settings, load_settings
 from market.platform.db import is_sqlite, make_engine
 from market.platform.errors import UriTooLong
 from market.platform.health import install_health, readiness_checks
-from market.platform.limits import configured_limits, install_limits
+from market.platform.limits import configured_limits, enforce_endpoint, install_limits
 from market.platform.logs import install_request_logging
 from market.platform.metrics import install_metrics
 from market.platform.ratelimit import RateLimiter
@@ -33,7 +33,9 @@ from market.platform.state import AppState, install_state
 from market.ranking.services import EmbeddedSchedule
 from market.suggestions.services import SuggestionService
 from market.usage.backlog import BacklogCollector
+from market.web.blueprint import SHARED_PAGES
 from market.web.error_pages import browser_page
+from market.web.i18n import LANG_COOKIE
 
 DOCS_PATH = f"{API_PREFIX}/docs"
 # The longest URL (path and query) served. gunicorn's own request-line limit sits above it
@@ -236,7 +238,7 @@ def register_pages(app: APIFlask) -> None:
 
 
 def make_read_cache(settings: Settings) -> tuple[ReadCache, NotificationListener]:
-    cache = ReadCache(ttl=settings.read_cache_seconds)
+    cache = ReadCache(ttl=settings.read_cache_seconds, max_bytes=settings.read_cache_mib * 2**20)
     dsn = make_url(settings.database_url).set(drivername="postgresql")
     return cache, NotificationListener(dsn.render_as_string(hide_password=False), cache)
 
@@ -257,18 +259,27 @@ def install_read_cache(app: APIFlask, cache: ReadCache, listener: NotificationLi
 
     @app.before_request
     def _serve_cached():
-        if request.method != "GET" or not request.path.startswith(cacheable_prefix):
+        # The language a reader chose is the one cookie that does not make a request theirs.
+        personal = "Authorization" in request.headers or request.cookies.keys() - {LANG_COOKIE}
+        if request.method != "GET" or personal:
             return None
-        if "Authorization" in request.headers or request.cookies:
+        page = request.endpoint in SHARED_PAGES
+        if not (page or request.path.startswith(cacheable_prefix)):
             return None
         listener.ensure_started()
         g.cache_generation = cache.generation
-        # A detail names the best branch in the reader's language: one entry per language.
-        key = f"{request.full_path}\n{request.headers.get('Accept-Language', '')}"
+        # A detail names the best branch in the reader's language, and a page is written in
+        # it: one entry per language asked for.
+        chosen = request.cookies.get(LANG_COOKIE, "")
+        key = f"{request.full_path}\n{request.headers.get('Accept-Language', '')}\n{chosen}"
         entry = cache.get(key)
         if entry is None:
             g.cache_key = key
             return None
+        if page:
+            # A page spends its limit once it knows who asks (market/web/blueprint.py), which
+            # a hit skips; the API's limits were spent before this hook.
+            enforce_endpoint(caller)
         response = app.response_class(entry.body, 200, content_type=entry.content_type)
         if entry.vary:
             response.headers["Vary"] = entry.vary
@@ -278,7 +289,12 @@ def install_read_cache(app: APIFlask, cache: ReadCache, listener: NotificationLi
     @app.after_request
     def _store_cached(response):
         key = g.pop("cache_key", None)
-        if key is not None and response.status_code == 200 and not response.direct_passthrough:
+        if (
+            key is not None
+            and response.status_code == 200
+            and not response.direct_passthrough
+            and "Set-Cookie" not in response.headers  # that visitor's own
+        ):
             cache.put(
                 key,
                 response.get_data(),

@@ -46,7 +46,7 @@ from market.ranking.services import listing_language, ranking_figures
 from market.usage import queries as figures
 from market.usage import ratings
 from market.web import preview
-from market.web.blueprint import bp
+from market.web.blueprint import bp, shared_page
 from market.web.signin import same_site_path
 
 ID = "int(max=2147483647)"
@@ -116,6 +116,7 @@ def _text_arg(name: str) -> str | None:
 
 
 @bp.get("/")
+@shared_page
 def browse_page():
     q = _text_arg("q")
     if q and len(q) > MAX_QUERY_CHARS:
@@ -212,6 +213,7 @@ def _fork_requests(session, ids: list[int]) -> list[str | None]:
 
 
 @bp.get(f"/s/<{ID}:subagent_id>")
+@shared_page
 def subagent_page(subagent_id: int):
     session = db()
     viewer = caller()
@@ -467,6 +469,7 @@ def reports_page():
 
 
 @bp.get(f"/s/<{ID}:subagent_id>/tree")
+@shared_page
 def tree_page(subagent_id: int):
     session = db()
     viewer = caller()
@@ -477,6 +480,7 @@ def tree_page(subagent_id: int):
 
 
 @bp.get(f"/s/<{ID}:subagent_id>/tree/children")
+@shared_page
 def tree_children(subagent_id: int):
     """The next page of a node's forks, as JSON for the tree view."""
     session = db()
@@ -489,6 +493,7 @@ def tree_children(subagent_id: int):
 
 
 @bp.get(f"/s/<{ID}:subagent_id>/tree/all")
+@shared_page
 def tree_all(subagent_id: int):
     """Every node below this one, as JSON, when the lineage is small enough to draw whole."""
     session = db()
@@ -516,6 +521,7 @@ def _diff_lines(text: str) -> list[tuple[str, str]]:
 
 
 @bp.get(f"/s/<{ID}:subagent_id>/diff")
+@shared_page
 def diff_page(subagent_id: int):
     session = db()
     viewer = caller()

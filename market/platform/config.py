@@ -35,6 +35,8 @@ class Settings:
     # LISTEN/NOTIFY invalidates them on every catalog write, so this only bounds how stale an
     # install count can be); 0 turns the cache off.
     read_cache_seconds: int = 30
+    # What those cached bodies may hold per worker, least recently read dropped first.
+    read_cache_mib: int = 64
     # Rate limits, each "<count>/<seconds>" per client (the signed-in user, else the client's
     # address; market/platform/limits.py), an empty value for none. Events a client may send
     # (distinct-user counts make floods harmless to stats; this protects the database): a

@@ -4,8 +4,11 @@ Browse pages, details, lineages and trees are read far more than written and are
 every anonymous visitor, so each gunicorn worker keeps the rendered bodies for a few seconds.
 
 Freshness rules:
-- Only anonymous GETs (no Authorization, no cookie) of ``/api/v1/subagents…`` that answered 200
-  are stored, so a response that depends on who asks is never shared.
+- Only anonymous GETs (no Authorization, no cookie but the chosen language's) of
+  ``/api/v1/subagents…`` and of the web pages shown alike to every anonymous reader
+  (``market.web.blueprint.SHARED_PAGES``) that answered 200 without setting a cookie are
+  stored, so a response that depends on who asks is never shared (the shell decides which:
+  ``market.app.install_read_cache``).
 - Every catalog write (publish, fork, version, listing edit, yank, quarantine) sends
   ``NOTIFY sprig_catalog`` inside its transaction; every worker LISTENs on its own connection
   and drops its whole cache when one arrives (within milliseconds of the commit). The worker
@@ -40,14 +43,22 @@ class Entry:
 
 
 class ReadCache:
-    def __init__(self, ttl: float, max_entries: int = 20_000, max_entry_bytes: int = 256_000):
+    """Bodies by key, least recently used dropped first once they pass ``max_bytes``: a page
+    is ten times a JSON detail, so a count of entries would not bound a worker's memory."""
+
+    def __init__(self, ttl: float, max_bytes: int = 64 * 2**20, max_entry_bytes: int = 256_000):
         self.ttl = ttl
-        self.max_entries = max_entries
+        self.max_bytes = max_bytes
         self.max_entry_bytes = max_entry_bytes
         self._entries: OrderedDict[str, Entry] = OrderedDict()
+        self._bytes = 0  # of the bodies held
         self._lock = threading.Lock()
         self._generation = 0
         self.listening = False
+
+    @property
+    def size_bytes(self) -> int:
+        return self._bytes
 
     def get(self, key: str) -> Entry | None:
         if not self.listening:
@@ -60,7 +71,7 @@ class ReadCache:
                 entry.generation != self._generation
                 or time.monotonic() - entry.stored_at > self.ttl
             ):
-                del self._entries[key]
+                self._drop(key)
                 return None
             self._entries.move_to_end(key)
             return entry
@@ -73,10 +84,15 @@ class ReadCache:
         with self._lock:
             if generation != self._generation:
                 return  # a write happened while this response was being built
+            if key in self._entries:
+                self._drop(key)
             self._entries[key] = Entry(body, content_type, vary, time.monotonic(), generation)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.max_entries:
-                self._entries.popitem(last=False)
+            self._bytes += len(body)
+            while self._bytes > self.max_bytes:
+                self._drop(next(iter(self._entries)))
+
+    def _drop(self, key: str) -> None:
+        self._bytes -= len(self._entries.pop(key).body)
 
     @property
     def generation(self) -> int:
@@ -86,6 +102,7 @@ class ReadCache:
         with self._lock:
             self._generation += 1
             self._entries.clear()
+            self._bytes = 0
 
     def after_commit(self, _session, changes) -> None:
         """A unit of work's hook: a catalog change empties this process's cache at once (other

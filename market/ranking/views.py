@@ -12,7 +12,7 @@ from sqlmodel import select
 import evolution.ranking
 from market.platform.api_deps import db
 from market.ranking.models import RankingRun
-from market.web.blueprint import bp
+from market.web.blueprint import bp, shared_page
 
 # The layout of ``evolution.ranking``'s docstring, the one text of the formulas (also served
 # as plain text by the API): "N. Title" headings at the margin, prose indented by 3 ("Nb." opens
@@ -94,6 +94,7 @@ def formula_blocks(text: str) -> list[Block]:
 
 
 @bp.get("/ranking")
+@shared_page
 def ranking_page():
     """How ranking works: the published formulas and the last run's estimated parameters."""
     session = db()

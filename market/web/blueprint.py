@@ -28,6 +28,19 @@ PAGE_CSP = (
 )
 
 
+# Pages shown alike to every anonymous reader in a language: the catalog's, which change only
+# with the catalog (announced to every worker) or slowly (counts, ratings). An anonymous
+# request for one is answered from the read cache as the JSON API's catalog reads are
+# (market/platform/read_cache.py); a page that shows or asks anything of its reader is not here.
+SHARED_PAGES: set[str] = set()
+
+
+def shared_page(view):
+    """Marks a page view as one of ``SHARED_PAGES`` (below its route decorator)."""
+    SHARED_PAGES.add(f"{bp.name}.{view.__name__}")
+    return view
+
+
 @bp.before_request
 def _before():
     # Cookie sign-in is honoured on web pages only: the JSON API stays bearer-token only, so

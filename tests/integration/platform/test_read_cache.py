@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
 
 from market.app import create_app
 from market.platform.state import app_state
-from tests.factories import make_user, publish
+from tests.factories import fork, make_user, publish
 
 
 @pytest.fixture
@@ -94,3 +95,131 @@ def test_a_hit_is_the_answer_a_miss_gave(cached_apps, engine):
     assert hit.get_data() == missed.get_data()
     assert missed.headers["Vary"] == hit.headers["Vary"] == "Accept-Language"
     assert hit.headers["Content-Type"] == missed.headers["Content-Type"]
+
+
+# ---- pages every anonymous reader is shown alike ---------------------------------------
+
+
+def _warm_page(client, url, **kwargs):
+    """The miss that was stored, and the hit that followed it."""
+    deadline = time.monotonic() + 5
+    missed = client.get(url, **kwargs)
+    while (hit := client.get(url, **kwargs)).headers.get("X-Sprig-Cache") != "hit":
+        assert time.monotonic() < deadline, "the cache never started storing"
+        missed = hit
+        time.sleep(0.05)
+    assert missed.headers["X-Sprig-Cache"] == "miss"
+    return missed, hit
+
+
+def _sign_in(client, actor) -> None:
+    form = client.get("/signin").get_data(as_text=True)
+    csrf = re.search(r'name="csrf" value="([^"]+)"', form).group(1)
+    response = client.post("/signin", data={"csrf": csrf, "token": actor.token, "next": "/"})
+    assert response.status_code == 302
+
+
+def test_a_page_hit_is_the_page_a_miss_gave_with_its_headers(cached_apps, engine):
+    """Byte for byte, with the page's security headers (added to hits too) and its Vary, one
+    entry per language: a Japanese reader is not handed the English page."""
+    client = cached_apps[0].test_client()
+    alice = make_user(engine, "alice")
+    root = publish(client, alice, title="Water Tracker")
+    fork(client, alice, root["id"], "ounces", title="Water Tracker in Ounces")
+    for url in (f"/s/{root['id']}", f"/s/{root['id']}/tree", "/?q=water", "/ranking"):
+        missed, hit = _warm_page(client, url)
+        assert hit.get_data() == missed.get_data(), url
+        assert (
+            hit.headers["Content-Type"]
+            == missed.headers["Content-Type"]
+            == ("text/html; charset=utf-8")
+        )
+        for header in ("Vary", "Content-Security-Policy", "X-Frame-Options"):
+            assert hit.headers[header] == missed.headers[header], (url, header)
+    for language in ("en", "ja", "en", "ja"):
+        answer = client.get(f"/s/{root['id']}", headers={"Accept-Language": language})
+        assert f'<html lang="{language}">' in answer.get_data(as_text=True)
+
+
+def test_a_page_made_private_leaves_every_workers_cache(cached_apps, engine):
+    """A fork cached on another worker's tree and page is gone from both for anonymous
+    readers once its author makes it private; its author, signed in, still sees it."""
+    writer, reader = (a.test_client() for a in cached_apps)
+    alice, bob = make_user(engine, "alice"), make_user(engine, "bob")
+    root = publish(writer, alice, title="Water Tracker")
+    secret = fork(writer, bob, root["id"], "secret", title="Secret Sipping Schedule")
+    tree, page = f"/s/{root['id']}/tree", f"/s/{secret['id']}"
+    for url in (tree, page):
+        _warm_page(reader, url)
+    assert "Secret Sipping Schedule" in reader.get(tree).get_data(as_text=True)
+
+    hidden = writer.patch(
+        f"/api/v1/subagents/{secret['id']}", json={"visibility": "private"}, headers=bob.headers
+    )
+    assert hidden.status_code == 200
+    assert _get_until(reader, page, 404).status_code == 404
+    assert "Secret Sipping Schedule" not in reader.get(tree).get_data(as_text=True)
+    _sign_in(reader, bob)
+    own = reader.get(page)
+    assert own.status_code == 200 and "X-Sprig-Cache" not in own.headers
+
+
+def test_a_signed_in_reader_is_never_served_nor_stored_a_shared_page(cached_apps, engine):
+    client = cached_apps[0].test_client()
+    alice = make_user(engine, "alice", display_name="Alice Creator")
+    root = publish(client, alice, title="Water Tracker")
+    url = f"/s/{root['id']}"
+    anonymous, _ = _warm_page(client, url)
+    _sign_in(client, alice)
+    for _ in range(3):
+        mine = client.get(url)
+        assert "X-Sprig-Cache" not in mine.headers
+        assert mine.headers["Cache-Control"] == "private, no-store"
+        assert "Alice Creator" in mine.get_data(as_text=True)
+        assert mine.get_data() != anonymous.get_data()
+    # Its pages were not stored for anonymous readers either.
+    other = cached_apps[0].test_client()
+    assert other.get(url).get_data() == anonymous.get_data()
+
+
+def test_a_chosen_language_is_cached_apart_and_its_cookie_is_never_stored(cached_apps, engine):
+    """Choosing a language sets a cookie: that answer is the chooser's own and is not stored.
+    Afterwards the language cookie alone (no session) is served from the cache, apart from
+    readers who chose nothing."""
+    client = cached_apps[0].test_client()
+    root = publish(client, make_user(engine, "alice"), title="Water Tracker")
+    url = f"/s/{root['id']}"
+    plain, _ = _warm_page(client, url)
+    chose = client.get(f"{url}?lang=ja")
+    assert "Set-Cookie" in chose.headers and "X-Sprig-Cache" not in chose.headers
+    assert client.get_cookie("sprig_lang").value == "ja"
+    in_japanese, hit = _warm_page(client, url)
+    assert hit.get_data() == in_japanese.get_data() != plain.get_data()
+    assert '<html lang="ja">' in hit.get_data(as_text=True)
+    fresh = cached_apps[0].test_client()
+    assert fresh.get(url).get_data() == plain.get_data()
+
+
+def test_a_cached_search_page_still_spends_the_search_limit(database_url, app, engine):
+    if database_url.startswith("sqlite"):
+        pytest.skip("the read cache needs PostgreSQL LISTEN/NOTIFY")
+    limited = create_app(
+        {
+            "database_url": database_url,
+            "read_cache_seconds": 60,
+            "secret_key": "t",
+            "rate_limit_search": "4/60",
+        }
+    )
+    try:
+        client = limited.test_client()
+        publish(client, make_user(engine, "alice"), title="Water Tracker")
+        _missed, hit = _warm_page(client, "/?q=water")  # spends at least two
+        assert hit.status_code == 200
+        statuses = [client.get("/?q=water").status_code for _ in range(4)]
+        assert statuses[-1] == 429 and 200 in statuses
+        assert client.get("/").status_code == 200  # browsing without a search is not limited
+    finally:
+        app_state(limited).cache_listener.stop()
+        app_state(limited).engine.dispose()
+        app_state(limited).read_engine.dispose()
