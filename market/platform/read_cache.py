@@ -9,12 +9,14 @@ Freshness rules:
   (``market.web.blueprint.SHARED_PAGES``) that answered 200 without setting a cookie are
   stored, so a response that depends on who asks is never shared (the shell decides which:
   ``market.app.install_read_cache``).
-- Every catalog write (publish, fork, version, listing edit, yank, quarantine) sends
-  ``NOTIFY sprig_catalog`` inside its transaction; every worker LISTENs on its own connection
+- Every catalog write (publish, fork, version, listing edit, visibility change, yank,
+  quarantine) and every ranking run that changes a score sends ``NOTIFY sprig_catalog`` inside
+  its transaction; every worker LISTENs on its own connection
   and drops its whole cache when one arrives (within milliseconds of the commit). The worker
   that made the write drops its own cache synchronously, before it answers.
 - While the listener is not connected, the cache is bypassed: it fails open to the database,
-  never to stale data. Install counts change without a notification; ``ttl`` bounds that.
+  never to stale data. Install counts, ratings and comments change without a notification;
+  ``ttl`` bounds how late an anonymous reader sees them.
 """
 
 from __future__ import annotations
