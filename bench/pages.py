@@ -3,14 +3,15 @@
 Loads the catalog bench's synthetic forest into PostgreSQL (COPY), adds a 5,000-node lineage,
 ratings, daily stats and recent usage, starts gunicorn (2 gthread workers, read cache off
 unless ``--read-cache``), and drives each page with concurrent keep-alive clients, in short
-slices that alternate with the baseline's (``bench/interleave.py``). For every page it reports the server's own time (the
-``Server-Timing`` header the pages send) at p50 and p99 and the latency the client saw;
-baselines in the same run are ``/api/v1/health`` (each page's throughput as the median of its
-slice ratios, their spread and a "too noisy to judge" verdict) and the JSON API answering the
-same question (browse, detail), with each page's median server time as a ratio of its API
-twin's median latency in the same round, the median of the rounds. Then Chromium opens the
-5,000-node lineage's tree view and reports how long until it is drawn and clickable, how long
-"show more" takes, and how long drawing all 5,000 nodes takes. The last line is JSON.
+slices that alternate with the baseline's (``bench/interleave.py``). For every page it
+reports the server's own time (the ``Server-Timing`` header the pages send) at p50 and p99
+and the latency the client saw; baselines in the same run are ``/api/v1/health`` (each
+page's throughput as the median of its slice ratios, their spread and a "too noisy to judge"
+verdict) and the JSON API answering the same question (browse, detail), with each page's
+median server time as a ratio of its API twin's median latency in the same round, the median
+of the rounds. Then Chromium opens the 5,000-node lineage's tree view and reports how long
+until it is drawn and clickable, how long "show more" takes, and how long drawing all 5,000
+nodes takes. The last line is JSON.
 
     python bench/pages.py [--quick] [--subagents N] [--clients C] [--seconds S]
                           [--read-cache SECONDS]
