@@ -172,6 +172,9 @@ class SliceResult(Result):
 
     completed: float = 0.0
     error_kinds: dict[str, int] = field(default_factory=dict)
+    # Answers the server's read cache gave (``X-Sprig-Cache: hit``): they send no
+    # ``Server-Timing``, so a cached run's server times are its misses'.
+    cache_hits: int = 0
     # CPU the server used during the slice, when the bench can read it (``ServerCPU``).
     cpu_seconds: float | None = None
 
@@ -217,6 +220,10 @@ class Interleaved:
         return [ms for s in self.slices for ms in s.server_ms]
 
     @property
+    def cache_hits(self) -> int:
+        return sum(getattr(s, "cache_hits", 0) for s in self.slices)
+
+    @property
     def error_kinds(self) -> dict[str, int]:
         kinds: Counter = Counter()
         for s in self.slices:
@@ -237,6 +244,8 @@ class Interleaved:
         }
         if self.error_kinds:
             out["error_kinds"] = self.error_kinds
+        if self.cache_hits:
+            out["cache_hit_share"] = round(self.cache_hits / len(latencies), 3)
         cpu = [s.cpu_seconds for s in self.slices if getattr(s, "cpu_seconds", None) is not None]
         completed = sum(getattr(s, "completed", s.requests) for s in self.slices)
         if cpu and len(cpu) == len(self.slices) and completed:
@@ -309,7 +318,7 @@ def _client(host, port, workloads, seed, headers, timeout, in_order, commands, r
         with contextlib.suppress(OSError):  # the first request then reconnects, an error
             connection.connect()
         time.sleep(max(0.0, start - time.monotonic()))
-        latencies, server, completed, errors = [], [], 0.0, Counter()
+        latencies, server, completed, errors, hits = [], [], 0.0, Counter(), 0
         while (started := time.monotonic()) < end:
             if in_order:
                 if cursors[name] == len(requests):
@@ -343,8 +352,9 @@ def _client(host, port, workloads, seed, headers, timeout, in_order, commands, r
             server_ms = _server_ms(response)
             if server_ms is not None:
                 server.append(server_ms)
+            hits += response.getheader("X-Sprig-Cache") == "hit"
         connection.close()
-        results.put((latencies, server, completed, dict(errors)))
+        results.put((latencies, server, completed, dict(errors), hits))
 
 
 class SlicedClients:
@@ -415,12 +425,16 @@ class SlicedClients:
         server: list[float] = []
         completed = 0.0
         errors: Counter = Counter()
+        hits = 0
         for _ in self._workers:
-            batch, server_batch, client_completed, client_errors = self._results.get(timeout=300)
+            batch, server_batch, client_completed, client_errors, client_hits = self._results.get(
+                timeout=300
+            )
             latencies += batch
             server += server_batch
             completed += client_completed
             errors.update(client_errors)
+            hits += client_hits
         return SliceResult(
             name,
             len(latencies),
@@ -430,6 +444,7 @@ class SlicedClients:
             server,
             completed=completed,
             error_kinds=dict(errors),
+            cache_hits=hits,
         )
 
 

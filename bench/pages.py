@@ -441,6 +441,11 @@ def main() -> None:
         f"{load_seconds:.0f}s\n"
     )
     interleave.print_table(runs)
+    if args.read_cache:
+        shares = ", ".join(
+            f"{name} {results[name].get('cache_hit_share', 0):.0%}" for name in list(runs)[1:]
+        )
+        print(f"\nanswers from the read cache: {shares}")
     print(
         "\nserver time (Server-Timing) of each page over its JSON API twin's latency, median of "
         "the rounds (spread = interquartile range over the median):"

@@ -138,6 +138,8 @@ def local_server():
             status = 404 if self.path.startswith("/missing") else 200
             self.send_response(status)
             self.send_header("Server-Timing", "app;dur=1.5")
+            if self.path.startswith("/cached"):
+                self.send_header("X-Sprig-Cache", "hit")
             self.send_header("Content-Length", "2")
             self.end_headers()
             self.wfile.write(b"ok")
@@ -165,6 +167,21 @@ def test_sliced_clients_drive_one_workload_per_slice_and_read_server_time(local_
     assert missing.error_kinds == {"HTTP 404": missing.errors}
     assert missing.errors == len(missing.latencies_ms) > 0
     assert set(seen) == {"/a", "/b", "/missing"}
+
+
+def test_answers_from_the_read_cache_are_counted_and_reported_as_a_share(local_server):
+    port, _seen = local_server
+    workloads = {"health": ["/health"], "pages": ["/cached/a", "/fresh/b"]}
+    with SlicedClients("127.0.0.1", port, workloads, clients=2) as pool:
+        runs = interleave(
+            pool.run_slice, "health", ["pages"], rounds=2, slice_seconds=0.2, threshold=0.2
+        )
+    pages = runs["pages"]
+    assert 0 < pages.cache_hits < len(pages.latencies_ms)
+    share = pages.figures()["cache_hit_share"]
+    assert share == round(pages.cache_hits / len(pages.latencies_ms), 3)
+    assert 0.2 < share < 0.8  # two paths drawn at random, one of them cached
+    assert "cache_hit_share" not in runs["health"].figures()
 
 
 def test_in_order_clients_send_each_request_of_their_share_before_repeating(local_server):
