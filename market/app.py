@@ -259,12 +259,13 @@ def install_read_cache(app: APIFlask, cache: ReadCache, listener: NotificationLi
 
     @app.before_request
     def _serve_cached():
-        # The language a reader chose is the one cookie that does not make a request theirs.
-        personal = "Authorization" in request.headers or request.cookies.keys() - {LANG_COOKIE}
-        if request.method != "GET" or personal:
+        if request.method != "GET":
             return None
         page = request.endpoint in SHARED_PAGES
         if not (page or request.path.startswith(cacheable_prefix)):
+            return None
+        # The language a reader chose is the one cookie that does not make a request theirs.
+        if "Authorization" in request.headers or request.cookies.keys() - {LANG_COOKIE}:
             return None
         listener.ensure_started()
         g.cache_generation = cache.generation

@@ -636,7 +636,7 @@ def _detail_of(
     viewer: Principal,
     accept_language: str | None,
     subagent,
-    version=None,
+    version: catalog.Version | None = None,
 ) -> SubAgentOut:
     """The answer to a write: what the caller has just made or changed, showing ``version``
     (the latest by default)."""

@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from market.app import create_app
 from market.platform.state import app_state
 from tests.e2e.conftest import serving
 from tests.factories import fork, make_user, publish
+from tests.integration.platform.test_read_cache import apps_with_read_cache
 
 pytestmark = pytest.mark.browser
 
@@ -21,16 +21,9 @@ SIZES = {"phone": {"width": 390, "height": 844}, "desktop": {"width": 1280, "hei
 
 @pytest.fixture
 def cached_url(database_url, app):
-    if database_url.startswith("sqlite"):
-        pytest.skip("the read cache needs PostgreSQL LISTEN/NOTIFY")
     # `app` wiped the database; this one serves it with the cache on, as gunicorn does.
-    cached = create_app({"database_url": database_url, "read_cache_seconds": 60, "secret_key": "t"})
-    try:
-        with serving(cached, "sprig-cached") as url:
-            yield cached, url
-    finally:
-        app_state(cached).cache_listener.stop()
-        app_state(cached).read_engine.dispose()
+    with apps_with_read_cache(database_url, 1) as (cached,), serving(cached, "sprig-cached") as url:
+        yield cached, url
 
 
 def _visit(page, path: str):

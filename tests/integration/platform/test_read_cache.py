@@ -2,30 +2,39 @@
 
 from __future__ import annotations
 
-import re
 import time
+from contextlib import contextmanager
 
 import pytest
 
 from market.app import create_app
 from market.platform.state import app_state
 from tests.factories import fork, make_user, publish
+from tests.functional.web.test_pages import sign_in
+
+
+@contextmanager
+def apps_with_read_cache(database_url: str, count: int, **settings):
+    """``count`` apps on ``database_url`` with the read cache on, each with its own cache and
+    listener (as gunicorn workers are)."""
+    if database_url.startswith("sqlite"):
+        pytest.skip("the read cache needs PostgreSQL LISTEN/NOTIFY")
+    config = {"database_url": database_url, "read_cache_seconds": 60, "secret_key": "t"}
+    apps = [create_app(config | settings) for _ in range(count)]
+    try:
+        yield apps
+    finally:
+        for other in apps:
+            app_state(other).cache_listener.stop()
+            app_state(other).engine.dispose()
+            app_state(other).read_engine.dispose()
 
 
 @pytest.fixture
 def cached_apps(database_url, app):
-    if database_url.startswith("sqlite"):
-        pytest.skip("the read cache needs PostgreSQL LISTEN/NOTIFY")
-    # Two apps stand for two gunicorn workers, each with its own cache and listener.
-    apps = [
-        create_app({"database_url": database_url, "read_cache_seconds": 60, "secret_key": "t"})
-        for _ in range(2)
-    ]
-    yield apps
-    for other in apps:
-        app_state(other).cache_listener.stop()
-        app_state(other).engine.dispose()
-        app_state(other).read_engine.dispose()
+    # Two apps stand for two gunicorn workers. (`app` wiped the database.)
+    with apps_with_read_cache(database_url, 2) as apps:
+        yield apps
 
 
 def _get_until(client, url, status, timeout=3.0):
@@ -35,6 +44,19 @@ def _get_until(client, url, status, timeout=3.0):
         if response.status_code == status or time.monotonic() > deadline:
             return response
         time.sleep(0.02)
+
+
+def _warm_and_hit(client, url):
+    """The miss that was stored and the hit that followed it. A miss is stored only once the
+    listener is up: until then the next answer misses too."""
+    deadline = time.monotonic() + 5
+    missed = client.get(url)
+    while (hit := client.get(url)).headers.get("X-Sprig-Cache") != "hit":
+        assert time.monotonic() < deadline, "the cache never started storing"
+        missed = hit
+        time.sleep(0.05)
+    assert missed.headers["X-Sprig-Cache"] == "miss"
+    return missed, hit
 
 
 def _warm(client, url):
@@ -83,40 +105,13 @@ def test_a_hit_is_the_answer_a_miss_gave(cached_apps, engine):
     to the next."""
     client = cached_apps[0].test_client()
     sub = publish(client, make_user(engine, "alice"))
-    url = f"/api/v1/subagents/{sub['id']}"
-    # A miss is stored only once the listener is up: until then the next answer misses too.
-    deadline = time.monotonic() + 5
-    missed = client.get(url)
-    while (hit := client.get(url)).headers.get("X-Sprig-Cache") != "hit":
-        assert time.monotonic() < deadline, "the cache never started storing"
-        missed = hit
-        time.sleep(0.05)
-    assert missed.headers["X-Sprig-Cache"] == "miss"
+    missed, hit = _warm_and_hit(client, f"/api/v1/subagents/{sub['id']}")
     assert hit.get_data() == missed.get_data()
     assert missed.headers["Vary"] == hit.headers["Vary"] == "Accept-Language"
     assert hit.headers["Content-Type"] == missed.headers["Content-Type"]
 
 
 # ---- pages every anonymous reader is shown alike ---------------------------------------
-
-
-def _warm_page(client, url, **kwargs):
-    """The miss that was stored, and the hit that followed it."""
-    deadline = time.monotonic() + 5
-    missed = client.get(url, **kwargs)
-    while (hit := client.get(url, **kwargs)).headers.get("X-Sprig-Cache") != "hit":
-        assert time.monotonic() < deadline, "the cache never started storing"
-        missed = hit
-        time.sleep(0.05)
-    assert missed.headers["X-Sprig-Cache"] == "miss"
-    return missed, hit
-
-
-def _sign_in(client, actor) -> None:
-    form = client.get("/signin").get_data(as_text=True)
-    csrf = re.search(r'name="csrf" value="([^"]+)"', form).group(1)
-    response = client.post("/signin", data={"csrf": csrf, "token": actor.token, "next": "/"})
-    assert response.status_code == 302
 
 
 def test_a_page_hit_is_the_page_a_miss_gave_with_its_headers(cached_apps, engine):
@@ -127,7 +122,7 @@ def test_a_page_hit_is_the_page_a_miss_gave_with_its_headers(cached_apps, engine
     root = publish(client, alice, title="Water Tracker")
     fork(client, alice, root["id"], "ounces", title="Water Tracker in Ounces")
     for url in (f"/s/{root['id']}", f"/s/{root['id']}/tree", "/?q=water", "/ranking"):
-        missed, hit = _warm_page(client, url)
+        missed, hit = _warm_and_hit(client, url)
         assert hit.get_data() == missed.get_data(), url
         assert (
             hit.headers["Content-Type"]
@@ -150,7 +145,7 @@ def test_a_page_made_private_leaves_every_workers_cache(cached_apps, engine):
     secret = fork(writer, bob, root["id"], "secret", title="Secret Sipping Schedule")
     tree, page = f"/s/{root['id']}/tree", f"/s/{secret['id']}"
     for url in (tree, page):
-        _warm_page(reader, url)
+        _warm_and_hit(reader, url)
     assert "Secret Sipping Schedule" in reader.get(tree).get_data(as_text=True)
 
     hidden = writer.patch(
@@ -159,7 +154,7 @@ def test_a_page_made_private_leaves_every_workers_cache(cached_apps, engine):
     assert hidden.status_code == 200
     assert _get_until(reader, page, 404).status_code == 404
     assert "Secret Sipping Schedule" not in reader.get(tree).get_data(as_text=True)
-    _sign_in(reader, bob)
+    sign_in(reader, bob)
     own = reader.get(page)
     assert own.status_code == 200 and "X-Sprig-Cache" not in own.headers
 
@@ -169,8 +164,8 @@ def test_a_signed_in_reader_is_never_served_nor_stored_a_shared_page(cached_apps
     alice = make_user(engine, "alice", display_name="Alice Creator")
     root = publish(client, alice, title="Water Tracker")
     url = f"/s/{root['id']}"
-    anonymous, _ = _warm_page(client, url)
-    _sign_in(client, alice)
+    anonymous, _ = _warm_and_hit(client, url)
+    sign_in(client, alice)
     for _ in range(3):
         mine = client.get(url)
         assert "X-Sprig-Cache" not in mine.headers
@@ -189,11 +184,11 @@ def test_a_chosen_language_is_cached_apart_and_its_cookie_is_never_stored(cached
     client = cached_apps[0].test_client()
     root = publish(client, make_user(engine, "alice"), title="Water Tracker")
     url = f"/s/{root['id']}"
-    plain, _ = _warm_page(client, url)
+    plain, _ = _warm_and_hit(client, url)
     chose = client.get(f"{url}?lang=ja")
     assert "Set-Cookie" in chose.headers and "X-Sprig-Cache" not in chose.headers
     assert client.get_cookie("sprig_lang").value == "ja"
-    in_japanese, hit = _warm_page(client, url)
+    in_japanese, hit = _warm_and_hit(client, url)
     assert hit.get_data() == in_japanese.get_data() != plain.get_data()
     assert '<html lang="ja">' in hit.get_data(as_text=True)
     fresh = cached_apps[0].test_client()
@@ -201,25 +196,11 @@ def test_a_chosen_language_is_cached_apart_and_its_cookie_is_never_stored(cached
 
 
 def test_a_cached_search_page_still_spends_the_search_limit(database_url, app, engine):
-    if database_url.startswith("sqlite"):
-        pytest.skip("the read cache needs PostgreSQL LISTEN/NOTIFY")
-    limited = create_app(
-        {
-            "database_url": database_url,
-            "read_cache_seconds": 60,
-            "secret_key": "t",
-            "rate_limit_search": "4/60",
-        }
-    )
-    try:
+    with apps_with_read_cache(database_url, 1, rate_limit_search="4/60") as (limited,):
         client = limited.test_client()
         publish(client, make_user(engine, "alice"), title="Water Tracker")
-        _missed, hit = _warm_page(client, "/?q=water")  # spends at least two
+        _missed, hit = _warm_and_hit(client, "/?q=water")  # spends at least two
         assert hit.status_code == 200
         statuses = [client.get("/?q=water").status_code for _ in range(4)]
         assert statuses[-1] == 429 and 200 in statuses
         assert client.get("/").status_code == 200  # browsing without a search is not limited
-    finally:
-        app_state(limited).cache_listener.stop()
-        app_state(limited).engine.dispose()
-        app_state(limited).read_engine.dispose()
