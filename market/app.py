@@ -13,12 +13,13 @@ from apiflask import APIFlask
 from flask import g, request
 from sqlalchemy.engine import make_url
 
+from market.catalog.services import lineage_root
 from market.catalog.tasks import enqueue_upstream_proposals
 from market.entrypoints.mcp_http import install_mcp, mcp_bridge
 from market.identity.tokens import caller, require_metrics_reader
 from market.platform import problems
 from market.platform.api import API_PREFIX, complete_spec, route_facts
-from market.platform.api_deps import BoundedIntegerConverter, JsonBodyRequest
+from market.platform.api_deps import BoundedIntegerConverter, JsonBodyRequest, db
 from market.platform.celery_app import celery_init_app
 from market.platform.config import Settings, load_settings
 from market.platform.db import is_sqlite, make_engine
@@ -302,6 +303,17 @@ def install_read_cache(app: APIFlask, cache: ReadCache, listener: NotificationLi
                 response.content_type,
                 response.headers.get("Vary"),
                 g.cache_generation,
+                lineage=_lineage_shown(),
             )
             response.headers["X-Sprig-Cache"] = "miss"
         return response
+
+
+def _lineage_shown() -> int | None:
+    """The lineage (root id) a cacheable answer shows, so that only a change to it drops the
+    entry: a route that names a sub-agent shows that sub-agent's lineage alone (its ancestors,
+    forks, tree, best branch, versions and diffs). Any other (browse, search, the ranking page)
+    may show every lineage: None. ``tests/integration/platform/test_read_cache.py`` lists the
+    routes this scopes, so that a new one is looked at before it is."""
+    subagent_id = (request.view_args or {}).get("subagent_id")
+    return lineage_root(db(), subagent_id) if subagent_id is not None else None

@@ -50,17 +50,24 @@ from market.platform.db import (
     note_change,
 )
 from market.platform.errors import Conflict, Forbidden, NotFound, Unprocessable
+from market.platform.read_cache import CHANNEL, EVERY_LINEAGE, notification_payload
 from market.platform.time import utcnow
 from market.ranking.models import SubAgentScore
 
 # ---- loading -------------------------------------------------------------------------
 
 
-def mark_catalog_changed(session: Session) -> None:
-    """Tell every web worker, at commit, that cached anonymous reads are stale."""
-    note_change(session, CATALOG_CHANGED)
+def mark_catalog_changed(session: Session, *lineages: int | None) -> None:
+    """Tell every web worker, at commit, that its cached anonymous reads of ``lineages`` (root
+    ids) and its cached lists are stale; with none named (or one not known yet), of every
+    lineage (``market.platform.read_cache``)."""
+    named = () if not lineages or None in lineages else lineages
+    note_change(session, CATALOG_CHANGED, *(named or (EVERY_LINEAGE,)))
     if session.get_bind().dialect.name == "postgresql":
-        session.exec(text("SELECT pg_notify('sprig_catalog', '')"))
+        session.execute(
+            text("SELECT pg_notify(:channel, :payload)"),
+            {"channel": CHANNEL, "payload": notification_payload(named or None)},
+        )
 
 
 # A statement built once costs a third less CPU than ``session.get``'s, which is composed at
@@ -74,6 +81,13 @@ def get_visible(session: Session, viewer: Principal, subagent_id: int) -> SubAge
     if subagent is None or not can_view(viewer, subagent):
         raise NotFound(f"No sub-agent {subagent_id}.")
     return subagent
+
+
+def lineage_root(session: Session, subagent_id: int) -> int | None:
+    """The root id of the sub-agent's lineage, None when there is no such sub-agent (the
+    session's own row when it has loaded it: no query)."""
+    subagent = session.get(SubAgent, subagent_id)
+    return subagent.root_id if subagent is not None else None
 
 
 class Branch(NamedTuple):
@@ -320,7 +334,7 @@ def store_blob(session: Session, bundle: bundles.Bundle) -> None:
 def _new_version(
     session: Session, subagent: SubAgent, bundle: bundles.Bundle, number: int, changelog: str
 ) -> Version:
-    mark_catalog_changed(session)
+    mark_catalog_changed(session, subagent.root_id)
     store_blob(session, bundle)
     version = Version(
         subagent_id=subagent.id,
@@ -489,7 +503,8 @@ def adopt_parent(
     publisher = viewer_for(get_author(session, copy))
     if original is None or not may_be_credited_as_original(publisher, original):
         raise Conflict(f"Sub-agent {original_id} can no longer be credited as the original.")
-    mark_catalog_changed(session)
+    # The copy leaves its own lineage (itself alone) for the original's.
+    mark_catalog_changed(session, copy.root_id, original.root_id)
     copy.parent_id = original.id
     copy.parent_version_id = offer.original_version_id
     copy.root_id = original.root_id
@@ -688,7 +703,7 @@ def update_listing(session: Session, caller: Principal, subagent: SubAgent, chan
         raise Forbidden("Only the author edits a sub-agent's listing.")
     text = {name: changes[name] for name in ("title", "summary", "story") if changes.get(name)}
     check_publishable(None, session.get(User, subagent.author_id), **text)
-    mark_catalog_changed(session)
+    mark_catalog_changed(session, subagent.root_id)
     tags = changes.pop("tags", None)
     for name, value in changes.items():
         if value is not None:
@@ -713,7 +728,7 @@ def yank(
 ) -> None:
     if not can_yank(caller, subagent):
         raise Forbidden("Only the author or a moderator yanks a sub-agent.")
-    mark_catalog_changed(session)
+    mark_catalog_changed(session, subagent.root_id)
     if version_id is not None:
         version = get_version(session, subagent, version_id)
         version.status, version.status_reason = "yanked", reason
@@ -732,7 +747,7 @@ def quarantine(
 ) -> None:
     if not can_moderate(caller):
         raise Forbidden("Only moderators quarantine.")
-    mark_catalog_changed(session)
+    mark_catalog_changed(session, subagent.root_id)
     subagent.status = "active" if lift else "quarantined"
     subagent.status_reason = None if lift else reason
     subagent.updated_at = utcnow()

@@ -585,10 +585,15 @@ def _rank(
 
     rows = score_rows(inputs, scores)
     previous = _previous_rows(session, roots)
-    changed = [r for r in rows if r[0] not in previous or not _same(previous[r[0]], r[1:])]
+    changed_at = [
+        i for i, r in enumerate(rows) if r[0] not in previous or not _same(previous[r[0]], r[1:])
+    ]
+    changed = [rows[i] for i in changed_at]
     _write_scores(session, changed, run.id, now)
     if changed:
-        mark_catalog_changed(session)  # cached pages and sorts show the new order
+        # Cached pages of those lineages and every cached sort show the new order.
+        forest = inputs.forest
+        mark_catalog_changed(session, *np.unique(forest.ids[forest.root[changed_at]]).tolist())
     if roots is None:
         _write_offsets(session, inputs.user_ids, scores.baseline.user_offset, offsets)
     run.parameters = {**run.parameters, "rows_written": len(changed)}

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from market.app import create_app
 from market.platform.state import app_state
-from tests.factories import fork, make_user, publish
+from tests.factories import catalog_of_templates, fork, make_user, publish, publish_app
 from tests.functional.web.test_pages import sign_in
+from tests.integration.ranking.test_lineage_runs import two_families
+from tests.integration.ranking.test_services import rank, rate, version
 
 
 @contextmanager
@@ -204,3 +207,152 @@ def test_a_cached_search_page_still_spends_the_search_limit(database_url, app, e
         statuses = [client.get("/?q=water").status_code for _ in range(4)]
         assert statuses[-1] == 429 and 200 in statuses
         assert client.get("/").status_code == 200  # browsing without a search is not limited
+
+
+# ---- a change drops its own lineage's entries and the lists, not other lineages' ---------
+
+
+def _state(client, url) -> str:
+    return client.get(url).headers.get("X-Sprig-Cache", "")
+
+
+def test_a_fork_drops_its_lineage_and_the_lists_on_every_worker_not_other_lineages(
+    cached_apps, engine
+):
+    """A popular sub-agent's cached pages outlive the community's publishing elsewhere: a fork
+    in one lineage drops that lineage's entries (API and pages) and every list, on the worker
+    that wrote and on the other, and nothing of another lineage."""
+    writer, reader = (a.test_client() for a in cached_apps)
+    alice, bob = make_user(engine, "alice"), make_user(engine, "bob")
+    water = publish(writer, alice, title="Water Tracker")
+    meals = publish(writer, alice, title="Meal Planner")
+    touched = [f"/api/v1/subagents/{water['id']}", f"/s/{water['id']}/tree"]
+    untouched = [f"/api/v1/subagents/{meals['id']}", f"/s/{meals['id']}"]
+    lists = ["/api/v1/subagents?sort=new", "/"]
+    for client in (writer, reader):
+        for url in touched + untouched + lists:
+            _warm_and_hit(client, url)
+
+    made = fork(writer, bob, water["id"], "reminders", title="Water Reminders")
+    # The writer dropped its entries before answering; the other worker once it heard.
+    deadline = time.monotonic() + 3
+    while _state(reader, touched[0]) == "hit":
+        assert time.monotonic() < deadline, "the other worker never heard of the fork"
+        time.sleep(0.02)
+    for client in (writer, reader):
+        assert all(_state(client, url) == "hit" for url in untouched), "another lineage dropped"
+        assert _state(client, touched[1]) == "miss"
+        assert _state(client, lists[0]) == "miss"
+        assert _state(client, lists[1]) == "miss"
+        assert "Water Reminders" in client.get(touched[1]).get_data(as_text=True)
+        assert client.get(lists[0]).get_json()["items"][0]["id"] == made["id"]
+        assert client.get(touched[0]).get_json()["fork_count"] == 1
+
+
+def test_an_edit_of_a_root_drops_its_forks_pages_which_name_it(cached_apps, engine):
+    """A fork's entries belong to its whole lineage, not to the fork alone: renaming the root
+    drops the fork's cached page, which says what it was forked from."""
+    writer, reader = (a.test_client() for a in cached_apps)
+    alice, bob = make_user(engine, "alice"), make_user(engine, "bob")
+    water = publish(writer, alice, title="Water Tracker")
+    reminders = fork(writer, bob, water["id"], "reminders", title="Water Reminders")
+    page = f"/s/{reminders['id']}"
+    _warm_and_hit(reader, page)
+    assert "Water Tracker" in reader.get(page).get_data(as_text=True)
+
+    renamed = writer.patch(
+        f"/api/v1/subagents/{water['id']}", json={"title": "Hydration Log"}, headers=alice.headers
+    )
+    assert renamed.status_code == 200
+    deadline = time.monotonic() + 3
+    while "Hydration Log" not in reader.get(page).get_data(as_text=True):
+        assert time.monotonic() < deadline, "the fork's page kept its root's old name"
+        time.sleep(0.02)
+
+
+def test_a_copy_adopting_a_parent_drops_both_lineages(cached_apps, engine):
+    """Accepting a near-copy offer moves a root into the original's lineage: the copy's cached
+    pages (its lineage was itself) and the original's tree are both dropped on every worker."""
+    writer, reader = (a.test_client() for a in cached_apps)
+    alice, bob, carol = (make_user(engine, name) for name in ("alice", "bob", "carol"))
+    water = catalog_of_templates(writer, engine, alice, carol)
+    copy = publish_app(writer, bob, "water", name="Hydration Buddy")
+    assert [offer["id"] for offer in copy["near_copies"]] == [water["id"]]
+    lineage, tree = f"/api/v1/subagents/{copy['id']}/lineage", f"/s/{water['id']}/tree"
+    for url in (lineage, tree):
+        _warm_and_hit(reader, url)
+    assert reader.get(lineage).get_json()["ancestors"] == []
+
+    adopted = writer.post(
+        f"/api/v1/subagents/{copy['id']}/adopt-parent",
+        json={"parent_id": water["id"]},
+        headers=bob.headers,
+    )
+    assert adopted.status_code == 200, adopted.get_json()
+    deadline = time.monotonic() + 3
+    while _state(reader, lineage) == "hit":
+        assert time.monotonic() < deadline, "the copy's lineage was not dropped"
+        time.sleep(0.02)
+    ancestors = reader.get(lineage).get_json()["ancestors"]
+    assert [node["subagent"]["id"] for node in ancestors] == [water["id"]]
+    assert _state(reader, tree) == "miss"
+    assert "Hydration Buddy" in reader.get(tree).get_data(as_text=True)
+
+
+def test_the_routes_scoped_to_a_lineage_are_the_reviewed_ones(app):
+    """Every cacheable route that names a sub-agent is stored as that sub-agent's lineage's
+    entry (``market.app._lineage_shown``): only a change to that lineage drops it. That is
+    right only for a route that shows nothing of another lineage; a new one is added here
+    once that was checked (otherwise it would keep showing another lineage's old state)."""
+    from market.platform.api import API_PREFIX
+    from market.web.blueprint import SHARED_PAGES
+
+    scoped = {
+        rule.endpoint
+        for rule in app.url_map.iter_rules()
+        if "GET" in rule.methods
+        and "subagent_id" in rule.arguments
+        and (rule.endpoint in SHARED_PAGES or rule.rule.startswith(f"{API_PREFIX}/subagents"))
+    }
+    assert scoped == {
+        # The API: a sub-agent, its versions and their files, forks, lineage, tree, diffs, a
+        # switch to a branch of its lineage, its upstream updates, near-copy offers (its
+        # author's: never cached), its stats.
+        "subagents.get_subagent",
+        "subagents.list_versions",
+        "subagents.get_bundle",
+        "subagents.list_forks",
+        "subagents.get_lineage",
+        "subagents.get_tree",
+        "subagents.get_diff",
+        "subagents.get_switch_plan",
+        "subagents.list_upstream_updates",
+        "subagents.list_near_copies",
+        "usage.subagent_stats",
+        # The pages: a sub-agent, its tree (and its JSON parts), its diff.
+        "web.subagent_page",
+        "web.tree_page",
+        "web.tree_children",
+        "web.tree_all",
+        "web.diff_page",
+    }
+
+
+def test_a_ranking_run_drops_the_lineages_whose_scores_moved(cached_apps, client, engine):
+    """A lineage run over new ratings of one family drops that family's cached details (their
+    figures moved) and not the other family's, whose rows it left as they were."""
+    families = two_families(client, engine)
+    rank(engine)
+    reader = cached_apps[1].test_client()
+    water, meals = (f"/api/v1/subagents/{families[name]['id']}" for name in ("water_a", "meals"))
+    for url in (water, meals):
+        _warm_and_hit(reader, url)
+    for user_id in families["raters"][:5]:
+        rate(client, families["service"], user_id, version(families["water_a"]), 5)
+    run = rank(engine, now=datetime.now(UTC) + timedelta(minutes=1), lookback=timedelta(0))
+    assert (run.mode, run.trees_recomputed) == ("incremental", 1)
+    deadline = time.monotonic() + 3
+    while _state(reader, water) == "hit":
+        assert time.monotonic() < deadline, "the re-ranked lineage was not dropped"
+        time.sleep(0.02)
+    assert _state(reader, meals) == "hit"

@@ -37,6 +37,10 @@ API = "/api/v1"
 
 @pytest.fixture
 def families(client, engine):
+    return two_families(client, engine)
+
+
+def two_families(client, engine) -> dict:
     """Two families (a root with two forks each), a rating and events service, 12 raters who
     installed and rated everything once."""
     alice, bob = make_user(engine, "alice"), make_user(engine, "bob")
