@@ -44,29 +44,35 @@ from market.identity.models import User
 from market.identity.tokens import Principal
 from market.platform.db import (
     CATALOG_CHANGED,
+    LISTS_CHANGED,
     NEW_VERSIONS,
     SUBAGENTS_PUBLISHED,
     insert_unless_exists,
     note_change,
 )
 from market.platform.errors import Conflict, Forbidden, NotFound, Unprocessable
-from market.platform.read_cache import CHANNEL, EVERY_LINEAGE, notification_payload
+from market.platform.read_cache import CHANNEL, EVERY_LINEAGE, Change
 from market.platform.time import utcnow
 from market.ranking.models import SubAgentScore
 
 # ---- loading -------------------------------------------------------------------------
 
 
-def mark_catalog_changed(session: Session, *lineages: int | None) -> None:
+def mark_catalog_changed(session: Session, *lineages: int | None, added_only: bool = False) -> None:
     """Tell every web worker, at commit, that its cached anonymous reads of ``lineages`` (root
-    ids) and its cached lists are stale; with none named (or one not known yet), of every
-    lineage (``market.platform.read_cache``)."""
-    named = () if not lineages or None in lineages else lineages
-    note_change(session, CATALOG_CHANGED, *(named or (EVERY_LINEAGE,)))
+    ids; with none named, or one not known yet, of every lineage) are stale, and its cached
+    lists too unless the change only ``added_only`` to those lineages (a publish, a fork, a new
+    version), which a list may show up to the cache's time late (``market.platform.read_cache``).
+    """
+    named = None if not lineages or None in lineages else lineages
+    change = Change.of(named, lists=not added_only)
+    note_change(session, CATALOG_CHANGED, *(change.lineages or (EVERY_LINEAGE,)))
+    if change.lists:
+        note_change(session, LISTS_CHANGED)
     if session.get_bind().dialect.name == "postgresql":
         session.execute(
             text("SELECT pg_notify(:channel, :payload)"),
-            {"channel": CHANNEL, "payload": notification_payload(named or None)},
+            {"channel": CHANNEL, "payload": change.payload()},
         )
 
 
@@ -334,7 +340,8 @@ def store_blob(session: Session, bundle: bundles.Bundle) -> None:
 def _new_version(
     session: Session, subagent: SubAgent, bundle: bundles.Bundle, number: int, changelog: str
 ) -> Version:
-    mark_catalog_changed(session, subagent.root_id)
+    # A publish, a fork or a new version hides nothing: lists may show it a little late.
+    mark_catalog_changed(session, subagent.root_id, added_only=True)
     store_blob(session, bundle)
     version = Version(
         subagent_id=subagent.id,

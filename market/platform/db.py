@@ -84,7 +84,8 @@ def make_engine(
 
 # What a transaction changed that something outside the database must hear of once it commits
 # (``note_change``): the kinds of change, and which rows.
-CATALOG_CHANGED = "catalog_changed"  # anything an anonymous catalog page shows
+CATALOG_CHANGED = "catalog_changed"  # what a lineage's pages show (the lineages' root ids)
+LISTS_CHANGED = "lists_changed"  # and what lists show, beyond an addition
 SUBAGENTS_PUBLISHED = "subagents_published"  # sub-agents given a version (their ids)
 NEW_VERSIONS = "new_versions"  # versions after a sub-agent's first (their ids)
 _CHANGES = "changes_to_announce"

@@ -12,19 +12,22 @@ Freshness rules:
 - Every catalog write (publish, fork, version, listing edit, visibility change, yank,
   quarantine, adoption of a parent) and every ranking run that changes a score sends
   ``NOTIFY sprig_catalog`` inside its transaction, naming the lineages (root ids) it changed,
-  or ``*`` for all of them. Every worker LISTENs on its own connection and, when one arrives
-  (within milliseconds of the commit), drops the entries of those lineages and every entry
-  that is not a lineage's (browse, search: any change may reorder a list). The worker that
-  made the write does the same synchronously, before it answers.
+  or ``*`` for all of them (``Change``). Every worker LISTENs on its own connection and, when
+  one arrives (within milliseconds of the commit), drops the entries of those lineages. The
+  worker that made the write does the same synchronously, before it answers.
 - An entry is a lineage's when its route names a sub-agent (``/subagents/<id>…``, ``/s/<id>…``)
   and so shows that sub-agent's lineage only; the shell tells ``put`` which. Scoping is what
-  lets a popular sub-agent's pages live their ``ttl`` while the community publishes elsewhere:
-  with every change dropping everything, at two publishes a second an entry lived half a
-  second.
-- A response built while a change to its lineage committed is not stored: ``put`` takes the
-  generation read before the response was built and refuses when a change since then touched
-  that lineage (or everything). The last ``CHANGES_KEPT`` changes are kept to answer that;
-  older than those, it refuses.
+  lets pages live their ``ttl`` while the community publishes: with every change dropping
+  everything, at two publishes a second an entry lived half a second.
+- Lists (browse, search, the ranking page: entries of no one lineage) are dropped too, unless
+  the change only added to its lineages (a publish, a fork, a new version): then they expire
+  within ``added_within`` seconds (5) instead. What is hidden, renamed or re-ranked leaves
+  every list at once; what is new reaches anonymous lists within seconds.
+- A response built while a change to what it shows committed is not stored: ``put`` takes
+  the generation read before the response was built and refuses when a change since then
+  touched its lineage (or everything; or, for a list, dropped lists), and a list built across
+  an addition expires within ``added_within`` of it. The last ``CHANGES_KEPT`` changes are
+  kept to judge that; older than those, it refuses.
 - While the listener is not connected, the cache is bypassed: it fails open to the database,
   never to stale data. Install counts, ratings and comments change without a notification;
   ``ttl`` bounds how late an anonymous reader sees them.
@@ -36,14 +39,16 @@ import logging
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Collection, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 
-from market.platform.db import CATALOG_CHANGED
+from market.platform.db import CATALOG_CHANGED, LISTS_CHANGED
 
 CHANNEL = "sprig_catalog"
-# The payload naming every lineage; otherwise the payload is root ids separated by commas.
+# The payload naming every lineage; otherwise root ids separated by commas, after ``+`` for a
+# change that only added to them (lists are kept).
 EVERY_LINEAGE = "*"
+ADDED = "+"
 # A notification's payload is at most 8,000 bytes: past this many lineages a change names all.
 MAX_LINEAGES_NAMED = 200
 # Changes remembered to judge a response built across them (a few seconds' worth at the
@@ -52,22 +57,46 @@ CHANGES_KEPT = 1024
 log = logging.getLogger(__name__)
 
 
-def notification_payload(lineages: Iterable[int] | None) -> str:
-    """What a change sends: the root ids it changed, or ``*`` (None, or too many to name)."""
-    named = sorted(set(lineages)) if lineages is not None else None
-    if not named or len(named) > MAX_LINEAGES_NAMED:
-        return EVERY_LINEAGE
-    return ",".join(str(root) for root in named)
+@dataclass(frozen=True)
+class Change:
+    """What one committed catalog change makes stale: the entries of ``lineages`` (root ids;
+    None: of every lineage) and, unless it only added to them, the lists."""
+
+    lineages: frozenset[int] | None
+    lists: bool = True
+
+    @classmethod
+    def of(cls, lineages: Iterable[int] | None, *, lists: bool = True) -> Change:
+        named = frozenset(lineages) if lineages is not None else None
+        if not named or EVERY_LINEAGE in named:
+            return EVERYTHING
+        return cls(named, lists)
+
+    def stales(self, lineage: int | None) -> bool:
+        """Whether an entry of ``lineage`` (None: a list) may show what this change altered."""
+        if self.lineages is None:
+            return True
+        return self.lists if lineage is None else lineage in self.lineages
+
+    def payload(self) -> str:
+        """What the NOTIFY says: ``*`` when the lineages are all, or too many to name."""
+        if self.lineages is None or len(self.lineages) > MAX_LINEAGES_NAMED:
+            return EVERY_LINEAGE
+        named = ",".join(str(root) for root in sorted(self.lineages))
+        return named if self.lists else ADDED + named
+
+    @classmethod
+    def of_payload(cls, payload: str) -> Change:
+        """The change a notification describes; everything for a payload this version cannot
+        read (an older sender's empty one): the safe side is dropping more."""
+        added = payload.startswith(ADDED)
+        parts = payload.removeprefix(ADDED).split(",")
+        if not all(part.isascii() and part.isdigit() for part in parts):
+            return EVERYTHING
+        return cls.of((int(part) for part in parts), lists=not added)
 
 
-def lineages_of_payload(payload: str) -> frozenset[int] | None:
-    """The lineages a notification names; None for all of them, including for a payload this
-    version cannot read (an older sender's empty one): the safe side is dropping more."""
-    try:
-        named = frozenset(int(part) for part in payload.split(","))
-    except ValueError:
-        return None
-    return named or None
+EVERYTHING = Change(None)
 
 
 @dataclass(frozen=True)
@@ -77,25 +106,37 @@ class Entry:
     # What the answer varies by (a detail names the best branch in the reader's language): a
     # hit repeats it, so that a browser's or a CDN's cache keys it the same way.
     vary: str | None
-    stored_at: float
-    lineage: int | None  # the root id of the lineage it shows; None: every change drops it
+    expires_at: float  # time.monotonic()
+    lineage: int | None  # the root id of the lineage it shows; None: a list, of any lineage
 
 
 class ReadCache:
     """Bodies by key, least recently used dropped first once they pass ``max_bytes``: a page
-    is ten times a JSON detail, so a count of entries would not bound a worker's memory."""
+    is ten times a JSON detail, so a count of entries would not bound a worker's memory.
 
-    def __init__(self, ttl: float, max_bytes: int = 64 * 2**20, max_entry_bytes: int = 256_000):
+    A list outlives a change that only added to some lineages by up to ``added_within``
+    seconds (it is not dropped but expires by then): a new sub-agent reaches anonymous lists
+    within that time, while at the community's write rate a list dropped at every publish
+    would seldom be read twice."""
+
+    def __init__(
+        self,
+        ttl: float,
+        max_bytes: int = 64 * 2**20,
+        max_entry_bytes: int = 256_000,
+        added_within: float = 5.0,
+    ):
         self.ttl = ttl
         self.max_bytes = max_bytes
         self.max_entry_bytes = max_entry_bytes
+        self.added_within = min(added_within, ttl)
         self._entries: OrderedDict[str, Entry] = OrderedDict()
         self._keys_by_lineage: dict[int | None, set[str]] = {}
         self._bytes = 0  # of the bodies held
         self._lock = threading.Lock()
-        # Counts changes heard; the last ones, with the lineages each named (None: all).
+        # Counts changes heard; the last ones, numbered, with when they were heard.
         self._generation = 0
-        self._changes: deque[tuple[int, frozenset[int] | None]] = deque(maxlen=CHANGES_KEPT)
+        self._changes: deque[tuple[int, Change, float]] = deque(maxlen=CHANGES_KEPT)
         self.listening = False
 
     @property
@@ -109,7 +150,7 @@ class ReadCache:
             entry = self._entries.get(key)
             if entry is None:
                 return None
-            if time.monotonic() - entry.stored_at > self.ttl:
+            if time.monotonic() > entry.expires_at:
                 self._drop(key)
                 return None
             self._entries.move_to_end(key)
@@ -126,31 +167,37 @@ class ReadCache:
         lineage: int | None = None,
     ) -> None:
         """Store ``body``, built from what the database held at ``generation``, as an entry of
-        ``lineage`` (None: of no one lineage, dropped by every change)."""
+        ``lineage`` (None: a list, which may show any lineage)."""
         if not self.listening or len(body) > self.max_entry_bytes:
             return
         with self._lock:
-            if not self._unchanged_since(generation, lineage):
+            expires_at = self._expiry(generation, lineage, time.monotonic())
+            if expires_at is None:
                 return  # a write it may show the old side of committed while it was built
             if key in self._entries:
                 self._drop(key)
-            self._entries[key] = Entry(body, content_type, vary, time.monotonic(), lineage)
+            self._entries[key] = Entry(body, content_type, vary, expires_at, lineage)
             self._keys_by_lineage.setdefault(lineage, set()).add(key)
             self._bytes += len(body)
             while self._bytes > self.max_bytes:
                 self._drop(next(iter(self._entries)))
 
-    def _unchanged_since(self, generation: int, lineage: int | None) -> bool:
+    def _expiry(self, generation: int, lineage: int | None, now: float) -> float | None:
+        """When an entry built at ``generation`` expires, given the changes heard since; None
+        when one of them may have made it wrong already (or was forgotten)."""
+        expires_at = now + self.ttl
         if generation == self._generation:
-            return True
+            return expires_at
         if not self._changes or self._changes[0][0] > generation + 1:
-            return False  # some of the changes since are forgotten
-        for number, named in reversed(self._changes):
+            return None
+        for number, change, heard_at in reversed(self._changes):
             if number <= generation:
-                return True
-            if named is None or lineage is None or lineage in named:
-                return False
-        return True
+                break
+            if change.stales(lineage):
+                return None
+            if lineage is None:  # a list that may lack what was added: as a kept one
+                expires_at = min(expires_at, heard_at + self.added_within)
+        return expires_at
 
     def _drop(self, key: str) -> None:
         entry = self._entries.pop(key)
@@ -164,28 +211,34 @@ class ReadCache:
     def generation(self) -> int:
         return self._generation
 
-    def invalidate(self, lineages: Collection[int] | None = None) -> None:
-        """A change to ``lineages`` (root ids; None: to all of them) was committed: drop their
-        entries and every entry of no one lineage."""
-        named = frozenset(lineages) if lineages is not None else None
+    def invalidate(self, change: Change = EVERYTHING) -> None:
+        """``change`` was committed: drop the entries it may have made wrong, and have the
+        lists it only added to expire within ``added_within``."""
+        now = time.monotonic()
         with self._lock:
             self._generation += 1
-            self._changes.append((self._generation, named))
-            if named is None:
+            self._changes.append((self._generation, change, now))
+            if change.lineages is None:
                 self._entries.clear()
                 self._keys_by_lineage.clear()
                 self._bytes = 0
                 return
-            for lineage in (None, *named):
+            for lineage in (*change.lineages, None) if change.lists else change.lineages:
                 for key in list(self._keys_by_lineage.get(lineage, ())):
                     self._drop(key)
+            if not change.lists:
+                soon = now + self.added_within
+                for key in self._keys_by_lineage.get(None, ()):
+                    entry = self._entries[key]
+                    if entry.expires_at > soon:
+                        self._entries[key] = replace(entry, expires_at=soon)  # keeps its place
 
     def after_commit(self, _session, changes) -> None:
         """A unit of work's hook: a catalog change drops this process's entries it touched at
         once (other processes hear the NOTIFY sent in the transaction)."""
         lineages = changes.get(CATALOG_CHANGED)
         if lineages is not None:
-            self.invalidate(None if EVERY_LINEAGE in lineages else lineages)
+            self.invalidate(Change.of(lineages, lists=LISTS_CHANGED in changes))
 
 
 class NotificationListener:
@@ -225,7 +278,7 @@ class NotificationListener:
                     backoff = 0.1
                     while not self._stop.is_set():
                         for notice in connection.notifies(timeout=1.0):
-                            self.cache.invalidate(lineages_of_payload(notice.payload))
+                            self.cache.invalidate(Change.of_payload(notice.payload))
                         connection.execute("SELECT 1")  # notice a dead connection promptly
             except Exception as error:
                 log.warning("catalog cache listener down (%s); bypassing the cache", error)
