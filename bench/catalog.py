@@ -268,6 +268,7 @@ def start_gunicorn(
         # One load generator is one client: the benches measure serving, not the rate limits.
         "SPRIG_RATE_LIMIT_SEARCH": "",
         "SPRIG_RATE_LIMIT_SUGGESTIONS": "",
+        "SPRIG_RATE_LIMIT_FORK": "",  # bench/pages.py --writes forks from a few accounts
     }
     process = subprocess.Popen(
         [

@@ -13,8 +13,13 @@ of the rounds. Then Chromium opens the 5,000-node lineage's tree view and report
 until it is drawn and clickable, how long "show more" takes, and how long drawing all 5,000
 nodes takes. The last line is JSON.
 
+With ``--writes W``, a writer forks sub-agents drawn at random at W a second throughout, as
+the community publishing while people read: each fork changes its lineage, which drops that
+lineage's cached pages and every cached list on every worker. The hit shares then say how much
+of the cache survives that write rate.
+
     python bench/pages.py [--quick] [--subagents N] [--clients C] [--seconds S]
-                          [--read-cache SECONDS]
+                          [--read-cache SECONDS] [--writes W]
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import random
 import re
 import statistics
 import sys
+import threading
 import time
 import zlib
 from datetime import UTC, datetime, timedelta
@@ -308,6 +314,75 @@ def tree_in_chromium(port: int, root_id: int, rounds: int) -> dict:
     }
 
 
+class Forker:
+    """Forks a sub-agent drawn from ``parents`` every 1/``rate`` seconds on a thread of its
+    own (a fork of a sub-agent it may not see is refused and counted as such)."""
+
+    def __init__(self, port: int, token: str, parents: list[int], rate: float, seed: int):
+        self.port, self.token, self.parents, self.rate = port, token, parents, rate
+        self.rng = random.Random(seed)
+        self.made = self.refused = 0
+        self.seconds = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="bench-forker", daemon=True)
+
+    def __enter__(self) -> Forker:
+        if self.rate > 0:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _run(self) -> None:
+        started = time.perf_counter()
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        due = time.perf_counter()
+        while not self._stop.is_set():
+            parent = self.rng.choice(self.parents)
+            number = self.made + self.refused
+            body = json.dumps(
+                {
+                    "title": f"Bench fork {number}",
+                    "fork_request": "make it mine",
+                    "bundle": {
+                        "manifest": {"name": "Fork", "entry": "index.html", "scopes": []},
+                        "files": {"index.html": f"<!doctype html><title>{number}</title>"},
+                    },
+                }
+            )
+            headers = {
+                "Authorization": f"Bearer {self.token}",
+                "Content-Type": "application/json",
+            }
+            try:
+                connection.request("POST", f"/api/v1/subagents/{parent}/forks", body, headers)
+                response = connection.getresponse()
+                response.read()
+                if response.status == 201:
+                    self.made += 1
+                else:
+                    self.refused += 1
+            except (OSError, http.client.HTTPException):
+                self.refused += 1
+                connection.close()
+                connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+            due += 1 / self.rate
+            self._stop.wait(max(0.0, due - time.perf_counter()))
+        connection.close()
+        self.seconds = time.perf_counter() - started
+
+    def figures(self) -> dict:
+        return {
+            "rate_asked": self.rate,
+            "made": self.made,
+            "refused": self.refused,
+            "made_per_second": round(self.made / self.seconds, 2) if self.seconds else 0.0,
+        }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a smaller run, under a minute")
@@ -324,6 +399,13 @@ def main() -> None:
         help="serve with the read cache on for this long (anonymous pages and the API from it; "
         "a hit sends no Server-Timing, so server times are the misses'); default off, each "
         "page's own cost",
+    )
+    parser.add_argument(
+        "--writes",
+        type=float,
+        default=0.0,
+        metavar="W",
+        help="fork random sub-agents at W a second throughout (what the read cache survives)",
     )
     interleave.add_arguments(parser)
     args = parser.parse_args()
@@ -347,6 +429,11 @@ def main() -> None:
     with session_scope(engine) as session:
         for user_id, handle in extra["creators"]:
             tokens.append((handle, issue_token(session, session.get(User, user_id), name="bench")))
+        # The writer forks as an account of its own: the creators' dashboards stay as loaded.
+        forker = User(handle="bench-forker", display_name="Bench Forker", email="f@example.com")
+        session.add(forker)
+        session.flush()
+        forker_token = issue_token(session, forker, name="bench")
     engine.dispose()
 
     rng = random.Random(args.seed)
@@ -399,7 +486,11 @@ def main() -> None:
             for name, requests in pages.items()
         }
         baseline, *measured = workloads
-        with interleave.SlicedClients("127.0.0.1", port, workloads, clients=args.clients) as pool:
+        forker = Forker(port, forker_token, ids, args.writes, args.seed)
+        with (
+            forker,
+            interleave.SlicedClients("127.0.0.1", port, workloads, clients=args.clients) as pool,
+        ):
             runs = interleave.interleave(
                 pool.run_slice,
                 baseline,
@@ -437,7 +528,12 @@ def main() -> None:
         f"{extra['daily_stats']:,} daily stats, {extra['events']:,} events; PostgreSQL, gunicorn "
         f"2x8 gthread, read cache {f'{args.read_cache}s' if args.read_cache else 'off'}, "
         f"{args.clients} clients, "
-        f"{interleave.describe(rounds, slice_seconds, len(runs) - 1)}; loaded in "
+        + (
+            f"forks at {args.writes:g}/s asked ({forker.made} made, {forker.refused} refused), "
+            if args.writes
+            else ""
+        )
+        + f"{interleave.describe(rounds, slice_seconds, len(runs) - 1)}; loaded in "
         f"{load_seconds:.0f}s\n"
     )
     interleave.print_table(runs)
@@ -471,6 +567,7 @@ def main() -> None:
             {
                 "bench": "pages",
                 "read_cache_seconds": args.read_cache,
+                "writes": forker.figures(),
                 "subagents": total,
                 "clients": args.clients,
                 "seconds": seconds,
