@@ -18,8 +18,11 @@ the community publishing while people read: each fork changes its lineage, which
 lineage's cached pages and every cached list on every worker. The hit shares then say how much
 of the cache survives that write rate.
 
+``--popularity zipf`` draws the sub-agents asked for by Zipf's law instead of uniformly, as
+people ask for a few sub-agents far more than the rest: what the read cache meets in the field.
+
     python bench/pages.py [--quick] [--subagents N] [--clients C] [--seconds S]
-                          [--read-cache SECONDS] [--writes W]
+                          [--read-cache SECONDS] [--writes W] [--popularity uniform|zipf]
 """
 
 from __future__ import annotations
@@ -314,6 +317,16 @@ def tree_in_chromium(port: int, root_id: int, rounds: int) -> dict:
     }
 
 
+def drawn_ids(rng: random.Random, total: int, count: int, popularity: str) -> list[int]:
+    """``count`` sub-agent ids to ask for (and to fork, with ``--writes``), repeats included:
+    uniform over the catalog, or Zipf's law (s = 1) over 10,000 of them, the usual shape of
+    popularity in app stores: the most asked-for id about once in ten requests."""
+    if popularity == "uniform":
+        return [rng.randint(1, total) for _ in range(count)]
+    pool = rng.sample(range(1, total + 1), min(10_000, total))
+    return rng.choices(pool, weights=[1 / rank for rank in range(1, len(pool) + 1)], k=count)
+
+
 class Forker:
     """Forks a sub-agent drawn from ``parents`` every 1/``rate`` seconds on a thread of its
     own (a fork of a sub-agent it may not see is refused and counted as such)."""
@@ -407,6 +420,13 @@ def main() -> None:
         metavar="W",
         help="fork random sub-agents at W a second throughout (what the read cache survives)",
     )
+    parser.add_argument(
+        "--popularity",
+        choices=("uniform", "zipf"),
+        default="uniform",
+        help="how the sub-agents asked for are drawn: uniform (each page's own cost) or by "
+        "Zipf's law (what the read cache meets in the field)",
+    )
     interleave.add_arguments(parser)
     args = parser.parse_args()
     url = database_url_or_rerun_with_servers()
@@ -438,7 +458,7 @@ def main() -> None:
 
     rng = random.Random(args.seed)
     total = extra["subagents_total"]
-    ids = [rng.randint(1, total) for _ in range(1000)]
+    ids = drawn_ids(rng, total, 1000, args.popularity)
     forks = [i for i in ids if i > forest["roots"]][:300]
     words = sorted({w for topics in TOPICS.values() for w in topics})
     lineage_root = extra["lineage_root"]
@@ -527,6 +547,7 @@ def main() -> None:
         f"lineage of depth {extra['lineage_depth']}), {extra['ratings']:,} ratings, "
         f"{extra['daily_stats']:,} daily stats, {extra['events']:,} events; PostgreSQL, gunicorn "
         f"2x8 gthread, read cache {f'{args.read_cache}s' if args.read_cache else 'off'}, "
+        f"ids drawn {args.popularity}, "
         f"{args.clients} clients, "
         + (
             f"forks at {args.writes:g}/s asked ({forker.made} made, {forker.refused} refused), "
@@ -567,6 +588,7 @@ def main() -> None:
             {
                 "bench": "pages",
                 "read_cache_seconds": args.read_cache,
+                "popularity": args.popularity,
                 "writes": forker.figures(),
                 "subagents": total,
                 "clients": args.clients,
