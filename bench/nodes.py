@@ -13,7 +13,9 @@ showed it; the resolution is one request's round trip, since each probe polls ba
 and how many answers to requests sent after A returned still showed the old state ("stale":
 for the hiding writes it must be 0; for the showing writes it is the propagation delay counted
 in answers). Under load the times are mostly the probes' own scheduling: compare node B with
-node A, which needs no notice at all. The last line is JSON.
+node A, which needs no notice at all. A publish reaches an anonymous browse list a node has
+cached within the read cache's ``ADDED_WITHIN_SECONDS`` by design, on both nodes: it is
+reported and bounded apart. The last line is JSON.
 
     python bench/nodes.py [--quick] [--rounds N]
 
@@ -37,6 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.servers import database_url_or_rerun_with_servers  # noqa: E402
+from market.platform.read_cache import ADDED_WITHIN_SECONDS  # noqa: E402
 from tests import gunicorn_server, two_nodes  # noqa: E402
 
 DATABASE = "sprig_bench_nodes"
@@ -44,8 +47,11 @@ SHOW_WINDOW = 20.0  # a round gives up on a node that has not shown the write by
 HIDE_WINDOW = 1.0  # how long both nodes are polled after a hiding write
 # What the code promises (market/suggestions/services.py, market/platform/read_cache.py): a
 # node shows another's committed catalog change from its first request after PostgreSQL's
-# NOTIFY reached it; NOTIFY delivery on one network is milliseconds. Stated with room.
+# NOTIFY reached it; NOTIFY delivery on one network is milliseconds. Stated with room. The one
+# exception by design: an anonymous list a node has cached shows an addition (a publish) within
+# ADDED_WITHIN_SECONDS, on the writing node too, instead of being dropped at every publish.
 BOUND_SECONDS = 0.5
+ADDED_TO_A_LIST = ("publish", "browse")
 
 
 def _both(a, b, subagent_id, word, agent, *, shown, since, window):
@@ -146,12 +152,14 @@ def main() -> None:
         f"{'write':<13} {'probe':<12} {'node':<4} {'p50 ms':>8} {'p90 ms':>8} {'max ms':>8} "
         f"{'missed':>6} {'stale':>6}"
     )
-    worst_b, b_values = 0.0, []
+    worst_b, b_values, listed = 0.0, [], []
     for key in sorted(set(latency) | set(missed) | set(stale)):
         write, probe, node = key
         values = latency.get(key, [])
         p50, p90, worst = _quantiles(values) if values else (float("nan"),) * 3
-        if node == "B" and values:
+        if (write, probe) == ADDED_TO_A_LIST:
+            listed += values
+        elif node == "B" and values:
             worst_b = max(worst_b, worst)
             b_values += values
         print(
@@ -165,12 +173,21 @@ def main() -> None:
     stale_hidden = sum(n for (write, _p, _n), n in stale.items() if write in hiding)
     stale_shown = sum(n for (write, _p, node), n in stale.items() if write not in hiding)
     missed_total = sum(missed.values())
-    within = b_p90 <= BOUND_SECONDS and missed_total == 0 and stale_hidden == 0
+    listed_max = max(listed, default=float("nan"))
+    listed_bound = ADDED_WITHIN_SECONDS + BOUND_SECONDS
+    within = (
+        b_p90 <= BOUND_SECONDS
+        and listed_max <= listed_bound
+        and missed_total == 0
+        and stale_hidden == 0
+    )
     print(
-        f"node B: p50 {b_p50 * 1000:.1f} ms, p90 {b_p90 * 1000:.1f} ms, max "
-        f"{worst_b * 1000:.1f} ms (bound {BOUND_SECONDS * 1000:.0f} ms at p90, no stale hidden "
-        f"answer: {'held' if within else 'NOT held'}); node A p50 {a_p50 * 1000:.1f} ms; "
-        f"stale answers: {stale_hidden} after hiding writes, {stale_shown} after showing writes"
+        f"node B but a publish in the browse list: p50 {b_p50 * 1000:.1f} ms, p90 "
+        f"{b_p90 * 1000:.1f} ms, max {worst_b * 1000:.1f} ms (bound {BOUND_SECONDS * 1000:.0f} ms "
+        f"at p90); a publish in the cached browse list, both nodes: max {listed_max:.1f} s "
+        f"(bound {listed_bound:g} s); no stale hidden answer; {'held' if within else 'NOT held'}."
+        f" Node A p50 {a_p50 * 1000:.1f} ms; stale answers: {stale_hidden} after hiding writes,"
+        f" {stale_shown} after showing writes"
     )
     print(
         json.dumps(
@@ -181,6 +198,8 @@ def main() -> None:
                 "b_p50_ms": round(b_p50 * 1000, 1),
                 "b_p90_ms": round(b_p90 * 1000, 1),
                 "b_max_ms": round(worst_b * 1000, 1),
+                "publish_in_list_max_s": round(listed_max, 2),
+                "publish_in_list_bound_s": listed_bound,
                 "a_p50_ms": round(a_p50 * 1000, 1),
                 "b_to_a_p50": round(b_p50 / a_p50, 2) if a_p50 else None,
                 "missed": missed_total,

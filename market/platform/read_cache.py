@@ -21,8 +21,8 @@ Freshness rules:
   everything, at two publishes a second an entry lived half a second.
 - Lists (browse, search, the ranking page: entries of no one lineage) are dropped too, unless
   the change only added to its lineages (a publish, a fork, a new version): then they expire
-  within ``added_within`` seconds (5) instead. What is hidden, renamed or re-ranked leaves
-  every list at once; what is new reaches anonymous lists within seconds.
+  within ``added_within`` seconds (``ADDED_WITHIN_SECONDS``) instead. What is hidden, renamed
+  or re-ranked leaves every list at once; what is new reaches anonymous lists within seconds.
 - A response built while a change to what it shows committed is not stored: ``put`` takes
   the generation read before the response was built and refuses when a change since then
   touched its lineage (or everything; or, for a list, dropped lists), and a list built across
@@ -54,6 +54,8 @@ MAX_LINEAGES_NAMED = 200
 # Changes remembered to judge a response built across them (a few seconds' worth at the
 # capacity plan's peak of two writes a second, far more than a response takes).
 CHANGES_KEPT = 1024
+# How late a list may show an addition (a publish, a fork, a new version) to anonymous readers.
+ADDED_WITHIN_SECONDS = 5.0
 log = logging.getLogger(__name__)
 
 
@@ -124,7 +126,7 @@ class ReadCache:
         ttl: float,
         max_bytes: int = 64 * 2**20,
         max_entry_bytes: int = 256_000,
-        added_within: float = 5.0,
+        added_within: float = ADDED_WITHIN_SECONDS,
     ):
         self.ttl = ttl
         self.max_bytes = max_bytes
