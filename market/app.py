@@ -17,7 +17,7 @@ from market.catalog.services import lineage_root
 from market.catalog.tasks import enqueue_upstream_proposals
 from market.entrypoints.mcp_http import install_mcp, mcp_bridge
 from market.identity.tokens import caller, require_metrics_reader
-from market.platform import problems
+from market.platform import metrics, problems
 from market.platform.api import API_PREFIX, complete_spec, route_facts
 from market.platform.api_deps import BoundedIntegerConverter, JsonBodyRequest, db
 from market.platform.celery_app import celery_init_app
@@ -275,6 +275,7 @@ def install_read_cache(app: APIFlask, cache: ReadCache, listener: NotificationLi
         chosen = request.cookies.get(LANG_COOKIE, "")
         key = f"{request.full_path}\n{request.headers.get('Accept-Language', '')}\n{chosen}"
         entry = cache.get(key)
+        metrics.record_read_cache(hit=entry is not None)
         if entry is None:
             g.cache_key = key
             return None

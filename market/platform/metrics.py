@@ -84,6 +84,12 @@ RANKING_SECONDS = Histogram(
     ["mode"],
     buckets=(0.01, 0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0),
 )
+READ_CACHE = Counter(
+    "sprig_read_cache_answers",
+    "Anonymous catalog reads the read cache may answer: answered from it (hit) or built (miss).",
+    ["outcome"],
+)
+READ_CACHE_HIT, READ_CACHE_MISS = READ_CACHE.labels("hit"), READ_CACHE.labels("miss")
 EXPORT_RUNS = Counter(
     "sprig_export_runs", "Reward-export runs executed, by final status.", ["status"]
 )
@@ -139,6 +145,10 @@ def record_rollup(seconds: float, marks: int) -> None:
 
 def record_ranking(seconds: float, mode: str) -> None:
     RANKING_SECONDS.labels(mode).observe(seconds)
+
+
+def record_read_cache(hit: bool) -> None:
+    (READ_CACHE_HIT if hit else READ_CACHE_MISS).inc()
 
 
 def record_export_run(status: str) -> None:

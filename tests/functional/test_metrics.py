@@ -48,6 +48,7 @@ SERIES = [
     "sprig_rollup_pending_marks",
     "sprig_ranking_duration_seconds",
     "sprig_ranking_last_run_timestamp_seconds",
+    "sprig_read_cache_answers",
     "sprig_export_runs",
     "sprig_celery_task_duration_seconds",
     "sprig_celery_task_failures",

@@ -11,6 +11,7 @@ import pytest
 from market.app import create_app
 from market.platform.state import app_state
 from tests.factories import catalog_of_templates, fork, make_user, publish, publish_app
+from tests.functional.test_metrics import scrape, value
 from tests.functional.web.test_pages import sign_in
 from tests.integration.ranking.test_lineage_runs import two_families
 from tests.integration.ranking.test_services import rank, rate, version
@@ -372,3 +373,22 @@ def test_a_ranking_run_drops_the_lineages_whose_scores_moved(cached_apps, client
         assert time.monotonic() < deadline, "the re-ranked lineage was not dropped"
         time.sleep(0.02)
     assert _state(reader, meals) == "hit"
+
+
+def test_the_share_of_answers_from_the_cache_is_counted_for_prometheus(cached_apps, engine):
+    """The hit share sizes the web tier (docs/capacity.md): each answer the cache gave and
+    each it could have given but did not is counted; a signed-in read is neither."""
+    client = cached_apps[0].test_client()
+    alice = make_user(engine, "alice")
+    monitor = make_user(engine, "prometheus", kind="service", scopes=["metrics:read"])
+    url = f"/api/v1/subagents/{publish(client, alice)['id']}"
+    _warm(client, url)
+    before = scrape(client, monitor)
+    client.get(url)
+    client.get(url, headers=alice.headers)
+    client.get(f"{url}/lineage")
+    after = scrape(client, monitor)
+    name = "sprig_read_cache_answers_total"
+    hits = value(after, name, outcome="hit") - value(before, name, outcome="hit")
+    misses = value(after, name, outcome="miss") - value(before, name, outcome="miss")
+    assert (hits, misses) == (1, 1)
