@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -392,3 +393,53 @@ def test_the_share_of_answers_from_the_cache_is_counted_for_prometheus(cached_ap
     hits = value(after, name, outcome="hit") - value(before, name, outcome="hit")
     misses = value(after, name, outcome="miss") - value(before, name, outcome="miss")
     assert (hits, misses) == (1, 1)
+
+
+def test_readers_racing_a_hiding_write_never_get_it_back_from_the_cache(cached_apps, engine):
+    """Readers hammer a lineage's tree on the worker that writes while its author shows and at
+    once hides a fork, over and over, so that pages rebuilt after the first write are being
+    built while the second commits. One built before the hiding commit but stored after it
+    would be served to later readers from the cache: no request sent after the hiding write
+    returned and answered before the fork was shown again may show it. (Without the check
+    that refuses such a page, this fails.)"""
+    writer_app = cached_apps[0]
+    writer = writer_app.test_client()
+    alice, bob = make_user(engine, "alice"), make_user(engine, "bob")
+    root = publish(writer, alice, title="Water Tracker")
+    secret = fork(writer, bob, root["id"], "secret", title="Secret Sipping Schedule")
+    tree, listing = f"/s/{root['id']}/tree", f"/api/v1/subagents/{secret['id']}"
+    _warm(writer, tree)
+    answers: list[tuple[float, float, bool]] = []  # (sent, answered, showed the fork)
+    stop = threading.Event()
+
+    def read() -> None:
+        client = writer_app.test_client()
+        while not stop.is_set():
+            sent = time.monotonic()
+            page = client.get(tree).get_data(as_text=True)
+            answers.append((sent, time.monotonic(), "Secret Sipping Schedule" in page))
+
+    readers = [threading.Thread(target=read) for _ in range(4)]
+    for reader in readers:
+        reader.start()
+    hidden_at: list[tuple[float, float]] = []  # (hidden, shown again) moments
+    try:
+        for _ in range(20):
+            # Shown, then hidden at once: the readers' rebuilds of the page after the first
+            # write are under way while the second commits.
+            shown = writer.patch(listing, json={"visibility": "public"}, headers=bob.headers)
+            hidden = writer.patch(listing, json={"visibility": "private"}, headers=bob.headers)
+            assert shown.status_code == hidden.status_code == 200
+            hidden_at.append((time.monotonic(), time.monotonic() + 0.15))
+            time.sleep(0.15)
+    finally:
+        stop.set()
+        for reader in readers:
+            reader.join()
+    # Sent after a hiding write returned and answered before it was undone: hidden throughout.
+    stale = [
+        sent
+        for sent, answered, shows_it in answers
+        if shows_it and any(hidden <= sent and answered < shown for hidden, shown in hidden_at)
+    ]
+    assert len(answers) > 50 and not stale, f"{len(stale)} of {len(answers)} answers were stale"
