@@ -51,8 +51,8 @@ EVERY_LINEAGE = "*"
 ADDED = "+"
 # A notification's payload is at most 8,000 bytes: past this many lineages a change names all.
 MAX_LINEAGES_NAMED = 200
-# Changes remembered to judge a response built across them (a few seconds' worth at the
-# capacity plan's peak of two writes a second, far more than a response takes).
+# Changes remembered to judge a response built across them: minutes of them at the capacity
+# plan's peak of two writes a second, where a response takes milliseconds.
 CHANGES_KEPT = 1024
 # How late a list may show an addition (a publish, a fork, a new version) to anonymous readers.
 ADDED_WITHIN_SECONDS = 5.0
