@@ -242,6 +242,8 @@ def test_a_fork_drops_its_lineage_at_once_and_reaches_lists_within_seconds(cache
         assert time.monotonic() < deadline, "the other worker never heard of the fork"
         time.sleep(0.02)
     for client in (writer, reader):
+        # Kept, not dropped: an addition reaches lists when they expire, within seconds.
+        assert [_state(client, url) for url in lists] == ["hit", "hit"]
         assert all(_state(client, url) == "hit" for url in untouched), "another lineage dropped"
         assert _state(client, touched[1]) == "miss"
         assert "Water Reminders" in client.get(touched[1]).get_data(as_text=True)
@@ -251,8 +253,6 @@ def test_a_fork_drops_its_lineage_at_once_and_reaches_lists_within_seconds(cache
             assert time.monotonic() < added + 10, "a list never showed the fork"
             time.sleep(0.1)
         assert "Water Reminders" in client.get(lists[1]).get_data(as_text=True)
-    shown = time.monotonic() - added
-    assert shown > 1, "lists were dropped by an addition"  # kept (within 5 s), not dropped
 
     for client in (writer, reader):
         _warm(client, lists[1])
