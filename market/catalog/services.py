@@ -44,14 +44,13 @@ from market.identity.models import User
 from market.identity.tokens import Principal
 from market.platform.db import (
     CATALOG_CHANGED,
-    LISTS_CHANGED,
     NEW_VERSIONS,
     SUBAGENTS_PUBLISHED,
     insert_unless_exists,
     note_change,
 )
 from market.platform.errors import Conflict, Forbidden, NotFound, Unprocessable
-from market.platform.read_cache import CHANNEL, EVERY_LINEAGE, Change
+from market.platform.read_cache import CHANNEL, Change
 from market.platform.time import utcnow
 from market.ranking.models import SubAgentScore
 
@@ -64,15 +63,13 @@ def mark_catalog_changed(session: Session, *lineages: int | None, added_only: bo
     lists too unless the change only ``added_only`` to those lineages (a publish, a fork, a new
     version), which a list may show up to the cache's time late (``market.platform.read_cache``).
     """
-    named = None if not lineages or None in lineages else lineages
-    change = Change.of(named, lists=not added_only)
-    note_change(session, CATALOG_CHANGED, *(change.lineages or (EVERY_LINEAGE,)))
-    if change.lists:
-        note_change(session, LISTS_CHANGED)
+    # One description of the change for this process (at commit) and for the others (NOTIFY).
+    payload = Change.of(None if None in lineages else lineages, lists=not added_only).payload()
+    note_change(session, CATALOG_CHANGED, payload)
     if session.get_bind().dialect.name == "postgresql":
         session.execute(
             text("SELECT pg_notify(:channel, :payload)"),
-            {"channel": CHANNEL, "payload": change.payload()},
+            {"channel": CHANNEL, "payload": payload},
         )
 
 

@@ -84,8 +84,8 @@ def make_engine(
 
 # What a transaction changed that something outside the database must hear of once it commits
 # (``note_change``): the kinds of change, and which rows.
-CATALOG_CHANGED = "catalog_changed"  # what a lineage's pages show (the lineages' root ids)
-LISTS_CHANGED = "lists_changed"  # and what lists show, beyond an addition
+# What anonymous catalog reads show (each change as its NOTIFY payload: market.platform.read_cache)
+CATALOG_CHANGED = "catalog_changed"
 SUBAGENTS_PUBLISHED = "subagents_published"  # sub-agents given a version (their ids)
 NEW_VERSIONS = "new_versions"  # versions after a sub-agent's first (their ids)
 _CHANGES = "changes_to_announce"
@@ -94,10 +94,10 @@ _CHANGES = "changes_to_announce"
 AfterCommit = Callable[[Session, Mapping[str, set]], None]
 
 
-def note_change(session: Session, kind: str, *ids: int) -> None:
-    """Note that this transaction made a change of ``kind`` (to rows ``ids``). Its unit of work
-    hands the notes to its after-commit hooks once it commits, and drops them if it does not:
-    nothing is announced for a transaction that did not commit."""
+def note_change(session: Session, kind: str, *ids: int | str) -> None:
+    """Note that this transaction made a change of ``kind`` (to rows ``ids``, or described by
+    them). Its unit of work hands the notes to its after-commit hooks once it commits, and
+    drops them if it does not: nothing is announced for a transaction that did not commit."""
     session.info.setdefault(_CHANGES, {}).setdefault(kind, set()).update(ids)
 
 

@@ -42,7 +42,7 @@ from collections import OrderedDict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from market.platform.db import CATALOG_CHANGED, LISTS_CHANGED
+from market.platform.db import CATALOG_CHANGED
 
 CHANNEL = "sprig_catalog"
 # The payload naming every lineage; otherwise root ids separated by commas, after ``+`` for a
@@ -70,7 +70,7 @@ class Change:
     @classmethod
     def of(cls, lineages: Iterable[int] | None, *, lists: bool = True) -> Change:
         named = frozenset(lineages) if lineages is not None else None
-        if not named or EVERY_LINEAGE in named:
+        if not named:
             return EVERYTHING
         return cls(named, lists)
 
@@ -238,9 +238,8 @@ class ReadCache:
     def after_commit(self, _session, changes) -> None:
         """A unit of work's hook: a catalog change drops this process's entries it touched at
         once (other processes hear the NOTIFY sent in the transaction)."""
-        lineages = changes.get(CATALOG_CHANGED)
-        if lineages is not None:
-            self.invalidate(Change.of(lineages, lists=LISTS_CHANGED in changes))
+        for payload in changes.get(CATALOG_CHANGED, ()):
+            self.invalidate(Change.of_payload(payload))
 
 
 class NotificationListener:
