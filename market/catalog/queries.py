@@ -197,16 +197,6 @@ LINEAGE_WINDOW = 24
 PER_LINEAGE = 2
 
 
-@dataclass(frozen=True)
-class _Candidate:
-    """What collapsing a list reads of a row (``evolution.clones``)."""
-
-    id: int
-    root_id: int
-    title: str
-    summary: str
-
-
 def _search_clause(
     session: Session, viewer: Principal, q: str, category: str | None, matcher: TextMatcher
 ):
@@ -308,14 +298,21 @@ def _collapsed_page(
     offset = decode_cursor(cursor, (int,))[0] if cursor else 0
     if not 0 <= offset <= MAX_SEARCH_OFFSET:
         offset = MAX_SEARCH_OFFSET
-    columns = [SubAgent.id, SubAgent.root_id, SubAgent.title, SubAgent.summary]
+    # What collapsing reads of a row (``evolution.clones.Listing``), a root its own family: the
+    # rows are collapsed as they come, with no object built per row.
+    columns = [
+        SubAgent.id,
+        func.coalesce(SubAgent.root_id, SubAgent.id).label("root_id"),
+        SubAgent.title,
+        SubAgent.summary,
+    ]
     if sort_key is not None:
         columns.append(sort_key.label("sort_key"))
     statement = select(*columns).where(*where)
     if sort_key is not None:
         statement = statement.join(SubAgentScore, SubAgentScore.subagent_id == SubAgent.id)
     rows = list(session.execute(statement.order_by(*order).limit(COLLAPSED_POOL)))
-    groups = collapse([_Candidate(r.id, r.root_id or r.id, r.title, r.summary) for r in rows])
+    groups = collapse(rows)
     if spread:
         groups = spread_lineages(groups, window=LINEAGE_WINDOW, per_lineage=PER_LINEAGE)
     shown = groups[offset : offset + limit]

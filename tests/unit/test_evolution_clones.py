@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections import Counter
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from evolution.clones import (
     tool_name,
     trigrams,
 )
+from evolution.text_index import script_of
 
 
 @dataclass(frozen=True)
@@ -171,3 +173,49 @@ def test_any_window_holds_at_most_the_share_while_other_families_remain(seed):
 def test_spread_keeps_the_order_when_families_are_already_varied():
     groups = collapse([Item(i, i, f"Tool {i}") for i in range(30)])
     assert spread_lineages(groups, window=24, per_lineage=2) == groups
+
+
+def definition_says_clones(a: Item, b: Item) -> bool:
+    """The rule of ``evolution.clones``, restated from its docstring without its shortcuts."""
+    text_a, text_b = f"{a.title} {a.summary}", f"{b.title} {b.summary}"
+    return (
+        a.root_id == b.root_id
+        and script_of(text_a) == script_of(text_b)
+        and (tool_name(a.title) == tool_name(b.title) or trigram_jaccard(a, b) >= TEXT_JACCARD)
+    )
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_kept_answers_agree_with_the_definition_in_either_order(seed):
+    """The answer for a pair of texts is kept and found again from either side: a list asked
+    twice, and then backwards, collapses as the definition says each time."""
+    rng = random.Random(seed)
+    words = ["water", "tracker", "sleep", "log", "水", "记录", "oz", "daily", "mood", "diary"]
+    # Listings of two families that share a few summaries: titles name many tools, and texts
+    # are near each other or not, so both the tool names and the trigram bar decide pairs.
+    summaries = [WATER, HE_SHUI, "Log how you slept and see the week.", ""]
+    items = [
+        Item(
+            i,
+            rng.choice([1, 2]),
+            " ".join(rng.choices(words, k=rng.randint(1, 3))),
+            f"{rng.choice(summaries)} {' '.join(rng.choices(words, k=rng.randint(0, 2)))}",
+        )
+        for i in range(60)
+    ]
+
+    def expected(listing: list[Item]) -> list[list[int]]:
+        groups: list[list[Item]] = []
+        for item in listing:
+            home = next((g for g in groups if definition_says_clones(item, g[0])), None)
+            if home is None:
+                groups.append([item])
+            else:
+                home.append(item)
+        return [[item.id for item in group] for group in groups]
+
+    for listing in (items, items, items[::-1]):
+        found = [[g.representative.id] + [m.id for m in g.members] for g in collapse(listing)]
+        assert found == expected(listing)
+    for a, b in itertools.pairwise(items):
+        assert are_clones(a, b) == are_clones(b, a) == definition_says_clones(a, b)
