@@ -275,14 +275,16 @@ def install_read_cache(app: APIFlask, cache: ReadCache, listener: NotificationLi
         chosen = request.cookies.get(LANG_COOKIE, "")
         key = f"{request.full_path}\n{request.headers.get('Accept-Language', '')}\n{chosen}"
         entry = cache.get(key)
-        metrics.record_read_cache(hit=entry is not None)
         if entry is None:
+            metrics.record_read_cache(hit=False)
             g.cache_key = key
             return None
         if page:
             # A page spends its limit once it knows who asks (market/web/blueprint.py), which
-            # a hit skips; the API's limits were spent before this hook.
+            # a hit skips; the API's limits were spent before this hook. A refusal (429) is
+            # not an answer from the cache: counted after.
             enforce_endpoint(caller)
+        metrics.record_read_cache(hit=True)
         response = app.response_class(entry.body, 200, content_type=entry.content_type)
         if entry.vary:
             response.headers["Vary"] = entry.vary

@@ -201,13 +201,19 @@ def test_a_chosen_language_is_cached_apart_and_its_cookie_is_never_stored(cached
 
 
 def test_a_cached_search_page_still_spends_the_search_limit(database_url, app, engine):
+    """A cached search page still spends its reader's search limit; one refused (429) is not
+    counted as an answer from the cache, since the cache's answer was not given."""
     with apps_with_read_cache(database_url, 1, rate_limit_search="4/60") as (limited,):
         client = limited.test_client()
+        monitor = make_user(engine, "prometheus", kind="service", scopes=["metrics:read"])
         publish(client, make_user(engine, "alice"), title="Water Tracker")
         _missed, hit = _warm_and_hit(client, "/?q=water")  # spends at least two
         assert hit.status_code == 200
+        before = value(scrape(client, monitor), "sprig_read_cache_answers_total", outcome="hit")
         statuses = [client.get("/?q=water").status_code for _ in range(4)]
         assert statuses[-1] == 429 and 200 in statuses
+        after = value(scrape(client, monitor), "sprig_read_cache_answers_total", outcome="hit")
+        assert after - before == statuses.count(200)
         assert client.get("/").status_code == 200  # browsing without a search is not limited
 
 
