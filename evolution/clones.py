@@ -98,7 +98,9 @@ def _described(title: str, summary: str) -> tuple[str, str, str]:
     return text, script_of(text), tool_name(title)
 
 
-@lru_cache(maxsize=50_000)
+# A text's trigram set is about 5 KB (50,000 of them held 260 MB); it is read only for a pair
+# of texts not decided yet (``_texts_alike`` keeps the answers), so a few thousand suffice.
+@lru_cache(maxsize=4_096)
 def _cached_trigrams(text: str) -> frozenset[str]:
     return trigrams(text)
 
@@ -111,7 +113,7 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 # Most comparisons of a list are between listings of one family that name different tools, and
 # the same listings meet again in the next search's list: the answer for a pair of texts is
-# kept (a few MB), as its trigram sets are. Warm, a list of 300 collapses about 5x faster.
+# kept (about 10 MB full, and the texts it holds). Warm, a list of 300 collapses 4-5x faster.
 @lru_cache(maxsize=65_536)
 def _texts_alike(first: str, second: str) -> bool:
     a, b = _cached_trigrams(first), _cached_trigrams(second)
