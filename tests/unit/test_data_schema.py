@@ -369,6 +369,19 @@ def test_hostile_schemas_raise_value_error() -> None:
             switch_plan(schema, WATER)
 
 
+def test_a_schema_seen_before_is_judged_again_by_what_it_now_says() -> None:
+    # The metaschema check is kept per canonical text: the same object edited in place, or
+    # the same schema with its keys in another order, must get its own verdict.
+    schema = copy.deepcopy(WATER)
+    assert classify_change(WATER, schema).kind == COMPATIBLE
+    schema["properties"]["amount"]["type"] = 5
+    for _ in range(2):
+        with pytest.raises(ValueError, match="not a valid JSON Schema"):
+            classify_change(WATER, schema)
+    reordered = dict(reversed(list(WATER.items())))
+    assert classify_change(reordered, WATER).kind == COMPATIBLE
+
+
 def test_record_with_unexpected_types_is_a_problem_or_value_error() -> None:
     with pytest.raises(ValueError):
         apply_migration(["not", "a", "record"], MIGRATION)
