@@ -211,25 +211,28 @@ def _demo_template_lock(tmp_path_factory, backend: str) -> Iterator[Path]:
         yield description
 
 
-@pytest.fixture(scope="session")
-def demo_template(database_url, tmp_path_factory) -> DemoTemplate:
-    """The demo community loaded once per backend for the whole run (half a minute and more),
-    by the first xdist worker to need it while the others wait, into a database of its own
-    that each module using ``demo_app`` copies: a file copy on SQLite, ``CREATE DATABASE …
-    TEMPLATE`` on PostgreSQL. The throwaway servers of scripts/test-services.sh and pytest's
-    temporary folders take it away after the run."""
-    backend = backend_of(database_url)
-    postgres = backend == "postgresql"
+def _postgres_server_url() -> str:
+    """This worker's own PostgreSQL database (pytest_configure), whose server holds the
+    template and its copies."""
+    return os.environ["SPRIG_TEST_POSTGRES_URL"]
+
+
+def demo_template_of(backend: str, tmp_path_factory) -> DemoTemplate:
+    """The demo community loaded once per backend for the whole run (a minute and more), by
+    the first xdist worker to need it while the others wait, into a database of its own that
+    is only ever copied (:func:`copy_of_demo`). The throwaway servers of
+    scripts/test-services.sh and pytest's temporary folders take it away after the run."""
     with _demo_template_lock(tmp_path_factory, backend) as description:
         if description.is_file():
             made = json.loads(description.read_text())
             return DemoTemplate(
                 made["url"], made["stats"], made["seconds"], datetime.fromisoformat(made["now"])
             )
-        if postgres:
-            url = _database_named(database_url, DEMO_TEMPLATE_DB)
+        if backend == "postgresql":
+            server = _postgres_server_url()
+            url = _database_named(server, DEMO_TEMPLATE_DB)
             _admin(
-                database_url,
+                server,
                 f'DROP DATABASE IF EXISTS "{DEMO_TEMPLATE_DB}" WITH (FORCE)',
                 f'CREATE DATABASE "{DEMO_TEMPLATE_DB}"',
             )
@@ -248,43 +251,49 @@ def demo_template(database_url, tmp_path_factory) -> DemoTemplate:
         return DemoTemplate(url, stats, seconds, now)
 
 
-@pytest.fixture(scope="module")
-def demo_app(database_url, demo_template, request, tmp_path_factory) -> Iterator[DemoApp]:
-    """The demo community for one module, in a copy of the session's loaded template: tests
-    read it (and may write to it) without loading it again or touching other modules."""
-    backend = backend_of(database_url)
-    postgres = backend == "postgresql"
-    if postgres:
-        name = own_database(f"sprig_demo_{zlib.crc32(request.module.__name__.encode()):08x}")
-        url = _database_named(database_url, name)
-    else:
-        copy = tmp_path_factory.mktemp("demo") / "sprig.db"
-        url = f"sqlite:///{copy}"
+def copy_of_demo(backend: str, where: str | Path, tmp_path_factory) -> tuple[str, DemoTemplate]:
+    """A fresh copy of the run's demo template: the database named ``where`` on the test
+    PostgreSQL server (dropped first if it exists), or the SQLite file at path ``where``. Its
+    URL, and the template it copies."""
+    template = demo_template_of(backend, tmp_path_factory)
     # One copy at a time: PostgreSQL copies a template only while no one else is using it.
     with _demo_template_lock(tmp_path_factory, backend):
-        if postgres:
+        if backend == "postgresql":
+            server = _postgres_server_url()
+            url = _database_named(server, str(where))
             _admin(
-                database_url,
-                f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)',
-                f'CREATE DATABASE "{name}" TEMPLATE "{DEMO_TEMPLATE_DB}"',
+                server,
+                f'DROP DATABASE IF EXISTS "{where}" WITH (FORCE)',
+                f'CREATE DATABASE "{where}" TEMPLATE "{DEMO_TEMPLATE_DB}"',
             )
         else:
-            source = sqlite3.connect(make_url(demo_template.url).database)
-            target = sqlite3.connect(copy)
+            url = f"sqlite:///{where}"
+            source = sqlite3.connect(make_url(template.url).database)
+            target = sqlite3.connect(where)
             with target:
                 source.backup(target)  # a consistent copy, whatever the journal mode
             source.close()
             target.close()
+    return url, template
+
+
+@pytest.fixture(scope="module")
+def demo_app(database_url, request, tmp_path_factory) -> Iterator[DemoApp]:
+    """The demo community for one module, in a copy of the session's loaded template: tests
+    read it (and may write to it) without loading it again or touching other modules."""
+    backend = backend_of(database_url)
+    if backend == "postgresql":
+        where = own_database(f"sprig_demo_{zlib.crc32(request.module.__name__.encode()):08x}")
+    else:
+        where = tmp_path_factory.mktemp("demo") / "sprig.db"
+    url, template = copy_of_demo(backend, where, tmp_path_factory)
     app = configured_app(url)
     try:
-        yield DemoApp(
-            app, app_state(app).engine, demo_template.stats, demo_template.seconds,
-            demo_template.now,
-        )  # fmt: skip
+        yield DemoApp(app, app_state(app).engine, template.stats, template.seconds, template.now)
     finally:
         _dispose(app)
-        if postgres:
-            _admin(database_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if backend == "postgresql":
+            _admin(url, f'DROP DATABASE IF EXISTS "{where}" WITH (FORCE)')
 
 
 @pytest.fixture

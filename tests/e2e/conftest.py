@@ -1,9 +1,10 @@
 """A live Sprig with the demo community, served once per test session, and headless Chromium.
 
-The demo takes tens of seconds to load on SQLite, so one server (werkzeug in a thread, on a
-free loopback port) and one browser serve every browser test; each test gets its own browser
-context (cookies, storage). Debian's ``chromium`` is driven by Playwright (never a downloaded
-browser). Screenshots go to ``var/screenshots`` (or ``SPRIG_SCREENSHOT_DIR``).
+The demo takes a minute and more to load, so one server (werkzeug in a thread, on a free
+loopback port) serves a copy of the run's loaded demo (tests/conftest.py), and one browser
+serves every browser test; each test gets its own browser context (cookies, storage).
+Debian's ``chromium`` is driven by Playwright (never a downloaded browser). Screenshots go to
+``var/screenshots`` (or ``SPRIG_SCREENSHOT_DIR``).
 """
 
 from __future__ import annotations
@@ -19,10 +20,9 @@ import pytest
 from werkzeug.serving import make_server
 
 from market.app import create_app
-from market.demo.loader import load_demo
 from market.platform.migrate import upgrade
 from market.platform.state import app_state
-from tests.conftest import NO_RATE_LIMITS
+from tests.conftest import NO_RATE_LIMITS, copy_of_demo
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM_ARGS = [
@@ -55,6 +55,10 @@ def app_on_new_database(directory: Path, **settings):
     migrations), every limit off and no read cache unless ``settings`` say otherwise."""
     url = f"sqlite:///{directory / 'sprig.db'}"
     upgrade(url)
+    return _browser_app(url, **settings)
+
+
+def _browser_app(url: str, **settings):
     return create_app({"database_url": url, "read_cache_seconds": 0, **NO_RATE_LIMITS, **settings})
 
 
@@ -75,10 +79,10 @@ def serving(app, name: str) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def live_app(tmp_path_factory, chromium_executable):
-    app = app_on_new_database(
-        tmp_path_factory.mktemp("e2e"), secret_key="e2e-secret", demo_signin=True
+    url, _template = copy_of_demo(
+        "sqlite", tmp_path_factory.mktemp("e2e") / "sprig.db", tmp_path_factory
     )
-    load_demo(app_state(app).engine, seed=7)
+    app = _browser_app(url, secret_key="e2e-secret", demo_signin=True)
     with serving(app, "sprig-e2e") as url:
         app.config["LIVE_URL"] = url
         yield app

@@ -5,15 +5,20 @@ from __future__ import annotations
 from sqlmodel import func, select
 
 from market.catalog.models import SubAgent
-from market.demo.loader import demo_tokens, is_empty, load_demo
+from market.demo.loader import demo_tokens, is_empty
 from market.platform.db import session_scope
 
 
-def test_demo_loads_a_believable_community(client, engine):
+def test_is_empty_tells_a_new_database_from_a_loaded_one(engine, demo_app):
     assert is_empty(engine)
-    stats = load_demo(engine, seed=7)
+    assert not is_empty(demo_app.engine)
+
+
+def test_demo_loads_a_believable_community(demo_app):
+    # The run's demo template was loaded by load_demo into an empty database
+    # (tests/conftest.py); this module reads a copy of it rather than loading it again.
+    stats, engine, client = demo_app.stats, demo_app.engine, demo_app.app.test_client()
     assert stats["users"] >= 1000 and stats["sub-agents"] >= 300
-    assert not is_empty(engine)
     with session_scope(engine) as session:
         deepest = session.exec(select(func.max(SubAgent.depth))).one()
         categories = session.exec(select(func.count(func.distinct(SubAgent.category)))).one()

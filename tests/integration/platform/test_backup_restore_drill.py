@@ -1,8 +1,9 @@
 """The restore drill: back up a live community with scripts/backup.sh, lose everything, restore
 with scripts/restore.sh into a fresh database, and check nothing changed.
 
-The community is the demo (seed 7) plus what a day of traffic adds through the API: a publish,
-a fork, an install and a rating, and a reward export run whose files sit in the export folder.
+The community is a copy of the run's loaded demo (seed 7, tests/conftest.py) plus what a day
+of traffic adds through the API: a publish, a fork, an install and a rating, and a reward export
+run whose files sit in the export folder.
 Then the database is dropped and the export folder deleted, a new empty database of the same
 name is created, and the backup is restored into it. Checked afterwards: every table's row
 count and a content checksum (every row as text, sorted), every sequence's position (so new
@@ -32,9 +33,9 @@ from alembic.script import ScriptDirectory
 from sqlalchemy.engine import make_url
 
 from market.app import create_app
-from market.demo.loader import load_demo
-from market.platform.migrate import alembic_config, upgrade
+from market.platform.migrate import alembic_config
 from market.platform.state import app_state
+from tests.conftest import copy_of_demo
 from tests.factories import fork, make_user, publish
 from tests.xdist_worker import own_database
 
@@ -234,12 +235,11 @@ def drill(tmp_path_factory) -> Drill:
     export_dir = tmp_path_factory.mktemp("drill") / "exports"
     backup_dir = tmp_path_factory.mktemp("drill-backup") / "backup"
 
-    _recreate_database(admin)
     try:
-        upgrade(database_url)
+        copied_url, _template = copy_of_demo("postgresql", DRILL_DB, tmp_path_factory)
+        assert copied_url == database_url
         app = _app(database_url, export_dir)
         try:
-            load_demo(app_state(app).engine, seed=7)
             traffic = _day_of_traffic(app)
             before_api = _api_answers(app, traffic)
             before_files = _export_files(app, traffic)
