@@ -78,6 +78,8 @@ class SubAgent(SQLModel, table=True):
             nullable=True,
         ),
     )
+    # The sub-agent's family: its root's id, a root's own (set by publish right after the
+    # insert that gives it an id, copied from the parent by fork). Every stored row has one.
     root_id: int | None = Field(default=None)
     depth: int = Field(default=0)
     # Ancestor ids, root first, slash-separated ("1/5/9"); immutable like the parent link.

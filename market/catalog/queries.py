@@ -298,11 +298,11 @@ def _collapsed_page(
     offset = decode_cursor(cursor, (int,))[0] if cursor else 0
     if not 0 <= offset <= MAX_SEARCH_OFFSET:
         offset = MAX_SEARCH_OFFSET
-    # What collapsing reads of a row (``evolution.clones.Listing``), a root its own family: the
-    # rows are collapsed as they come, with no object built per row.
+    # What collapsing reads of a row (``evolution.clones.Listing``): the rows are collapsed as
+    # they come, with no object built per row.
     columns = [
         SubAgent.id,
-        func.coalesce(SubAgent.root_id, SubAgent.id).label("root_id"),
+        SubAgent.root_id,
         SubAgent.title,
         SubAgent.summary,
     ]

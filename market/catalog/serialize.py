@@ -159,7 +159,7 @@ def subagent_out(subagent: SubAgent, author: User, latest: Version | None) -> Su
         status_reason=subagent.status_reason,
         parent_id=subagent.parent_id,
         parent_version_id=subagent.parent_version_id,
-        root_id=subagent.root_id or subagent.id,
+        root_id=subagent.root_id,
         depth=subagent.depth,
         fork_request=subagent.fork_request_text,
         fork_request_id=subagent.fork_request_id,

@@ -407,15 +407,14 @@ def changed_families(
     """The root ids of the families with something new after the watermark ``since`` (less
     ``lookback``): a sub-agent written (published, forked, edited, visibility or status
     changed), a counted rating written, a usage event received."""
-    family = func.coalesce(SubAgent.root_id, SubAgent.id)
     found: set[int] = set()
     newest_subagent = _moment(since["subagents"][0])
-    query = select(family).distinct()
+    query = select(SubAgent.root_id).distinct()
     if newest_subagent is not None:
         query = query.where(SubAgent.updated_at > newest_subagent - lookback)
     found.update(session.scalars(query).all())
     newest_rating = _moment(since["ratings"][0])
-    query = select(family).distinct().join(Feedback, Feedback.subagent_id == SubAgent.id)
+    query = select(SubAgent.root_id).distinct().join(Feedback, Feedback.subagent_id == SubAgent.id)
     if newest_rating is not None:
         query = query.where(Feedback.updated_at > newest_rating - lookback)
     found.update(session.scalars(query).all())
@@ -426,7 +425,7 @@ def changed_families(
             UsageEvent.occurred_day >= (newest_event - EVENT_MAX_LATENESS).date(),
             UsageEvent.received_at > newest_event - lookback,
         )
-    query = select(family).distinct().where(SubAgent.id.in_(used.scalar_subquery()))
+    query = select(SubAgent.root_id).distinct().where(SubAgent.id.in_(used.scalar_subquery()))
     found.update(session.scalars(query).all())
     return sorted(int(root) for root in found)
 
@@ -890,7 +889,7 @@ def _branch_in_language(
     from the stored figures: a descendant's quality is positively correlated with its
     ancestor's, so the true probability is higher, and a branch named here is at least as sure
     as the run's own best descendant."""
-    family = subagent.root_id or subagent.id
+    family = subagent.root_id
     prefix = f"{subagent.ancestry}/{subagent.id}" if subagent.ancestry else str(subagent.id)
     rows = session.execute(
         select(SubAgent, SubAgentScore)

@@ -168,11 +168,15 @@ def test_random_fork_trees_keep_their_lineage(client, engine, roots, forks):
             chain.append(node)
         return chain[::-1]
 
+    # Every stored row names its family, a root its own id: queries read root_id as is.
+    with engine.connect() as connection:
+        stored = dict(connection.execute(text("SELECT id, root_id FROM subagent")).all())
     details = {sid: client.get(f"{API}/subagents/{sid}").get_json() for sid in order}
     for sid in order:
         detail = details[sid]
         expected = path(sid)
         root = expected[0] if expected else sid
+        assert stored[sid] == root
         assert detail["parent_id"] == parent_of[sid]
         assert detail["root_id"] == root
         assert detail["depth"] == len(expected)
