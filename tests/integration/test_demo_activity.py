@@ -194,7 +194,7 @@ def test_private_subagents_are_used_by_their_authors_only(demo):
     assert by_author > 0 and by_others == 0 and rated_by_others == 0
 
 
-def test_the_plan_is_deterministic_and_is_what_was_stored(demo):
+def test_the_plan_is_what_was_stored(demo):
     with Session(demo.engine) as session:
         community = read_community(session)
         # The simulation's anchor. (The newest receipt time is not: just after midnight UTC
@@ -203,18 +203,9 @@ def test_the_plan_is_deterministic_and_is_what_was_stored(demo):
         stored = set(session.scalars(select(UsageEvent.event_id)))
         feedback_rows = session.scalar(select(func.count(Feedback.id)))
 
-    def digest(plan):
-        events = [event for day in sorted(plan.events) for event in plan.events[day]]
-        ratings = [*plan.early_ratings, *(r for d in sorted(plan.ratings) for r in plan.ratings[d])]
-        uninstalls = [
-            *plan.early_uninstalls,
-            *(u for d in sorted(plan.uninstalls) for u in plan.uninstalls[d]),
-        ]
-        return events, ratings, uninstalls
-
+    # Planned once: that a plan is the same from run to run (and machine to machine) is
+    # tests/unit/test_demo_community_hash.py's pinned digest; here it must be what was stored.
     first = plan_activity(community, SEED, now=anchor)
-    again = plan_activity(community, SEED, now=anchor)
-    assert digest(first) == digest(again)
     assert {e[1] for day in first.events.values() for e in day} == stored
     assert first.event_count() == demo.stats["usage events"]
     pairs = defaultdict(int)
