@@ -16,7 +16,7 @@ from sqlalchemy.engine import make_url
 from market.catalog.services import lineage_root
 from market.catalog.tasks import enqueue_upstream_proposals
 from market.entrypoints.mcp_http import install_mcp, mcp_bridge
-from market.identity.tokens import caller, require_metrics_reader
+from market.identity.tokens import require_metrics_reader
 from market.platform import metrics, problems
 from market.platform.api import API_PREFIX, complete_spec, route_facts
 from market.platform.api_deps import BoundedIntegerConverter, JsonBodyRequest, db
@@ -25,7 +25,7 @@ from market.platform.config import Settings, load_settings
 from market.platform.db import is_sqlite, make_engine
 from market.platform.errors import UriTooLong
 from market.platform.health import install_health, readiness_checks
-from market.platform.limits import configured_limits, enforce_endpoint, install_limits
+from market.platform.limits import configured_limits, install_limits
 from market.platform.logs import install_request_logging
 from market.platform.metrics import install_metrics
 from market.platform.ratelimit import RateLimiter
@@ -37,6 +37,7 @@ from market.usage.backlog import BacklogCollector
 from market.web.blueprint import SHARED_PAGES
 from market.web.error_pages import browser_page
 from market.web.i18n import LANG_COOKIE
+from market.web.signin import request_caller
 
 DOCS_PATH = f"{API_PREFIX}/docs"
 # The longest URL (path and query) served. gunicorn's own request-line limit sits above it
@@ -159,7 +160,7 @@ def create_app(config: dict | Settings | None = None) -> APIFlask:
         if len(target) > MAX_URL_BYTES:
             raise UriTooLong(f"The URL is {len(target)} bytes long; at most {MAX_URL_BYTES}.")
 
-    install_limits(app, settings, caller)
+    install_limits(app, settings, request_caller)
     if read_cache is not None:
         install_read_cache(app, read_cache, listener)
 
@@ -279,11 +280,7 @@ def install_read_cache(app: APIFlask, cache: ReadCache, listener: NotificationLi
             metrics.record_read_cache(hit=False)
             g.cache_key = key
             return None
-        if page:
-            # A page spends its limit once it knows who asks (market/web/blueprint.py), which
-            # a hit skips; the API's limits were spent before this hook. A refusal (429) is
-            # not an answer from the cache: counted after.
-            enforce_endpoint(caller)
+        # Every endpoint's limit was spent before this hook: a refusal (429) never gets here.
         metrics.record_read_cache(hit=True)
         response = app.response_class(entry.body, 200, content_type=entry.content_type)
         if entry.vary:

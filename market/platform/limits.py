@@ -169,13 +169,13 @@ def enforce_endpoint(who: Callable[[], Any]) -> None:
 
 
 def install_limits(app: Flask, settings: Settings, who: Callable[[], Any]) -> None:
-    """Trust X-Forwarded-For only as configured, and check each API request's endpoint limit
-    (pages check theirs once the session's person is known: market/web/blueprint.py)."""
+    """Trust X-Forwarded-For only as configured, and spend each request's endpoint limit
+    before any other hook answers it (the read cache included), by ``who()``: on a page, the
+    person its session signs in."""
     if settings.trusted_proxy_hops > 0:
         hops = settings.trusted_proxy_hops
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops)
 
     @app.before_request
-    def _enforce_api_limits():
-        if request.blueprint != "web":
-            enforce_endpoint(who)
+    def _enforce_endpoint_limits():
+        enforce_endpoint(who)

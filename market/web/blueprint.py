@@ -11,8 +11,6 @@ from __future__ import annotations
 from apiflask import APIBlueprint
 from flask import g, request
 
-from market.identity.tokens import caller
-from market.platform import limits
 from market.web import signin
 
 # An APIBlueprint only because APIFlask expects every blueprint to say whether it belongs in
@@ -45,8 +43,9 @@ def shared_page(view):
 def _before():
     # Cookie sign-in is honoured on web pages only: the JSON API stays bearer-token only, so
     # a cross-site form can never spend a browser's session on an API write.
-    g.session_principal = signin.session_principal()
-    limits.enforce_endpoint(caller)
+    # The page's limit was spent before (market/platform/limits.py), which looked the session
+    # up when the page has one.
+    signin.page_principal()
     if request.method == "POST":
         signin.check_csrf()
 

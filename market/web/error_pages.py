@@ -112,9 +112,10 @@ def browser_page(status: int, detail: str | None, headers: dict | None = None):
         unit = g.get("unit_of_work")
         if unit is not None:
             unit.rollback()
-    elif "session_principal" not in g:
-        # An address no route serves: still show who is signed in, in their language.
-        g.session_principal = signin.session_principal()
+    else:
+        # Show who is signed in, in their language, also at an address no page serves (no
+        # page hook looked the session up).
+        signin.page_principal()
     response = error_page(status, detail, headers)
     if request.blueprint != bp.name:
         # The web blueprint's own headers were not added: its CSP lets the page load its

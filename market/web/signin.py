@@ -17,13 +17,14 @@ import unicodedata
 from datetime import datetime, timedelta
 from urllib.parse import urljoin, urlsplit
 
-from flask import request, session, url_for
+from flask import g, request, session, url_for
 from sqlalchemy import bindparam, update
 from sqlmodel import select
 
 from market.identity.models import ApiToken, User, WebSession
 from market.identity.tokens import (
     Principal,
+    caller,
     checked_live_token,
     hash_token,
     live_clause,
@@ -109,6 +110,21 @@ def session_principal() -> Principal | None:
     if principal is None:
         session.pop(_AUTH_KEY, None)
     return principal
+
+
+def page_principal() -> Principal | None:
+    """:func:`session_principal`, looked up once per request (kept in ``g``)."""
+    if "session_principal" not in g:
+        g.session_principal = session_principal()
+    return g.session_principal
+
+
+def request_caller() -> Principal:
+    """Who makes the request (``caller``), with a page's session looked up first: what the
+    app-wide hooks (the endpoint limits) ask before the web blueprint's own hook has run."""
+    if request.blueprint == "web":
+        page_principal()
+    return caller()
 
 
 def _note_use(web_session_id: int, now: datetime) -> None:
