@@ -47,6 +47,7 @@ from datetime import UTC, date, datetime, timedelta
 
 import numpy as np
 from sqlalchemy import func, or_, select, text, true
+from sqlalchemy.exc import OperationalError
 from sqlmodel import Session
 
 from evolution.language import language_of, reads
@@ -100,6 +101,8 @@ INCREMENTAL_MAX_ROOTS = 20_000
 # pg_advisory_xact_lock keys of the ranking run and of the taste fit ("rank", "tast" in ASCII).
 RANKING_LOCK_KEY = 0x72616E6B
 TASTE_LOCK_KEY = 0x74617374
+# How long a run waits for SQLite's write lock before it fails (_hold_lock).
+SQLITE_LOCK_WAIT_SECONDS = 120
 # How often a full run chooses the taste's strength λ anew; the runs in between keep the last
 # λ and start from the last factors (``learn_taste``). Choosing costs about seven times as much.
 TASTE_REG_EVERY = timedelta(days=7)
@@ -450,11 +453,22 @@ def _taste_lost(last_full: RankingRun | None, now: datetime, retry_after: timede
 def _hold_lock(session: Session, key: int) -> None:
     """One holder of ``key`` at a time across every worker, until the transaction ends: a
     transaction advisory lock on PostgreSQL (writers elsewhere carry on), the write lock on
-    SQLite (its only writer lock; the embedded default's runs take well under a second)."""
+    SQLite (its only writer lock; the embedded default's runs take well under a second).
+
+    A run waits its turn on either: on SQLite past the busy timeout (a request's wait, 5 s),
+    asking again until ``SQLITE_LOCK_WAIT_SECONDS``, as a run on a loaded machine can hold
+    the lock for longer than that."""
     if session.connection().dialect.name == "postgresql":
         session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
-    else:
-        begin_writing(session)
+        return
+    deadline = time.monotonic() + SQLITE_LOCK_WAIT_SECONDS
+    while True:
+        try:
+            begin_writing(session)
+            return
+        except OperationalError as error:
+            if "locked" not in str(error.orig) or time.monotonic() > deadline:
+                raise
 
 
 @dataclass(frozen=True)

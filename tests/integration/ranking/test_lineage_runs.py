@@ -5,15 +5,16 @@ gives it; every other row stays as it was. Two workers racing never double-count
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import make_url, select
 
 from market.catalog.models import Install
-from market.platform.db import session_scope
+from market.platform.db import make_engine, session_scope
 from market.platform.time import utcnow
 from market.ranking.models import RankingRun, RaterOffset, SubAgentScore
 from market.ranking.services import (
@@ -200,3 +201,25 @@ def test_two_workers_racing_rank_once_and_never_double_count(client, engine, fam
     got = stored_rows(engine)
     for subagent_id in family_ids(families, "meals"):
         assert got[subagent_id] == pytest.approx(expected[subagent_id], abs=1e-6, nan_ok=True)
+
+
+def test_a_run_on_sqlite_waits_out_a_writer_past_the_busy_timeout(database_url, backend, engine):
+    """A run waits for SQLite's write lock as long as the writer holds it, as PostgreSQL's
+    advisory lock waits: a loaded machine's run can hold it past the busy timeout."""
+    if backend != "sqlite":
+        pytest.skip("SQLite's write lock; PostgreSQL's advisory lock waits by itself")
+    impatient = make_engine(database_url, busy_timeout_ms=100)
+    writer = sqlite3.connect(make_url(database_url).database, check_same_thread=False)
+    writer.isolation_level = None
+    writer.execute("BEGIN IMMEDIATE")
+    released = threading.Timer(1.0, writer.execute, ("COMMIT",))
+    released.start()
+    try:
+        run = rank(impatient)
+    finally:
+        released.join()
+        writer.close()
+        impatient.dispose()
+    assert run.mode == "full"
+    with session_scope(engine) as session:
+        assert session.scalars(select(RankingRun.mode)).all() == ["full"]
