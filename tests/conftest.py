@@ -38,7 +38,7 @@ from market.platform.migrate import upgrade
 from market.platform.schema_registry import import_all_models
 from market.platform.state import app_state
 from tests.log_scanner import LogScanner
-from tests.xdist_worker import WORKER_ID, own_database, own_redis_url
+from tests.xdist_worker import WORKER_ID, own_database, own_redis_url, worker_index
 
 
 def pytest_configure(config) -> None:
@@ -278,6 +278,33 @@ def copy_of_demo(backend: str, where: str | Path, tmp_path_factory) -> tuple[str
             source.close()
             target.close()
     return url, template
+
+
+# The fixtures that copy the demo template, and the backend each copies (None: the test's
+# database_url). Only for loading templates ahead (below): one missing here is loaded when
+# first needed, as before.
+DEMO_COPIERS = {"demo_app": None, "live_app": "sqlite", "drill": "postgresql"}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _demo_templates_ahead(request, tmp_path_factory) -> None:
+    """Under xdist, the first workers each load one backend's demo template before their first
+    test, side by side (gw0 SQLite's, gw1 PostgreSQL's), when the run has tests that copy it.
+    Loaded when first needed instead, one worker loads both in a row while the others, needing
+    them, wait: each takes one to three minutes."""
+    backends = _backends()
+    if not WORKER_ID or worker_index() >= len(backends):
+        return
+    backend = backends[worker_index()]
+    for item in request.session.items:
+        for fixture, copied in DEMO_COPIERS.items():
+            if fixture not in item.fixturenames:
+                continue
+            params = getattr(item, "callspec", None)
+            wanted = copied or (params.params.get("database_url") if params else None)
+            if wanted == backend:
+                demo_template_of(backend, tmp_path_factory)
+                return
 
 
 @pytest.fixture(scope="module")
