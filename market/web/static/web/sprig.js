@@ -2,8 +2,9 @@
 (function () {
   "use strict";
 
-  // "Show more" on browse: fetch the next page's cards and append them in place; with an
-  // observer, the next page loads as the button scrolls into view (infinite scroll).
+  // "Show more" on browse: fetch the next page's cards and append them in place, when it is
+  // tapped. Not as it scrolls into view: the footer (the language switch) sits below the list,
+  // and a page that grows as a reader nears it keeps pushing it out of reach on a phone.
   function loadMore(link) {
     if (link.dataset.loading) return;
     link.dataset.loading = "1";
@@ -25,8 +26,9 @@
         row.remove();
         var next = list.querySelector("a[data-more]");
         if (next) watch(next);
+        // Reading goes on at the first new card (and a keyboard's focus with it).
         var firstNew = items.length ? list.querySelector("li.card:nth-last-of-type(" + items.length + ") a") : null;
-        if (firstNew && !observer) firstNew.focus();
+        if (firstNew) firstNew.focus();
       })
       .catch(function () {
         delete link.dataset.loading;
@@ -35,17 +37,8 @@
       });
   }
 
-  var observer = "IntersectionObserver" in window
-    ? new IntersectionObserver(function (entries) {
-        entries.forEach(function (entry) {
-          if (entry.isIntersecting) { observer.unobserve(entry.target); loadMore(entry.target); }
-        });
-      }, { rootMargin: "400px" })
-    : null;
-
   function watch(link) {
     link.addEventListener("click", function (event) { event.preventDefault(); loadMore(link); });
-    if (observer) observer.observe(link);
   }
 
   document.addEventListener("DOMContentLoaded", function () {
