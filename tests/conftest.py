@@ -5,8 +5,9 @@ starts a real server and sets it). Under CI a missing PostgreSQL is an error, no
 
 ``make_app`` builds every test app (per test: ``app``; per module: the modules that seed a
 world of their own), so each starts and ends on an empty database and leaves no engine open.
-The demo community is loaded once per backend (``demo_template``); each module that reads it
-(``demo_app``) gets a copy of its own.
+The demo community is loaded once per backend (``demo_template_of``); each module that reads
+it (``demo_app``), the browser tests' server and the backup drill get a copy of their own
+(``copy_of_demo``).
 """
 
 from __future__ import annotations
