@@ -467,7 +467,8 @@ def _hold_lock(session: Session, key: int) -> None:
             begin_writing(session)
             return
         except OperationalError as error:
-            if "locked" not in str(error.orig) or time.monotonic() > deadline:
+            busy = getattr(error.orig, "sqlite_errorname", "") == "SQLITE_BUSY"
+            if not busy or time.monotonic() > deadline:
                 raise
 
 
