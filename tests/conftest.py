@@ -165,6 +165,7 @@ class DemoApp:
     stats: dict[str, int]  # what load_demo reports it made
     seconds: float  # how long loading took
     now: datetime  # the clock reading the whole demo is anchored at
+    progress: list[str]  # the lines load_demo told the person waiting
 
 
 @dataclass
@@ -173,6 +174,7 @@ class DemoTemplate:
     stats: dict[str, int]
     seconds: float
     now: datetime
+    progress: list[str]
 
 
 # One loaded demo per backend for the whole run, shared by every xdist worker (each database of
@@ -230,7 +232,11 @@ def demo_template_of(backend: str, tmp_path_factory) -> DemoTemplate:
         if description.is_file():
             made = json.loads(description.read_text())
             return DemoTemplate(
-                made["url"], made["stats"], made["seconds"], datetime.fromisoformat(made["now"])
+                made["url"],
+                made["stats"],
+                made["seconds"],
+                datetime.fromisoformat(made["now"]),
+                made["progress"],
             )
         if backend == "postgresql":
             server = _postgres_server_url()
@@ -246,13 +252,22 @@ def demo_template_of(backend: str, tmp_path_factory) -> DemoTemplate:
         app = configured_app(url)
         try:
             started, now = time.perf_counter(), datetime.now(UTC)
-            stats = load_demo(app_state(app).engine, seed=DEMO_SEED, now=now)
+            progress: list[str] = []
+            stats = load_demo(
+                app_state(app).engine, seed=DEMO_SEED, now=now, progress=progress.append
+            )
             seconds = time.perf_counter() - started
         finally:
             _dispose(app)  # a template must have no open connection to be copied
-        made = {"url": url, "stats": stats, "seconds": seconds, "now": now.isoformat()}
+        made = {
+            "url": url,
+            "stats": stats,
+            "seconds": seconds,
+            "now": now.isoformat(),
+            "progress": progress,
+        }
         description.write_text(json.dumps(made))
-        return DemoTemplate(url, stats, seconds, now)
+        return DemoTemplate(url, stats, seconds, now, progress)
 
 
 def copy_of_demo(backend: str, where: str | Path, tmp_path_factory) -> tuple[str, DemoTemplate]:
@@ -320,7 +335,14 @@ def demo_app(database_url, request, tmp_path_factory) -> Iterator[DemoApp]:
     url, template = copy_of_demo(backend, where, tmp_path_factory)
     app = configured_app(url)
     try:
-        yield DemoApp(app, app_state(app).engine, template.stats, template.seconds, template.now)
+        yield DemoApp(
+            app,
+            app_state(app).engine,
+            template.stats,
+            template.seconds,
+            template.now,
+            template.progress,
+        )
     finally:
         _dispose(app)
         if backend == "postgresql":

@@ -17,6 +17,7 @@ the community the plan starts from and writes the plan.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from sqlalchemy import Engine, bindparam, update
@@ -125,10 +126,22 @@ def _uninstall(session: Session, planned: list[PlannedUninstall]) -> None:
     log_installs(session, [(p.user_id, p.subagent_id, "uninstall", p.at) for p in planned])
 
 
+# A line for the person waiting on a load (``market.demo.loader.load_demo``).
+Progress = Callable[[str], None]
+# How often the writing of the activity reports how far it has got.
+PROGRESS_EVERY_DAYS = 15
+
+
 def simulate_activity(
-    engine: Engine, seed: int, *, days: int = 90, now: datetime | None = None
+    engine: Engine,
+    seed: int,
+    *,
+    days: int = 90,
+    now: datetime | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, int]:
-    """Plan ``days`` of usage for the loaded demo community and write it day by day."""
+    """Plan ``days`` of usage for the loaded demo community and write it day by day, telling
+    ``progress`` every PROGRESS_EVERY_DAYS days (and at the last)."""
     now = as_utc(now) if now is not None else utcnow()
     with UnitOfWork(engine) as unit:
         session = unit.session
@@ -183,6 +196,9 @@ def simulate_activity(
             changes += len(todays_ratings) - created
             _uninstall(session, plan.uninstalls.get(day, []))
             unit.commit()  # one day's batches, as the agent's 202s would have it
+            written = offset + 1
+            if progress is not None and (written % PROGRESS_EVERY_DAYS == 0 or written == days):
+                progress(f"  day {written} of {days}: {stored} events, {ratings} ratings")
 
         while run_rollup(session)["marks"]:
             unit.commit()

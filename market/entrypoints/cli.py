@@ -77,7 +77,8 @@ def demo(seed: int, if_empty: bool, tokens: bool, as_json: bool) -> None:
     engine = _engine()
     stats = None
     if not if_empty or is_empty(engine):
-        stats = load_demo(engine, seed=seed)
+        # Progress on stderr: --json keeps stdout to its one document.
+        stats = load_demo(engine, seed=seed, progress=lambda line: click.echo(line, err=True))
     issued = demo_tokens(engine) if tokens else []
     if as_json:
         _emit_json(

@@ -42,3 +42,23 @@ def test_demo_loads_a_believable_community(demo_app):
     lineage = client.get(f"/api/v1/subagents/{some_fork['id']}/lineage").get_json()
     assert len(lineage["ancestors"]) == some_fork["depth"]
     assert client.get("/api/v1/subagents?q=water").get_json()["items"]
+
+
+def test_the_load_tells_the_person_waiting_what_it_is_doing(demo_app):
+    """``make run``'s first load takes minutes: ``sprig demo`` prints these lines as it goes
+    (the run's template was loaded with them collected)."""
+    lines = demo_app.progress
+    stats = demo_app.stats
+    assert lines[0].startswith(
+        f"Loading the demo community: {stats['users']} people, {stats['sub-agents']} sub-agents"
+    )
+    assert "minutes" in lines[0]
+    assert (
+        lines[1] == f"  published {stats['sub-agents']} sub-agents; writing their usage and ratings"
+    )
+    days = [line for line in lines if line.startswith("  day ")]
+    assert [line.split()[1] for line in days] == ["15", "30", "45", "60", "75", "90"]
+    assert days[-1] == (
+        f"  day 90 of 90: {stats['usage events']} events, {stats['ratings']} ratings"
+    )
+    assert lines[-1] == "  ranking the catalog"

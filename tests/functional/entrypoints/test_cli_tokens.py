@@ -122,6 +122,22 @@ def test_demo_summary_as_json(runner):
     assert summary == {"loaded": False, "counts": {}, "tokens": []}
 
 
+def test_demo_progress_goes_to_stderr_and_json_stays_one_document(runner, monkeypatch):
+    """The lines of a load (their wording: tests/integration/test_demo_loader.py) reach the
+    person at the terminal on stderr, as they come, while stdout stays one JSON document."""
+    import market.demo.loader
+
+    def load_demo(engine, seed, *, progress):  # the real load takes minutes; its lines are
+        progress("Loading the demo community")  # tested on the run's own template load
+        progress("  ranking the catalog")
+        return {"users": 2}
+
+    monkeypatch.setattr(market.demo.loader, "load_demo", load_demo)
+    result = run(runner, "demo", "--if-empty", "--no-tokens", "--json")
+    assert json.loads(result.stdout) == {"loaded": True, "counts": {"users": 2}, "tokens": []}
+    assert result.stderr.splitlines() == ["Loading the demo community", "  ranking the catalog"]
+
+
 def test_a_bad_revision_is_one_line_and_status_2(runner):
     result = runner.invoke(cli, ["db", "upgrade", "--revision", "nonsense"])
     assert result.exit_code == 2
