@@ -46,3 +46,32 @@ def test_the_footer_stays_in_reach_and_show_more_adds_cards_in_place(page, scree
         switch.click()
     assert page.locator("html").get_attribute("lang") == "ja"
     assert page.problems == []
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_show_more_speaks_the_reader_s_language_while_it_loads(page, screenshots, size):
+    """While the next cards are on their way the button says so in the page's language, and
+    says "Show more" again (in that language) if they never come."""
+    page.set_viewport_size(SIZES[size])
+    page.goto("/")
+    with page.expect_navigation():
+        page.locator("footer .languages").get_by_role("link", name="日本語").click()
+    more = page.locator("a[data-more]")
+    assert more.text_content() == "もっと見る"
+
+    held = []
+    page.route("**/*partial=1*", lambda route: held.append(route))  # held until released
+    more.click()
+    page.wait_for_function("() => document.querySelector('a[data-more]').dataset.busy")
+    assert more.text_content() == "読み込み中…"
+    page.screenshot(path=screenshots / f"browse-more-loading-ja-{size}.png")
+
+    # The next cards fail to come: the label is the page's own again, and the reader is taken
+    # to the next page the plain way.
+    address = page.url
+    with page.expect_navigation():
+        held[0].abort()
+    assert page.url != address and "partial" not in page.url
+    assert page.locator("html").get_attribute("lang") == "ja"
+    assert page.locator(CARDS).count() > 0
+    assert page.problems == []

@@ -6,9 +6,11 @@
   // tapped. Not as it scrolls into view: the footer (the language switch) sits below the list,
   // and a page that grows as a reader nears it keeps pushing it out of reach on a phone.
   function loadMore(link) {
-    if (link.dataset.loading) return;
-    link.dataset.loading = "1";
-    link.textContent = "Loading…";
+    if (link.dataset.busy) return;
+    link.dataset.busy = "1";
+    // Both labels come from the page, in the reader's language.
+    var label = link.textContent;
+    link.textContent = link.dataset.loadingLabel || label;
     var url = new URL(link.href, window.location.href);
     url.searchParams.set("partial", "1");
     fetch(url.toString(), { credentials: "same-origin", headers: { Accept: "text/html" } })
@@ -31,8 +33,8 @@
         if (firstNew) firstNew.focus();
       })
       .catch(function () {
-        delete link.dataset.loading;
-        link.textContent = "Show more";
+        delete link.dataset.busy;
+        link.textContent = label;
         window.location.href = link.href;
       });
   }
