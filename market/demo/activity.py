@@ -126,19 +126,25 @@ def _uninstall(session: Session, planned: list[PlannedUninstall]) -> None:
     log_installs(session, [(p.user_id, p.subagent_id, "uninstall", p.at) for p in planned])
 
 
+# How much of the community's life the demo shows.
+DEMO_DAYS = 90
 # A line for the person waiting on a load (``market.demo.loader.load_demo``).
 Progress = Callable[[str], None]
 # How often the writing of the activity reports how far it has got.
 PROGRESS_EVERY_DAYS = 15
 
 
+def no_progress(_line: str) -> None:
+    """No progress lines: a load called from code, not by a person waiting at a terminal."""
+
+
 def simulate_activity(
     engine: Engine,
     seed: int,
     *,
-    days: int = 90,
+    days: int = DEMO_DAYS,
     now: datetime | None = None,
-    progress: Progress | None = None,
+    progress: Progress = no_progress,
 ) -> dict[str, int]:
     """Plan ``days`` of usage for the loaded demo community and write it day by day, telling
     ``progress`` every PROGRESS_EVERY_DAYS days (and at the last)."""
@@ -197,7 +203,7 @@ def simulate_activity(
             _uninstall(session, plan.uninstalls.get(day, []))
             unit.commit()  # one day's batches, as the agent's 202s would have it
             written = offset + 1
-            if progress is not None and (written % PROGRESS_EVERY_DAYS == 0 or written == days):
+            if written % PROGRESS_EVERY_DAYS == 0 or written == days:
                 progress(f"  day {written} of {days}: {stored} events, {ratings} ratings")
 
         while run_rollup(session)["marks"]:

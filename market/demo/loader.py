@@ -16,7 +16,7 @@ from market.catalog import bundles, near_copies
 from market.catalog import services as catalog
 from market.catalog.maintenance import recount_counters
 from market.catalog.models import ForkRequest, Install, SubAgent, Version
-from market.demo.activity import Progress, simulate_activity
+from market.demo.activity import DEMO_DAYS, Progress, no_progress, simulate_activity
 from market.demo.content import DemoCommunity, generate_community
 from market.identity.models import User
 from market.identity.tokens import METRICS_SCOPE, SERVICE_SCOPES, issue_token
@@ -35,22 +35,18 @@ def is_empty(engine: Engine) -> bool:
         return session.exec(select(func.count(User.id))).one() == 0
 
 
-def _quiet(_line: str) -> None:
-    """No progress lines: a loader called from code, not by a person waiting at a terminal."""
-
-
 def load_demo(
-    engine: Engine, seed: int = 7, *, now: datetime | None = None, progress: Progress = _quiet
+    engine: Engine, seed: int = 7, *, now: datetime | None = None, progress: Progress = no_progress
 ) -> dict[str, int]:
     """Load the community and its activity, all anchored at one reading of the clock
-    (``now``), so the catalog and the 90 days of usage agree on which day is today.
+    (``now``), so the catalog and the days of usage agree on which day is today.
 
     ``progress`` gets a line as each stage starts: the load takes one to three minutes, most
     of it the activity, written through the real ingest and feedback paths."""
     community = generate_community(seed)
     progress(
         f"Loading the demo community: {len(community.users)} people, "
-        f"{len(community.subagents)} sub-agents and 90 days of their activity "
+        f"{len(community.subagents)} sub-agents and {DEMO_DAYS} days of their activity "
         "(one to three minutes, once)"
     )
     now = now or utcnow()
