@@ -19,10 +19,9 @@ from pathlib import Path
 import pytest
 from werkzeug.serving import make_server
 
-from market.app import create_app
 from market.platform.migrate import upgrade
 from market.platform.state import app_state
-from tests.conftest import NO_RATE_LIMITS, copy_of_demo
+from tests.conftest import configured_app, copy_of_demo
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM_ARGS = [
@@ -59,7 +58,9 @@ def app_on_new_database(directory: Path, **settings):
 
 
 def _browser_app(url: str, **settings):
-    return create_app({"database_url": url, "read_cache_seconds": 0, **NO_RATE_LIMITS, **settings})
+    """A :func:`configured_app` that is not in testing mode: a browser meets the error pages a
+    person would, not exceptions raised into the test."""
+    return configured_app(url, testing=False, **settings)
 
 
 @contextmanager
