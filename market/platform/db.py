@@ -88,38 +88,26 @@ def make_engine(
     )
 
 
-class _ResultColumns:
-    """What ``psycopg.Column`` reads of a cursor, kept from the result it describes: the
-    cursor may have run another statement by the time the description is read."""
-
-    __slots__ = ("_encoding", "adapters", "pgresult")
-
-    def __init__(self, cursor: psycopg.Cursor) -> None:
-        self.pgresult, self._encoding, self.adapters = (
-            cursor.pgresult,
-            cursor._encoding,  # what Column decodes names with (psycopg pinned)
-            cursor.adapters,
-        )
-
-
 class _DescriptionOnRead(Sequence):
-    """A result's ``cursor.description``, its ``Column`` objects built when first read."""
+    """A result's ``cursor.description``, its ``Column`` objects built when first read. It
+    holds what ``psycopg.Column`` reads of a cursor, taken from the result it describes (the
+    cursor may have run another statement by the time it is read), and stands in for the
+    cursor when the columns are built."""
 
-    __slots__ = ("_columns", "_result")
+    __slots__ = ("_columns", "_encoding", "adapters", "pgresult")
 
     def __init__(self, cursor: psycopg.Cursor) -> None:
-        self._result, self._columns = _ResultColumns(cursor), None
+        self.pgresult, self.adapters = cursor.pgresult, cursor.adapters
+        self._encoding = cursor._encoding  # what Column decodes names with (psycopg pinned)
+        self._columns: list[psycopg.Column] | None = None
 
     def _built(self) -> list[psycopg.Column]:
         if self._columns is None:
-            self._columns = [
-                psycopg.Column(self._result, index)
-                for index in range(self._result.pgresult.nfields)
-            ]
+            self._columns = [psycopg.Column(self, index) for index in range(len(self))]
         return self._columns
 
     def __len__(self) -> int:
-        return self._result.pgresult.nfields
+        return self.pgresult.nfields
 
     def __getitem__(self, index):
         return self._built()[index]
