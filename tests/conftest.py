@@ -20,7 +20,7 @@ import time
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -159,9 +159,8 @@ DEMO_SEED = 7  # what `sprig demo` loads by default
 
 
 @dataclass
-class DemoApp:
-    app: Flask
-    engine: Engine
+class DemoTemplate:
+    url: str  # a database of its own holding the loaded demo, never served from
     stats: dict[str, int]  # what load_demo reports it made
     seconds: float  # how long loading took
     now: datetime  # the clock reading the whole demo is anchored at
@@ -169,12 +168,10 @@ class DemoApp:
 
 
 @dataclass
-class DemoTemplate:
-    url: str  # a database of its own holding the loaded demo, never served from
-    stats: dict[str, int]
-    seconds: float
-    now: datetime
-    progress: list[str]
+class DemoApp:
+    app: Flask
+    engine: Engine
+    template: DemoTemplate  # the load this app's database is a copy of
 
 
 # One loaded demo per backend for the whole run, shared by every xdist worker (each database of
@@ -231,13 +228,7 @@ def demo_template_of(backend: str, tmp_path_factory) -> DemoTemplate:
     with _demo_template_lock(tmp_path_factory, backend) as description:
         if description.is_file():
             made = json.loads(description.read_text())
-            return DemoTemplate(
-                made["url"],
-                made["stats"],
-                made["seconds"],
-                datetime.fromisoformat(made["now"]),
-                made["progress"],
-            )
+            return DemoTemplate(**{**made, "now": datetime.fromisoformat(made["now"])})
         if backend == "postgresql":
             server = _postgres_server_url()
             url = _database_named(server, DEMO_TEMPLATE_DB)
@@ -259,15 +250,9 @@ def demo_template_of(backend: str, tmp_path_factory) -> DemoTemplate:
             seconds = time.perf_counter() - started
         finally:
             _dispose(app)  # a template must have no open connection to be copied
-        made = {
-            "url": url,
-            "stats": stats,
-            "seconds": seconds,
-            "now": now.isoformat(),
-            "progress": progress,
-        }
-        description.write_text(json.dumps(made))
-        return DemoTemplate(url, stats, seconds, now, progress)
+        template = DemoTemplate(url, stats, seconds, now, progress)
+        description.write_text(json.dumps({**asdict(template), "now": now.isoformat()}))
+        return template
 
 
 def copy_of_demo(backend: str, where: str | Path, tmp_path_factory) -> tuple[str, DemoTemplate]:
@@ -335,14 +320,7 @@ def demo_app(database_url, request, tmp_path_factory) -> Iterator[DemoApp]:
     url, template = copy_of_demo(backend, where, tmp_path_factory)
     app = configured_app(url)
     try:
-        yield DemoApp(
-            app,
-            app_state(app).engine,
-            template.stats,
-            template.seconds,
-            template.now,
-            template.progress,
-        )
+        yield DemoApp(app, app_state(app).engine, template)
     finally:
         _dispose(app)
         if backend == "postgresql":

@@ -38,8 +38,8 @@ def _utc(moment: datetime) -> datetime:
 
 
 def test_counts_match_the_rows(demo):
-    stats = demo.stats
-    print(f"\ndemo loaded in {demo.seconds:.1f}s: {stats}")
+    stats = demo.template.stats
+    print(f"\ndemo loaded in {demo.template.seconds:.1f}s: {stats}")
     assert 100_000 <= stats["usage events"] <= 250_000
     assert stats["ratings"] >= 500 and stats["rating changes"] > 0
     assert stats["uninstalls"] > 0 and stats["days of usage"] == 90
@@ -156,7 +156,7 @@ def test_events_never_precede_installs_or_follow_uninstalls(demo):
             assert _utc(last) <= updated  # nothing after the uninstall
     # Nobody rates a version before using it; ratings from before the replayed window (whose
     # sessions' events are not replayed) come after the install, and there are such ratings.
-    first_day = _utc(demo.now).date() - timedelta(days=89)
+    first_day = _utc(demo.template.now).date() - timedelta(days=89)
     window_start = datetime(first_day.year, first_day.month, first_day.day, tzinfo=UTC)
     earlier = 0
     for user, version, created_at in ratings:
@@ -199,7 +199,7 @@ def test_the_plan_is_what_was_stored(demo):
         community = read_community(session)
         # The simulation's anchor. (The newest receipt time is not: just after midnight UTC
         # today has no events yet, and yesterday's batch would shift the plan by a day.)
-        anchor = demo.now
+        anchor = demo.template.now
         stored = set(session.scalars(select(UsageEvent.event_id)))
         feedback_rows = session.scalar(select(func.count(Feedback.id)))
 
@@ -207,12 +207,12 @@ def test_the_plan_is_what_was_stored(demo):
     # tests/unit/test_demo_community_hash.py's pinned digest; here it must be what was stored.
     first = plan_activity(community, SEED, now=anchor)
     assert {e[1] for day in first.events.values() for e in day} == stored
-    assert first.event_count() == demo.stats["usage events"]
+    assert first.event_count() == demo.template.stats["usage events"]
     pairs = defaultdict(int)
     for rating in [*first.early_ratings, *(r for day in first.ratings.values() for r in day)]:
         pairs[(rating.user_id, rating.version_id)] += 1
-    assert len(pairs) == feedback_rows == demo.stats["ratings"]
-    assert first.uninstall_count() == demo.stats["uninstalls"]
+    assert len(pairs) == feedback_rows == demo.template.stats["ratings"]
+    assert first.uninstall_count() == demo.template.stats["uninstalls"]
 
     other = plan_activity(community, SEED + 1, now=anchor, days=3)
     assert {e[1] for day in other.events.values() for e in day}.isdisjoint(stored)

@@ -17,7 +17,7 @@ def test_is_empty_tells_a_new_database_from_a_loaded_one(engine, demo_app):
 def test_demo_loads_a_believable_community(demo_app):
     # The run's demo template was loaded by load_demo into an empty database
     # (tests/conftest.py); this module reads a copy of it rather than loading it again.
-    stats, engine, client = demo_app.stats, demo_app.engine, demo_app.app.test_client()
+    stats, engine, client = demo_app.template.stats, demo_app.engine, demo_app.app.test_client()
     assert stats["users"] >= 1000 and stats["sub-agents"] >= 300
     with session_scope(engine) as session:
         deepest = session.exec(select(func.max(SubAgent.depth))).one()
@@ -47,8 +47,8 @@ def test_demo_loads_a_believable_community(demo_app):
 def test_the_load_tells_the_person_waiting_what_it_is_doing(demo_app):
     """``make run``'s first load takes minutes: ``sprig demo`` prints these lines as it goes
     (the run's template was loaded with them collected)."""
-    lines = demo_app.progress
-    stats = demo_app.stats
+    lines = demo_app.template.progress
+    stats = demo_app.template.stats
     assert lines[0].startswith(
         f"Loading the demo community: {stats['users']} people, {stats['sub-agents']} sub-agents"
     )
