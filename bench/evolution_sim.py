@@ -29,11 +29,13 @@ test_bench_sim.py); --users, --leniency-sd ... apply on top of every world.
 A policy decides (a) which sub-agents each session shows and (b) which sub-agent the coding agent
 forks next; it sees only what Sprig would see (ratings, uses, retention, the fork tree), never q.
 Policies, with their exploration ("explores" column):
-* sprig: rater debiasing + lineage posterior + Thompson slates with young_share (0.15) of slots
-  reserved for young forks; forks by a Thompson draw of what a fork of each would be.
+* sprig: rater debiasing + lineage posterior + Thompson slates (evolution.explore: draws from
+  the posterior with its sd halved, SD_SCALE) with young_share (0.15) of slots reserved for
+  young forks; forks by a Thompson draw of what a fork of each would be.
 * fair baselines, the same exploration budget on raw mean ratings (common scale, no debiasing,
   no lineage): thompson-mean (Normal posterior per item, Thompson slates with the same
-  young_share via evolution.explore.thompson_slates, forks the argmax of a posterior draw);
+  young_share and spread via evolution.explore.thompson_slates, forks the argmax of a
+  posterior draw);
   eps-greedy (ε = young_share: that share of slots, and of forks, go to a uniformly drawn item);
   ucb (UCB1 bonus, young_share of slots to its top young forks, forks its top rated item).
 * top: random, most-used, mean rating, Wilson lower bound and Bayesian average show and fork
@@ -749,7 +751,8 @@ def main(argv: list[str] | None = None) -> dict:
         result["sanity"] = sanity_summary
     print_overview(result)
     print(
-        "\nexplores: sprig = Thompson on its posterior with young_share of slots for young forks;"
+        "\nexplores: sprig = Thompson on its posterior (sd scaled by evolution.explore.SD_SCALE)"
+        " with young_share of slots for young forks;"
         " fair = the same budget on raw means; top = shows and forks its top item (young slots"
         " only with --baseline-young-share). (k nan): seeds whose figure was not a number,"
         " counted, not averaged; ±— : fewer than two seeds gave a number"

@@ -13,18 +13,21 @@ the ranking is frozen and the evaluation sessions are played twice over:
   slates; its true value is the mean use probability σ(utility) over its slots.
 
 Candidates: Thompson slates with young shares 0.05, 0.15 (the logging policy itself), 0.30 and
-0.50; "tempered-α" for α = 0.5 and 2 (each slot's logging distribution to the power α,
-renormalized: what ``sprig ope`` evaluates on production logs, whose rows do not hold what a
-young-share candidate needs); "greedy" (the k highest posterior means, no exploration) and
-"uniform" (uniformly random slates, much of which the log never shows: overlap fails).
+0.50, at the exposure policy's spread (``evolution.explore.SD_SCALE``, 0.5: draws from the
+posterior with its sd halved); "sd-X": the logging policy's young share with the posterior's sd
+scaled by X = 0.25 or 1 (the exact posterior, the policy before); "tempered-α" for α = 0.5 and 2
+(each slot's logging distribution to the power α, renormalized: what ``sprig ope`` evaluates on
+production logs, whose rows do not hold what a young-share candidate needs); "greedy" (the k
+highest posterior means, no exploration) and "uniform" (uniformly random slates, much of which
+the log never shows: overlap fails).
 
 Propensities need Monte Carlo: a Thompson slot's distribution is the share of posterior draws
 each candidate wins (as ``evolution.explore._win_frequency`` computes it in production), here
 from ``--mc-draws`` draws per (slot, sub-agents already placed), shared by every Thompson
-candidate (only the young-slot mixing differs between them). The logging policy samples its
-slots from those estimated distributions, so its logged propensities are exact; a candidate's
-true value comes from its real Thompson slates, so the Monte Carlo error of its distributions is
-part of the measured bias.
+candidate of one spread (only the young-slot mixing differs between them). The logging policy
+samples its slots from those estimated distributions, so its logged propensities are exact; a
+candidate's true value comes from its real Thompson slates, so the Monte Carlo error of its
+distributions is part of the measured bias.
 
 Estimators (evolution/ope.py), one row per slot: IPS, SNIPS and DR (reward model: each
 sub-agent's mean logged reward, shrunk toward the log's mean). A slot's target probability is
@@ -38,8 +41,11 @@ run ``--truth-runs`` times on the evaluation sessions, averaged), bias (mean of 
 truth), RMSE, the mean standard error (cluster-robust: a session's slots are one group), the
 share of seeds whose 95% interval covers the truth, mean ESS, mean clipped rows and the seeds
 where the estimate is undefined (SNIPS when no logged row has weight). Then "tuning": the young
-share each estimator would pick (highest mean estimate) against the truly best one, and per seed
-how often the estimator's pick is the seed's truly best.
+share, and the spread, each estimator would pick (highest mean estimate) against the truly best
+one, and per seed how often the estimator's pick is the seed's truly best. Both are judged on
+what the evaluation sessions use under a frozen ranking, so a narrower spread always looks at
+least as good here: what exploring teaches the ranking for later is what
+``bench/evolution_sim.py``'s regret measures.
 
     python bench/ope.py [--quick] [--seeds N] [--weight-cap X] [--mc-draws N]
 
@@ -62,7 +68,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.sim_policies import SprigPolicy  # noqa: E402
 from bench.sim_world import World, WorldParams, draw_world  # noqa: E402
-from evolution.explore import thompson_slates, young_slot_probability  # noqa: E402
+from evolution.explore import SD_SCALE, thompson_slates, young_slot_probability  # noqa: E402
 from evolution.ope import (  # noqa: E402
     DEFAULT_WEIGHT_CAP,
     Distributions,
@@ -77,9 +83,12 @@ from evolution.ope import (  # noqa: E402
 LOGGING_SHARE = 0.15
 YOUNG_SHARES = (0.05, 0.15, 0.30, 0.50)
 LOGGING = f"thompson-{LOGGING_SHARE:.2f}"
+# Spreads other than the policy's own (SD_SCALE), at the logging policy's young share.
+SD_SCALES = (0.25, 1.0)
 TEMPERED = (0.5, 2.0)
 CANDIDATES = (
     *(f"thompson-{s:.2f}" for s in YOUNG_SHARES),
+    *(f"sd-{x:g}" for x in SD_SCALES),
     *(f"tempered-{a:g}" for a in TEMPERED),
     "greedy",
     "uniform",
@@ -135,13 +144,26 @@ def use_probability(frozen: Frozen, slates: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-utility))
 
 
-class SlotWins:
-    """Monte Carlo win shares of a frozen posterior: per set of sub-agents already placed, the
-    share of draws each remaining one wins among all and among the young (among all when no
-    young one remains). One draw matrix serves every set (placed ones struck out)."""
+def thompson_parameters(name: str) -> tuple[float, float] | None:
+    """(young share, sd scale) of a Thompson candidate; None for the others."""
+    if name.startswith("thompson-"):
+        return float(name.removeprefix("thompson-")), SD_SCALE
+    if name.startswith("sd-"):
+        return LOGGING_SHARE, float(name.removeprefix("sd-"))
+    return None
 
-    def __init__(self, frozen: Frozen, n_draws: int, rng: np.random.Generator) -> None:
-        self.draws = frozen.mean + frozen.sd * rng.standard_normal((n_draws, frozen.mean.size))
+
+class SlotWins:
+    """Monte Carlo win shares of a frozen posterior drawn at one spread (``sd_scale``): per set
+    of sub-agents already placed, the share of draws each remaining one wins among all and among
+    the young (among all when no young one remains). One draw matrix serves every set (placed
+    ones struck out)."""
+
+    def __init__(
+        self, frozen: Frozen, n_draws: int, rng: np.random.Generator, sd_scale: float
+    ) -> None:
+        noise = rng.standard_normal((n_draws, frozen.mean.size))
+        self.draws = frozen.mean + sd_scale * frozen.sd * noise
         self.young = frozen.young
         self.cache: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
 
@@ -166,8 +188,13 @@ class SlotWins:
         return np.bincount(np.argmax(draws, axis=1), minlength=n) / n_draws
 
 
+def slot_wins(frozen: Frozen, n_draws: int, rng: np.random.Generator) -> dict[float, SlotWins]:
+    """The Monte Carlo win shares at every spread a candidate draws at."""
+    return {scale: SlotWins(frozen, n_draws, rng, scale) for scale in (SD_SCALE, *SD_SCALES)}
+
+
 def slot_distribution(
-    name: str, frozen: Frozen, wins: SlotWins, placed: tuple[int, ...], k: int
+    name: str, frozen: Frozen, wins: dict[float, SlotWins], placed: tuple[int, ...], k: int
 ) -> np.ndarray:
     """The candidate's distribution over sub-agents for the next slot, given ``placed``."""
     n = frozen.mean.size
@@ -183,16 +210,16 @@ def slot_distribution(
         # the power α, over the same support.
         logged = slot_distribution(LOGGING, frozen, wins, placed, k) ** float(name[9:])
         return logged / logged.sum()
-    share = float(name.removeprefix("thompson-"))
+    share, sd_scale = thompson_parameters(name)
     # Young slots are the last ones; for k = 2 and shares ≤ 0.5 a slot's chance of being young
     # does not depend on what was placed before it, so the mixture is exact.
     p_young = young_slot_probability(k, share)[len(placed)]
-    everyone, among_young = wins.shares(placed)
+    everyone, among_young = wins[sd_scale].shares(placed)
     return (1.0 - p_young) * everyone + p_young * among_young
 
 
 def sample_slates(
-    name: str, frozen: Frozen, wins: SlotWins, k: int, rng: np.random.Generator
+    name: str, frozen: Frozen, wins: dict[float, SlotWins], k: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
     """Slates (sessions × k) drawn slot by slot from ``slot_distribution``, and each slot's
     probability."""
@@ -211,12 +238,14 @@ def sample_slates(
 
 
 def true_slates(
-    name: str, frozen: Frozen, wins: SlotWins, k: int, rng: np.random.Generator
+    name: str, frozen: Frozen, wins: dict[float, SlotWins], k: int, rng: np.random.Generator
 ) -> np.ndarray:
     """The candidate's own slates: Thompson candidates by real posterior draws, the others
     from their slot distributions."""
-    if not name.startswith("thompson-"):
+    thompson = thompson_parameters(name)
+    if thompson is None:
         return sample_slates(name, frozen, wins, k, rng)[0]
+    share, sd_scale = thompson
     slates, _ = thompson_slates(
         frozen.mean,
         frozen.sd,
@@ -224,7 +253,8 @@ def true_slates(
         k=k,
         rng=rng,
         young_mask=frozen.young,
-        young_share=float(name.removeprefix("thompson-")),
+        young_share=share,
+        sd_scale=sd_scale,
     )
     return slates
 
@@ -233,7 +263,7 @@ def run_seed(params: WorldParams, seed: int, eval_sessions: int, args) -> dict:
     frozen = warm_up(params, seed, eval_sessions)
     k, n = params.slate, frozen.mean.size
     rng = np.random.default_rng([seed, 31])
-    wins = SlotWins(frozen, args.mc_draws, rng)
+    wins = {scale: SlotWins(frozen, args.mc_draws, rng, scale) for scale in (SD_SCALE, *SD_SCALES)}
     slates, propensity = sample_slates(LOGGING, frozen, wins, k, rng)
     used = frozen.world.d.use_u[frozen.sessions][:, :k] < use_probability(frozen, slates)
     reward = used.astype(np.float64).ravel()
@@ -334,9 +364,9 @@ def summarize(runs: list[dict]) -> dict:
     return summary
 
 
-def tuning(runs: list[dict], summary: dict) -> dict:
-    """Which young share each estimator would pick against the truly best one."""
-    shares = [f"thompson-{s:.2f}" for s in YOUNG_SHARES]
+def tuning(runs: list[dict], summary: dict, shares: list[str]) -> dict:
+    """Which of the candidates ``shares`` each estimator would pick against the truly best
+    one."""
     truly_best = max(shares, key=lambda c: summary[c]["true"])
     best_per_seed = [max(shares, key=lambda c: run["candidates"][c]["true"]) for run in runs]
     out: dict = {"truly_best": truly_best, "estimators": {}}
@@ -354,7 +384,7 @@ def tuning(runs: list[dict], summary: dict) -> dict:
     return out
 
 
-def print_tables(summary: dict, tuned: dict) -> None:
+def print_tables(summary: dict, tuned: dict, tuned_spread: dict) -> None:
     header = (
         f"{'candidate':<16}{'estimator':<13}{'estimate':>9}{'true':>8}{'bias':>9}{'rmse':>8}"
         f"{'mean se':>9}{'covered':>9}{'ess':>9}{'clipped':>9}{'undef':>7}"
@@ -372,19 +402,33 @@ def print_tables(summary: dict, tuned: dict) -> None:
     print("\nunsupported: the candidate's probability on sub-agents the log never shows there")
     for name in CANDIDATES:
         print(f"  {name:<16}{summary[name]['unsupported']:.4f}")
-    print(
-        f"\ntuning the young share over {', '.join(f'{s:.2f}' for s in YOUNG_SHARES)}: "
-        f"truly best {tuned['truly_best']} (true value {tuned['true_value_of_best']:.4f})"
-    )
-    for estimator, t in tuned["estimators"].items():
+    for what, tuned_one in (
+        (f"the young share over {', '.join(f'{s:.2f}' for s in YOUNG_SHARES)}", tuned),
+        (f"the spread over {', '.join(spread_choices())}", tuned_spread),
+    ):
         print(
-            f"  {estimator:<12} picks {t['picked']} (true value {t['true_value_of_pick']:.4f});"
-            f" agrees with the seed's best on {t['seeds_agreeing']:.0%} of seeds"
+            f"\ntuning {what}: truly best {tuned_one['truly_best']}"
+            f" (true value {tuned_one['true_value_of_best']:.4f})"
         )
+        for estimator, t in tuned_one["estimators"].items():
+            print(
+                f"  {estimator:<12} picks {t['picked']} (true value {t['true_value_of_pick']:.4f});"
+                f" agrees with the seed's best on {t['seeds_agreeing']:.0%} of seeds"
+            )
     print(
         "  (the value is the uses of the evaluation sessions under a frozen ranking: what young"
-        " slots cost now, not what showing young forks teaches the ranking for later)"
+        " slots and exploring cost now, not what they teach the ranking for later)"
     )
+
+
+def share_choices() -> list[str]:
+    return [f"thompson-{s:.2f}" for s in YOUNG_SHARES]
+
+
+def spread_choices() -> list[str]:
+    """The logging policy's young share at each spread: the policy's own, and SD_SCALES."""
+    choices = [LOGGING, *(f"sd-{x:g}" for x in SD_SCALES)]
+    return sorted(choices, key=lambda name: thompson_parameters(name)[1])
 
 
 def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -416,15 +460,17 @@ def main(argv: list[str] | None = None) -> dict:
     started = time.perf_counter()
     runs = [run_seed(params, seed, eval_sessions, args) for seed in seeds]
     summary = summarize(runs)
-    tuned = tuning(runs, summary)
+    tuned = tuning(runs, summary, share_choices())
+    tuned_spread = tuning(runs, summary, spread_choices())
     print(
         f"world: {json.dumps(asdict(params))}; {eval_sessions} evaluation sessions of "
-        f"{params.slate} slots; logging policy thompson-{LOGGING_SHARE:.2f}; {len(seeds)} seeds;"
+        f"{params.slate} slots; logging policy thompson-{LOGGING_SHARE:.2f} at sd scale"
+        f" {SD_SCALE:g}; {len(seeds)} seeds;"
         f" weight cap {args.weight_cap:g}; {args.mc_draws} Monte Carlo draws"
     )
     print(f"sub-agents at evaluation: {[run['items'] for run in runs]}")
     print(f"young among them: {[run['young'] for run in runs]}\n")
-    print_tables(summary, tuned)
+    print_tables(summary, tuned, tuned_spread)
     print(f"elapsed {time.perf_counter() - started:.1f}s")
     result = {
         "params": asdict(params),
@@ -434,6 +480,7 @@ def main(argv: list[str] | None = None) -> dict:
         "mc_draws": args.mc_draws,
         "summary": summary,
         "tuning": tuned,
+        "tuning_spread": tuned_spread,
     }
     print(json.dumps(_without_nan(result)))
     return result

@@ -144,10 +144,10 @@ class BayesianAveragePolicy(ScorePolicy):
 
 class SprigPolicy:
     """Rater debiasing, end-of-scale ratings read as bounds, lineage posterior with a per-branch
-    fork drift (evolution.ranking.rank), Thompson slates with a young-fork share
-    (evolution.explore; young = own evidence worth under 10 typical ratings), and forking by a
-    Thompson draw of what a fork of each sub-agent is expected to be: a joint posterior draw of
-    θ plus its fork gain."""
+    fork drift (evolution.ranking.rank), Thompson slates with a young-fork share at the exposure
+    policy's spread (evolution.explore, SD_SCALE; young = own evidence worth under 10 typical
+    ratings), and forking by a Thompson draw of what a fork of each sub-agent is expected to be:
+    a joint posterior draw of θ plus its fork gain."""
 
     name = "sprig"
 
@@ -248,7 +248,7 @@ class RawMeanPolicy:
 
 class ThompsonMeanPolicy(RawMeanPolicy):
     """Thompson slates on the raw-mean posterior through evolution.explore.thompson_slates with
-    Sprig's young-fork share; forks the argmax of one posterior draw."""
+    Sprig's young-fork share and spread (SD_SCALE); forks the argmax of one posterior draw."""
 
     name = "thompson-mean"
 

@@ -460,8 +460,9 @@ def tokens_revoke(token_id: int, as_json: bool) -> None:
     "--candidate",
     "candidates",
     multiple=True,
-    help="A policy to evaluate (repeat): logged, uniform, greedy, tempered:α, or "
-    "young-share:X (Thompson sampling with X of the slots for young forks). "
+    help="A policy to evaluate (repeat): logged, uniform, greedy, tempered:α, "
+    "young-share:X (Thompson sampling with X of the slots for young forks), or sd-scale:τ "
+    "(Thompson sampling from the posterior with its sd scaled by τ, at most 1). "
     "Default: logged, uniform, greedy, tempered:0.5, tempered:2.",
 )
 @click.option(

@@ -16,15 +16,23 @@ Candidates, all defined from the logged distributions, since that is what the lo
 * ``tempered:α``: the slot's probabilities to the power α, renormalized (α < 1 explores more,
   α > 1 less).
 * ``young-share:X``: Thompson sampling over the same pool with X of the slots kept for young
-  forks (the logging policy uses ``YOUNG_SHARE``). A decision's first exposure keeps what the
-  policy believed of each candidate (``pool_belief``: E[θ], sd(θ), young), so each logged slot's
-  distribution under the candidate, given the logged slots before it, is recomputed by the
-  policy's own Monte Carlo (``evolution.explore.slot_distributions``, ``N_DRAWS`` draws a
-  decision, about 5 ms each over a pool of 300). Decisions logged before pool beliefs were kept
-  cannot be replayed so: asking for such a candidate leaves them out of every candidate's
-  estimate (the output counts them), so all candidates are judged on the same rows. The pool
-  is the logged one, pruned for the logging policy; a candidate candidate's pruned sub-agent
-  had a chance below 10⁻⁴ there.
+  forks (the logging policy uses ``YOUNG_SHARE``), drawn at the policy's spread
+  (``evolution.explore.SD_SCALE``);
+* ``sd-scale:τ``: Thompson sampling with the logging policy's young share, drawn from the
+  posterior with its sd scaled by τ (below ``SD_SCALE`` it explores less; 1 is the exact
+  posterior, the most a replay can judge: ``MAX_SD_SCALE``). The value estimated is what the
+  logged requests would have earned, not what exploring teaches the ranking for later, so a
+  smaller τ tends to look better here than it is (``bench/evolution_sim.py`` measures both).
+
+Replaying Thompson sampling (the last two): a decision's first exposure keeps what the policy
+believed of each candidate (``pool_belief``: E[θ], sd(θ), young), so each logged slot's
+distribution under the candidate, given the logged slots before it, is recomputed by the
+policy's own Monte Carlo (``evolution.explore.slot_distributions``, ``N_DRAWS`` draws a
+decision, about 5 ms each over a pool of 300). Decisions logged before pool beliefs were kept
+cannot be replayed so: asking for such a candidate leaves them out of every candidate's
+estimate (the output counts them), so all candidates are judged on the same rows. The pool is
+the logged one, pruned for the logging policy; a candidate's pruned sub-agent had a chance below
+10⁻⁴ there.
 """
 
 from __future__ import annotations
@@ -37,17 +45,20 @@ import numpy as np
 from sqlalchemy import and_, select
 from sqlmodel import Session
 
-from evolution.explore import slot_distributions
+from evolution.explore import SD_SCALE, slot_distributions
 from evolution.ope import Distributions, Estimate, LoggedRows, evaluate, mean_reward_model
 from evolution.ope import unsupported_mass as unsupported
 from market.recommend.models import Exposure
-from market.recommend.services import N_DRAWS
+from market.recommend.services import N_DRAWS, YOUNG_SHARE
 from market.usage.models import COUNTED_RATING, Feedback
 
 REWARDS = ("liked", "rated")
 DEFAULT_CANDIDATES = ("logged", "uniform", "greedy", "tempered:0.5", "tempered:2")
 LIKED_STARS = 4
 REPLAY_SEED = 20261202  # the Monte Carlo of young-share candidates, per decision
+# The widest spread a replay can judge: the pool was pruned of sub-agents ``PRUNE_Z`` exact sds
+# below the best (a chance under 10⁻⁴ at 1), which a wider draw would show and the pool lacks.
+MAX_SD_SCALE = 1.0
 
 
 @dataclass(frozen=True)
@@ -207,7 +218,7 @@ def load_exposure_log(
 
 def needs_pool_beliefs(candidates: list[str]) -> bool:
     """Whether any candidate replays Thompson sampling from the logged pool beliefs."""
-    return any(candidate.startswith("young-share:") for candidate in candidates)
+    return any(candidate.startswith(("young-share:", "sd-scale:")) for candidate in candidates)
 
 
 def candidate_distributions(log: ExposureLog, candidate: str) -> Distributions:
@@ -223,23 +234,25 @@ def candidate_distributions(log: ExposureLog, candidate: str) -> Distributions:
             return log.logged.tempered(float(value))
         except ValueError:
             pass
-    if name == "young-share":
-        try:
-            share = float(value)
-        except ValueError:
-            share = -1.0
-        if 0.0 <= share <= 1.0:
-            return _thompson_replayed(log, share)
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if name == "young-share" and 0.0 <= number <= 1.0:
+        return _thompson_replayed(log, number, SD_SCALE)
+    if name == "sd-scale" and 0.0 <= number <= MAX_SD_SCALE:
+        return _thompson_replayed(log, YOUNG_SHARE, number)
     raise ValueError(
-        f"unknown candidate {candidate!r}: logged, uniform, greedy, tempered:α (α ≥ 0) or "
-        "young-share:X (0 ≤ X ≤ 1)"
+        f"unknown candidate {candidate!r}: logged, uniform, greedy, tempered:α (α ≥ 0), "
+        f"young-share:X (0 ≤ X ≤ 1) or sd-scale:τ (0 ≤ τ ≤ {MAX_SD_SCALE:g})"
     )
 
 
-def _thompson_replayed(log: ExposureLog, young_share: float) -> Distributions:
-    """Each logged slot's distribution under Thompson sampling with ``young_share``, given the
-    logged slots before it, from the decision's pool belief (every decision must have one:
-    ``ExposureLog.replayable``). Seeded per decision, so a run repeats exactly."""
+def _thompson_replayed(log: ExposureLog, young_share: float, sd_scale: float) -> Distributions:
+    """Each logged slot's distribution under Thompson sampling with ``young_share``, drawn at
+    ``sd_scale``, given the logged slots before it, from the decision's pool belief (every
+    decision must have one: ``ExposureLog.replayable``). Seeded per decision, so a run repeats
+    exactly."""
     rows, actions, probabilities = [], [], []
     order = np.lexsort((log.slot, log.decision))
     starts = np.flatnonzero(np.r_[True, np.diff(log.decision[order]) != 0])
@@ -258,6 +271,7 @@ def _thompson_replayed(log: ExposureLog, young_share: float) -> Distributions:
             young_share=young_share,
             rng=np.random.default_rng([REPLAY_SEED, number]),
             n_draws=N_DRAWS,
+            sd_scale=sd_scale,
         )
         for row, slot_distribution in zip(members.tolist(), distribution, strict=True):
             support = np.flatnonzero(slot_distribution)

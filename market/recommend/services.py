@@ -27,7 +27,8 @@ per slot (``POST /api/v1/recommendations``).
    candidate's E[θ] gets that person's taste for it added (``taste_terms``: p_u · q_v,
    ``evolution.personal``), before pruning: the slate is drawn from what this person is
    expected to think, the sd staying the ranking's.
-5. Policy: ``evolution.explore.choose_slate`` (Thompson sampling with a 15% young share),
+5. Policy: ``evolution.explore.choose_slate`` (Thompson sampling from the posterior with its sd
+   halved, ``SD_SCALE``, and a 15% young share),
    seeded by the request's ``seed`` or a fresh random one, which is logged, so every decision
    can be replayed from the same pool and scores.
 6. Log: one ``exposure`` row per slot with its propensity, whether the slot was reserved for
@@ -49,7 +50,7 @@ import numpy as np
 from sqlalchemy import not_, or_, true
 from sqlmodel import Session, select
 
-from evolution.explore import POLICY_VERSION, choose_slate
+from evolution.explore import POLICY_VERSION, SD_SCALE, choose_slate
 from market.catalog.models import Install, SubAgent, Version
 from market.catalog.queries import search_terms
 from market.catalog.search import TextMatcher, relevant_ids
@@ -403,6 +404,7 @@ def recommend(
         "k": k,
         "seed": seed,
         "young_share": YOUNG_SHARE,
+        "sd_scale": SD_SCALE,
         "n_draws": N_DRAWS,
         # POLICY_VERSION names the slate policy; what chose and pruned its pool is here, so
         # a decision can be replayed even after these settings change.

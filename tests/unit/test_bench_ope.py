@@ -8,7 +8,7 @@ import argparse
 import numpy as np
 import pytest
 
-from bench.ope import CANDIDATES, LOGGING, SlotWins, run_seed, slot_distribution, warm_up
+from bench.ope import CANDIDATES, LOGGING, run_seed, slot_distribution, slot_wins, warm_up
 from bench.sim_world import WorldParams
 
 TINY = WorldParams(users=80, roots=8, forks=8, sessions=900, young_share=0.15)
@@ -20,7 +20,7 @@ def frozen():
 
 
 def test_every_candidate_slot_distribution_sums_to_one_and_skips_placed_items(frozen):
-    wins = SlotWins(frozen, 2000, np.random.default_rng(0))
+    wins = slot_wins(frozen, 2000, np.random.default_rng(0))
     for name in CANDIDATES:
         for placed in ((), (0,), (3,)):
             p = slot_distribution(name, frozen, wins, placed, TINY.slate)
@@ -29,10 +29,20 @@ def test_every_candidate_slot_distribution_sums_to_one_and_skips_placed_items(fr
 
 
 def test_tempered_one_is_the_logging_policy(frozen):
-    wins = SlotWins(frozen, 2000, np.random.default_rng(0))
+    wins = slot_wins(frozen, 2000, np.random.default_rng(0))
     logging = slot_distribution(LOGGING, frozen, wins, (2,), TINY.slate)
     tempered = slot_distribution("tempered-1", frozen, wins, (2,), TINY.slate)
     assert tempered == pytest.approx(logging)
+
+
+def test_a_narrower_spread_shows_the_posterior_best_more_often(frozen):
+    wins = slot_wins(frozen, 20_000, np.random.default_rng(0))
+    best = int(np.argmax(frozen.mean))
+    chances = [
+        slot_distribution(name, frozen, wins, (), TINY.slate)[best]
+        for name in ("sd-0.25", LOGGING, "sd-1")
+    ]
+    assert chances[0] > chances[1] > chances[2]
 
 
 def test_the_logging_policy_is_estimated_at_its_observed_mean():

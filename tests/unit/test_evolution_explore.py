@@ -9,6 +9,7 @@ import pytest
 
 from evolution.explore import (
     POLICY_VERSION,
+    SD_SCALE,
     choose_slate,
     thompson_slates,
     young_slot_probability,
@@ -56,8 +57,9 @@ def test_each_slot_distribution_sums_to_one_and_covers_the_pick():
             assert np.all(slate.slot_distribution[slot, positions[:slot]] == 0)
 
 
-def test_first_slot_propensity_matches_the_closed_form_for_two_candidates():
-    # Two candidates, no young share: P(A wins) = Φ((m_A − m_B) / √(s_A² + s_B²)).
+@pytest.mark.parametrize("sd_scale", [SD_SCALE, 1.0])
+def test_first_slot_propensity_matches_the_closed_form_for_two_candidates(sd_scale):
+    # Two candidates, no young share, draws at τ·sd: P(A wins) = Φ((m_A − m_B) / τ√(s_A² + s_B²)).
     mean, sd = np.array([0.3, 0.0]), np.array([0.5, 0.4])
     slate = choose_slate(
         np.arange(2),
@@ -68,8 +70,10 @@ def test_first_slot_propensity_matches_the_closed_form_for_two_candidates():
         young_mask=np.zeros(2, bool),
         young_share=0.0,
         n_draws=200_000,
+        sd_scale=sd_scale,
     )
-    expected = 0.5 * math.erfc(-(0.3 / math.sqrt(0.25 + 0.16)) / math.sqrt(2))
+    z = 0.3 / (sd_scale * math.sqrt(0.25 + 0.16))
+    expected = 0.5 * math.erfc(-z / math.sqrt(2))
     assert slate.slot_distribution[0, 0] == pytest.approx(expected, abs=0.005)
 
 
@@ -198,6 +202,6 @@ def test_thompson_prefers_the_better_item_in_proportion_to_certainty():
         young_share=0.0,
     )
     share = np.bincount(slates[:, 0], minlength=3) / 20_000
-    p_uncertain_wins = 0.5 * math.erfc((1.0 / math.sqrt(1.01)) / math.sqrt(2))
+    p_uncertain_wins = 0.5 * math.erfc((1.0 / (SD_SCALE * math.sqrt(1.01))) / math.sqrt(2))
     assert share[1] == pytest.approx(p_uncertain_wins, abs=0.01)
     assert share[2] == 0.0

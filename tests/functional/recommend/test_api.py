@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from sqlalchemy import func, select
 
-from evolution.explore import POLICY_VERSION
+from evolution.explore import POLICY_VERSION, SD_SCALE
 from market.platform.db import session_scope
 from market.ranking.models import RankingRun, SubAgentScore
 from market.recommend import services as recommendations
@@ -136,6 +136,8 @@ def test_every_slot_is_logged_with_a_propensity_and_a_distribution_summing_to_on
         assert (row.subagent_id, row.version_id) == (item["subagent_id"], item["version_id"])
         assert row.user_id == world.bob.id and row.client_id == world.agent.id
         assert row.policy_version == POLICY_VERSION
+        # What the version's Thompson draws were made with, so a decision replays exactly.
+        assert (row.context["young_share"], row.context["sd_scale"]) == (0.15, SD_SCALE)
         assert row.young_slot == item["young_slot"]
         assert row.propensity == pytest.approx(item["propensity"])
         # The slot's distribution sums to one, and the shown item's entry is its propensity.

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import select, update
 
+from evolution.explore import SD_SCALE
 from market.entrypoints.cli import main as cli
 from market.platform.db import session_scope
 from market.platform.time import utcnow
@@ -116,6 +117,8 @@ def test_days_leaves_older_exposures_out(runner, engine, rated_log):
 def test_bad_candidates_and_an_empty_log_are_one_clear_error(runner, rated_log):
     assert "unknown candidate 'bogus'" in run(runner, "--candidate", "bogus", code=1).output
     assert "unknown candidate" in run(runner, "--candidate", "tempered:-1", code=1).output
+    for absurd in ("sd-scale:nan", "sd-scale:-0.5", "sd-scale:inf", "sd-scale:"):
+        assert "unknown candidate" in run(runner, "--candidate", absurd, code=1).output
 
 
 def test_no_exposures_is_a_clear_error(runner):
@@ -128,7 +131,9 @@ def test_the_logging_young_share_replayed_from_the_pool_belief_is_the_logging_po
     """Every decision keeps its pool belief on its first exposure; replaying Thompson sampling
     with the logging policy's own young share gives each logged slot the logged distribution
     again (up to the Monte Carlo of both), so IPS lands on the observed mean; another young
-    share moves the estimate, and every young-share candidate is judged on the same rows."""
+    share moves the estimate, and every young-share candidate is judged on the same rows. So
+    with the spread: the policy's own (``sd-scale`` at SD_SCALE) is the same replay, and the
+    exact posterior's moves the estimate."""
     with session_scope(engine) as session:
         first_slots = session.execute(select(Exposure).where(Exposure.slot == 0)).scalars().all()
         later = session.execute(select(Exposure).where(Exposure.slot > 0)).scalars().all()
@@ -139,17 +144,17 @@ def test_the_logging_young_share_replayed_from_the_pool_belief_is_the_logging_po
             assert all(
                 sd > 0 and isinstance(young, bool) for _, sd, young in exposure.pool_belief.values()
             )
-    report = json.loads(
-        run(
-            runner, "--json", "--candidate", "young-share:0.15", "--candidate", "young-share:1"
-        ).stdout
-    )
+    candidates = ["young-share:0.15", "young-share:1", f"sd-scale:{SD_SCALE}", "sd-scale:1"]
+    arguments = [argument for c in candidates for argument in ("--candidate", c)]
+    report = json.loads(run(runner, "--json", *arguments).stdout)
     assert report["decisions"] == PEOPLE
     assert report["decisions_without_pool_belief_left_out"] == 0
-    same, all_young = (c["estimates"] for c in report["candidates"])
+    same, all_young, own_spread, exact = (c["estimates"] for c in report["candidates"])
     assert same["ips"]["value"] == pytest.approx(rated_log["liked_share"], abs=0.05)
     assert same["ips"]["effective_sample_size"] == pytest.approx(3 * PEOPLE, rel=0.05)
     assert all_young["ips"]["value"] != pytest.approx(same["ips"]["value"], abs=1e-6)
+    assert own_spread == same
+    assert exact["ips"]["value"] != pytest.approx(same["ips"]["value"], abs=1e-6)
 
 
 def test_decisions_without_a_pool_belief_are_left_out_of_a_replay(runner, engine, rated_log):
@@ -166,3 +171,5 @@ def test_decisions_without_a_pool_belief_are_left_out_of_a_replay(runner, engine
     assert f"{3 * (PEOPLE - 1)} exposures in {PEOPLE - 1} decisions" in table
     assert "1 decisions logged without their pool belief left out" in table
     assert "unknown candidate" in run(runner, "--candidate", "young-share:2", code=1).output
+    # Wider than the exact posterior, a replay would need the sub-agents the policy pruned.
+    assert "sd-scale:τ (0 ≤ τ ≤ 1)" in run(runner, "--candidate", "sd-scale:1.5", code=1).output
