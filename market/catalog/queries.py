@@ -200,11 +200,11 @@ PER_LINEAGE = 2
 def _search_clause(
     session: Session, viewer: Principal, q: str, category: str | None, matcher: TextMatcher
 ):
-    """The clause and the ORDER BY of a search: the listed sub-agents the engine finds, best
-    first, and the viewer's own unlisted ones whose title or summary contains the text (the
-    engine indexes only what is listed)."""
+    """The clause, the ORDER BY and the join (``market.platform.db.ranked_in``) of a search:
+    the listed sub-agents the engine finds, best first, and the viewer's own unlisted ones whose
+    title or summary contains the text (the engine indexes only what is listed)."""
     ids = relevant_ids(matcher, q, category=category, limit=COLLAPSED_POOL)
-    match, position = ranked_in(session, SubAgent.id, ids)
+    match, position, join = ranked_in(session, SubAgent.id, ids)
     if viewer.user_id is not None:
         contains = or_(
             SubAgent.title.contains(q, autoescape=True),
@@ -212,9 +212,9 @@ def _search_clause(
         )
         match = or_(match, and_(SubAgent.author_id == viewer.user_id, contains))
     if not ids:  # only the viewer's own, if any: newest first
-        return match, literal(0)
+        return match, literal(0), join
     # The viewer's own unlisted matches are not among ``ids``: they follow the ranked ones.
-    return match, func.coalesce(position, len(ids) + 1)
+    return match, func.coalesce(position, len(ids) + 1), join
 
 
 def browse(
@@ -245,12 +245,14 @@ def browse(
         )
     rank = None
     if searching:
-        match, rank = _search_clause(session, viewer, q, category, matcher)
+        match, rank, join = _search_clause(session, viewer, q, category, matcher)
         where.append(match)
 
     if sort == "relevance" and rank is not None:
         order = (rank, SubAgent.id.desc())
-        return _collapsed_page(session, viewer, where, order, limit, cursor, spread=False)
+        return _collapsed_page(
+            session, viewer, where, order, limit, cursor, spread=False, join=join
+        )
     if sort in SCORE_SORTS:
         return _by_score(session, viewer, where, sort, limit, cursor)
     statement = _with_author(*where)
@@ -289,12 +291,14 @@ def _collapsed_page(
     *,
     spread: bool,
     sort_key=None,
+    join=None,
 ) -> CardPage:
     """A page of the list's first COLLAPSED_POOL rows in ``order``, collapsed into one card per
     tool (and with ``spread``, families spread), cut by offset: the collapsed order depends only
     on the pool, so no card is on two pages, and a hidden clone is reached from its card's
     lineage. When a full pool of a score sort (``sort_key``) is shown, the cursor continues
-    after its last row in the plain order (``_by_score``)."""
+    after its last row in the plain order (``_by_score``). ``join`` adds what ``order`` reads
+    from outside the sub-agent table (a search's positions)."""
     offset = decode_cursor(cursor, (int,))[0] if cursor else 0
     if not 0 <= offset <= MAX_SEARCH_OFFSET:
         offset = MAX_SEARCH_OFFSET
@@ -311,6 +315,8 @@ def _collapsed_page(
     statement = select(*columns).where(*where)
     if sort_key is not None:
         statement = statement.join(SubAgentScore, SubAgentScore.subagent_id == SubAgent.id)
+    if join is not None:
+        statement = join(statement)
     rows = list(session.execute(statement.order_by(*order).limit(COLLAPSED_POOL)))
     groups = collapse(rows)
     if spread:
