@@ -261,8 +261,7 @@ def serve_worker_metrics(address: str):
     host, _, port = address.rpartition(":")
     registry = REGISTRY
     if "PROMETHEUS_MULTIPROC_DIR" in os.environ:
-        registry = CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry)
+        registry = every_process_registry(os.environ["PROMETHEUS_MULTIPROC_DIR"])
     server, _thread = start_http_server(int(port), addr=host or "127.0.0.1", registry=registry)
     return server
 
@@ -271,9 +270,36 @@ def scrape() -> bytes:
     """This process's samples, or every process's in multiprocess mode."""
     if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
         return generate_latest(REGISTRY)
+    return generate_latest(every_process_registry(os.environ["PROMETHEUS_MULTIPROC_DIR"]))
+
+
+class _SizedFilesCollector:
+    """prometheus_client's multiprocess merge over the files in ``path`` that a process has
+    sized. The library (0.26) creates a process's file before it sizes it, so for a moment the
+    file is empty, and reading it raises and fails the whole scrape, every process's samples
+    with it; a process killed in that moment (a ``kill -9`` of a worker at its first request)
+    leaves it empty for good (prometheus/client_python issue 1199). An empty file holds no
+    samples yet, so it is left out."""
+
+    def __init__(self, path: str) -> None:
+        self.path = Path(path)
+
+    def collect(self):
+        sized = []
+        for file in self.path.glob("*.db"):
+            try:
+                if file.stat().st_size > 0:
+                    sized.append(str(file))
+            except FileNotFoundError:  # its process was marked dead meanwhile
+                continue
+        return multiprocess.MultiProcessCollector.merge(sized, accumulate=True)
+
+
+def every_process_registry(path: str) -> CollectorRegistry:
+    """A registry of every process's samples written under ``path`` (multiprocess mode)."""
     registry = CollectorRegistry()
-    multiprocess.MultiProcessCollector(registry)
-    return generate_latest(registry)
+    registry.register(_SizedFilesCollector(path))
+    return registry
 
 
 _task_started: dict[str, float] = {}

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 import requests
-from prometheus_client import CollectorRegistry, multiprocess
 from prometheus_client.parser import text_string_to_metric_families
 
 from market.app import create_app
+from market.platform.metrics import every_process_registry
 from market.platform.migrate import upgrade
 from market.platform.state import app_state
 from tests import gunicorn_server
@@ -49,8 +49,7 @@ def served_by_each_worker(metrics_dir: Path, pids: list[int], tmp_path: Path) ->
         own.mkdir(exist_ok=True)
         for path in metrics_dir.glob(f"*_{pid}.db"):
             shutil.copy(path, own / path.name)
-        registry = CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry, path=str(own))
+        registry = every_process_registry(str(own))
         counts[pid] = registry.get_sample_value(REQUEST_COUNT, SERVED) or 0.0
     return counts
 
