@@ -263,7 +263,7 @@ def run_seed(params: WorldParams, seed: int, eval_sessions: int, args) -> dict:
     frozen = warm_up(params, seed, eval_sessions)
     k, n = params.slate, frozen.mean.size
     rng = np.random.default_rng([seed, 31])
-    wins = {scale: SlotWins(frozen, args.mc_draws, rng, scale) for scale in (SD_SCALE, *SD_SCALES)}
+    wins = slot_wins(frozen, args.mc_draws, rng)
     slates, propensity = sample_slates(LOGGING, frozen, wins, k, rng)
     used = frozen.world.d.use_u[frozen.sessions][:, :k] < use_probability(frozen, slates)
     reward = used.astype(np.float64).ravel()
