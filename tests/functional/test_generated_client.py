@@ -29,6 +29,7 @@ import pytest
 from openapi_spec_validator import validate
 from werkzeug.serving import make_server
 
+from evolution.explore import POLICY_VERSION
 from market.app import create_app
 from market.platform.db import session_scope
 from market.ranking.models import RaterTaste, SubAgentTaste
@@ -455,6 +456,7 @@ def test_a_generated_client_gets_only_its_own_personal_slate(generated, app, eng
             assert answer.status_code == 200
             assert isinstance(answer.parsed, m.RecommendationOut)
             assert answer.parsed.personal is True
+            assert answer.parsed.policy_version == POLICY_VERSION  # the version drawn at SD_SCALE
             assert [item.subagent_id for item in answer.parsed.items] == [water["id"]]
         for actor in (carol, moderator, coder):
             refused = for_bob(actor)
