@@ -553,8 +553,13 @@ class LineagePosterior:
         return np.sqrt(self.var)
 
 
-def _per_node(value: float | np.ndarray, n: int) -> np.ndarray:
-    return np.broadcast_to(np.asarray(value, dtype=np.float64), (n,)).copy()
+def _at(value: float | np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """A per-node quantity (a scalar, or an array over all nodes) read at ``nodes``: a scalar
+    is filled in, not gathered from a million copies of itself."""
+    value = np.asarray(value, dtype=np.float64)
+    if value.ndim == 0:
+        return np.full(nodes.size, float(value))
+    return value[nodes]
 
 
 def lineage_posterior(
@@ -598,8 +603,8 @@ class _PosteriorInOrder:
         order = forest.order
         precision = np.nan_to_num(np.asarray(obs_precision, dtype=np.float64)[order])
         observed = np.where(precision > 0, np.asarray(obs_mean, dtype=np.float64)[order], 0.0)
-        step_mean = _per_node(drift_mean, n)[order]
-        step_var = _per_node(drift_var, n)[order]
+        step_mean = _at(drift_mean, order)
+        step_var = _at(drift_var, order)
         if np.any(step_var[forest.level_ptr[1] :] <= 0):
             raise ValueError("drift_var must be positive")
 
@@ -619,8 +624,8 @@ class _PosteriorInOrder:
         post_precision = np.empty(n)
         post_mean = np.empty(n)
         roots = forest.level_slice(0)
-        root_prior_precision = 1.0 / _per_node(prior_var, n)[order][roots]
-        root_prior_mean = _per_node(prior_mean, n)[order][roots]
+        root_prior_precision = 1.0 / _at(prior_var, order[roots])
+        root_prior_mean = _at(prior_mean, order[roots])
         post_precision[roots] = root_prior_precision + up_precision[roots]
         post_mean[roots] = (
             root_prior_precision * root_prior_mean + up_info[roots]
@@ -810,6 +815,7 @@ class NodeNoise:
     MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
     MIX_2 = np.uint64(0x94D049BB133111EB)
     MAX_PAIRS = 1 << 20  # draw numbers per id; ids below 2^43
+    BLOCK = 16_384  # ids per pass of ``_fill``
 
     def __init__(self, seed: int):
         self.seed = np.uint64(int(seed) & 0xFFFFFFFFFFFFFFFF)
@@ -821,33 +827,41 @@ class NodeNoise:
         first_pair, n_pairs = start // 2, (start % 2 + count + 1) // 2
         if first_pair + n_pairs > self.MAX_PAIRS:
             raise ValueError("NodeNoise draws at most 2^21 numbers per id")
+        out = np.empty((ids.size, 2 * n_pairs), dtype=np.float32)
+        pair_numbers = np.arange(first_pair, first_pair + n_pairs, dtype=np.uint64)
+        # A block of ids at a time: its counters and their temporaries stay in the CPU's cache
+        # through the dozen passes below, instead of each pass streaming all of them through
+        # memory (40% faster at a million ids).
+        for begin in range(0, ids.size, self.BLOCK):
+            block = slice(begin, begin + self.BLOCK)
+            self._fill(ids[block], pair_numbers, out[block])
+        offset = start % 2
+        return out[:, offset : offset + count]
+
+    def _fill(self, ids: np.ndarray, pair_numbers: np.ndarray, out: np.ndarray) -> None:
+        """``out`` (rows = ``ids``): the draws of pairs ``pair_numbers``, two columns a pair."""
         with np.errstate(over="ignore"):
-            counter = (ids.astype(np.uint64) * np.uint64(self.MAX_PAIRS))[:, None] + np.arange(
-                first_pair, first_pair + n_pairs, dtype=np.uint64
-            )
+            counter = (ids.astype(np.uint64) * np.uint64(self.MAX_PAIRS))[:, None] + pair_numbers
             # splitmix64 of (counter + seed · golden), in place
             counter += self.seed * self.GOLDEN + self.GOLDEN
-            counter ^= counter >> np.uint64(30)
+            shifted = np.empty_like(counter)
+            counter ^= np.right_shift(counter, np.uint64(30), out=shifted)
             counter *= self.MIX_1
-            counter ^= counter >> np.uint64(27)
+            counter ^= np.right_shift(counter, np.uint64(27), out=shifted)
             counter *= self.MIX_2
-            counter ^= counter >> np.uint64(31)
-        scale = np.float32(2.0**-24)
+            counter ^= np.right_shift(counter, np.uint64(31), out=shifted)
         # Two 24-bit uniforms per hash; the first in (0, 1] so its logarithm is finite.
-        radius = ((counter >> np.uint64(40)).astype(np.float32) + np.float32(1.0)) * scale
-        angle = (counter & np.uint64(0xFFFFFF)).astype(np.float32) * np.float32(
-            2 * math.pi * 2.0**-24
-        )
-        del counter
+        radius = np.right_shift(counter, np.uint64(40), out=shifted).astype(np.float32)
+        radius += np.float32(1.0)
+        radius *= np.float32(2.0**-24)
+        angle = np.bitwise_and(counter, np.uint64(0xFFFFFF), out=counter).astype(np.float32)
+        angle *= np.float32(2 * math.pi * 2.0**-24)
         np.log(radius, out=radius)
         radius *= np.float32(-2.0)
         np.sqrt(radius, out=radius)
-        out = np.empty((ids.size, 2 * n_pairs), dtype=np.float32)
         np.multiply(radius, np.cos(angle), out=out[:, 0::2])
         np.sin(angle, out=angle)
         np.multiply(radius, angle, out=out[:, 1::2])
-        offset = start % 2
-        return out[:, offset : offset + count]
 
 
 def sample_lineage(
@@ -948,11 +962,23 @@ def branch_value(
     steps = _DrawSteps.of(forest, posterior, np.float32)
 
     def excess_of(first: int) -> np.ndarray:
+        """Σ over this chunk's draws of (subtree max − θ), per node in ``order``."""
         draws = steps.draw_in_order(forest, min(chunk, n_samples - first), rng, first)
-        # Σ(subtree max − θ) as Σ subtree max − Σ θ: the maxima overwrite the draws in place.
-        before = draws.sum(axis=1, dtype=np.float64)
-        forest.combine_children_into_parents(draws, np.maximum)
-        return draws.sum(axis=1, dtype=np.float64) - before
+        excess = np.zeros(forest.n)
+        # Children into parents, deepest level first (``Forest.combine_children_into_parents``):
+        # a parent's row still holds its own draw when its children's maxima reach it, so its
+        # excess is taken right there, on the rows of parents alone (a leaf's is 0, and most
+        # nodes are leaves), each a difference of two nearby float32 values rather than of two
+        # sums over all draws.
+        for d in range(forest.n_levels - 1, 0, -1):
+            parent_pos, starts = forest.sibling_runs(d)
+            best = np.maximum.reduceat(draws[forest.level_slice(d)], starts, axis=0)
+            own = draws[parent_pos]
+            np.maximum(best, own, out=best)
+            draws[parent_pos] = best
+            np.subtract(best, own, out=own)
+            excess[parent_pos] = own.sum(axis=1, dtype=np.float64)
+        return excess
 
     firsts = range(0, n_samples, chunk)
     excess = np.zeros(forest.n)

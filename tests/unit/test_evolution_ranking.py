@@ -425,6 +425,35 @@ def test_branch_value_in_threads_is_the_same_to_the_bit():
     assert np.array_equal(in_sequence, asked_for_threads)
 
 
+def test_branch_value_is_the_mean_subtree_maximum_of_the_joint_draws():
+    """The per-level excess (a parent's best subtree draw minus its own, taken as the maxima
+    climb) is E[max θ over the subtree] of the very draws ``sample_lineage`` makes."""
+    rng = np.random.default_rng(8)
+    parent = [-1, -1] + [int(rng.integers(0, i)) for i in range(2, 300)]
+    forest = forest_of(parent)
+    posterior = posterior_of(
+        forest, rng.normal(size=300).tolist(), rng.uniform(0, 5, 300).tolist(), **PRIOR
+    )
+    keyed = ranking.NodeNoise(3)
+    draws = sample_lineage(forest, posterior, 24, keyed)
+    textbook = posterior.mean + (forest.reduce_up(draws, "max") - draws).mean(axis=1)
+    value = branch_value(forest, posterior, keyed, n_samples=24, chunk=8)
+    assert value == pytest.approx(textbook, abs=1e-6)
+    assert np.any(value > posterior.mean + 0.05)  # some subtrees are worth more than their root
+
+
+def test_keyed_draws_do_not_depend_on_how_many_ids_are_drawn_at_once():
+    """``NodeNoise`` fills its draws a block of ids at a time: an id's draws are the same
+    wherever the block edges fall, and for any window of draw numbers."""
+    noise = ranking.NodeNoise(42)
+    ids = np.arange(1, 2 * ranking.NodeNoise.BLOCK + 7, dtype=np.int64)[::-1]
+    whole = noise.draws(ids, 0, 10)
+    assert whole.shape == (ids.size, 10) and whole.dtype == np.float32
+    assert np.array_equal(noise.draws(ids[-5:], 0, 10), whole[-5:])
+    assert np.array_equal(noise.draws(ids[5000:40000], 3, 6), whole[5000:40000, 3:9])
+    assert abs(float(whole.mean())) < 0.01 and abs(float(whole.std()) - 1.0) < 0.01
+
+
 def test_best_descendant_only_when_clearly_better():
     forest = forest_of([-1, 0, 1, -1, 3])
     y = [0.0, 0.1, 2.0, 0.0, 0.3]
