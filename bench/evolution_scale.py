@@ -49,7 +49,7 @@ def synthetic_inputs(n: int, seed: int):
     """A RankingInputs like market.ranking.services.load_inputs returns, with no database."""
     from evolution.ranking import Ratings
     from evolution.tree import Forest
-    from market.ranking.services import RankingInputs
+    from market.ranking.services import RankingInputs, numbered_by_level
 
     rng = np.random.default_rng(seed)
     n_roots = max(1, n // 10)
@@ -76,16 +76,19 @@ def synthetic_inputs(n: int, seed: int):
         age_days=rng.uniform(0, 120, m),
     )
     u = USAGE_ROWS_PER_SUBAGENT * n
-    return RankingInputs(
-        forest=forest,
-        eligible=rng.random(n) < 0.95,
-        item_age_days=rng.uniform(0, 400, n),
-        ratings=ratings,
-        user_ids=np.arange(n_users, dtype=np.int64),
-        usage_item=np.floor(n * rng.random(u) ** 1.5).astype(np.int64),
-        usage_user=rng.integers(0, n_users, u),
-        usage_age=rng.integers(0, 180, u).astype(np.float64),
-        watermark={},
+    # Numbered level by level, as load_inputs numbers what it reads.
+    return numbered_by_level(
+        RankingInputs(
+            forest=forest,
+            eligible=rng.random(n) < 0.95,
+            item_age_days=rng.uniform(0, 400, n),
+            ratings=ratings,
+            user_ids=np.arange(n_users, dtype=np.int64),
+            usage_item=np.floor(n * rng.random(u) ** 1.5).astype(np.int64),
+            usage_user=rng.integers(0, n_users, u),
+            usage_age=rng.integers(0, 180, u).astype(np.float64),
+            watermark={},
+        )
     )
 
 

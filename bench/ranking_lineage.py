@@ -59,7 +59,7 @@ def with_changes(inputs, roots: np.ndarray, seed: int):
     ratings of every sub-agent (the new fork included)."""
     from evolution.ranking import Ratings
     from evolution.tree import Forest
-    from market.ranking.services import RankingInputs
+    from market.ranking.services import RankingInputs, numbered_by_level
 
     rng = np.random.default_rng(seed)
     forest = inputs.forest
@@ -74,34 +74,38 @@ def with_changes(inputs, roots: np.ndarray, seed: int):
     items = np.repeat(changed, NEW_RATINGS_PER_CHANGED_SUBAGENT)
     users = rng.integers(0, inputs.user_ids.size, items.size)
     ratings = inputs.ratings
-    return RankingInputs(
-        forest=grown,
-        eligible=np.r_[inputs.eligible, np.ones(roots.size, bool)],
-        item_age_days=np.r_[inputs.item_age_days, np.zeros(roots.size)],
-        ratings=Ratings(
-            user_idx=np.r_[ratings.user_idx, users],
-            item_idx=np.r_[ratings.item_idx, items],
-            value=np.r_[ratings.value, rng.integers(1, 6, items.size).astype(np.float64)],
-            is_thumb=np.r_[ratings.is_thumb, np.zeros(items.size, bool)],
-            age_days=np.r_[ratings.age_days, np.zeros(items.size)],
-        ),
-        user_ids=inputs.user_ids,
-        usage_item=inputs.usage_item,
-        usage_user=inputs.usage_user,
-        usage_age=inputs.usage_age,
-        watermark={},
+    return numbered_by_level(
+        RankingInputs(
+            forest=grown,
+            eligible=np.r_[inputs.eligible, np.ones(roots.size, bool)],
+            item_age_days=np.r_[inputs.item_age_days, np.zeros(roots.size)],
+            ratings=Ratings(
+                user_idx=np.r_[ratings.user_idx, users],
+                item_idx=np.r_[ratings.item_idx, items],
+                value=np.r_[ratings.value, rng.integers(1, 6, items.size).astype(np.float64)],
+                is_thumb=np.r_[ratings.is_thumb, np.zeros(items.size, bool)],
+                age_days=np.r_[ratings.age_days, np.zeros(items.size)],
+            ),
+            user_ids=inputs.user_ids,
+            usage_item=inputs.usage_item,
+            usage_user=inputs.usage_user,
+            usage_age=inputs.usage_age,
+            watermark={},
+        )
     )
 
 
 def families_only(inputs, roots: np.ndarray):
-    """What a lineage run reads for ``roots``: their sub-agents in id order, their ratings in
-    the catalog's order, their usage days, with the user ids they name."""
+    """What a lineage run reads for ``roots``: their sub-agents (numbered as load_inputs numbers
+    them), their ratings in the catalog's order, their usage days, with the user ids they name;
+    and the index in ``inputs`` of each of its sub-agents."""
     from evolution.ranking import Ratings
     from evolution.tree import Forest
-    from market.ranking.services import RankingInputs
+    from market.ranking.services import RankingInputs, numbered_by_level
 
     forest = inputs.forest
-    nodes = np.sort(forest.nodes_of_roots(roots))
+    nodes = forest.nodes_of_roots(roots)
+    nodes = nodes[np.argsort(forest.ids[nodes])]  # read in id order
     parent = forest.parent[nodes]
     part = Forest.from_parents(
         forest.ids[nodes], np.where(parent >= 0, forest.ids[np.maximum(parent, 0)], -1)
@@ -112,24 +116,27 @@ def families_only(inputs, roots: np.ndarray):
     keep = local[ratings.item_idx] >= 0
     user_ids, user_idx = np.unique(inputs.user_ids[ratings.user_idx[keep]], return_inverse=True)
     used = local[inputs.usage_item] >= 0
-    return RankingInputs(
-        forest=part,
-        eligible=inputs.eligible[nodes],
-        item_age_days=inputs.item_age_days[nodes],
-        ratings=Ratings(
-            user_idx=user_idx,
-            item_idx=local[ratings.item_idx[keep]],
-            value=ratings.value[keep],
-            is_thumb=ratings.is_thumb[keep],
-            age_days=ratings.age_days[keep],
-        ),
-        user_ids=user_ids,
-        usage_item=local[inputs.usage_item[used]],
-        usage_user=inputs.usage_user[used],
-        usage_age=inputs.usage_age[used],
-        watermark={},
-        roots=forest.ids[roots].tolist(),
-    ), nodes
+    part_inputs = numbered_by_level(
+        RankingInputs(
+            forest=part,
+            eligible=inputs.eligible[nodes],
+            item_age_days=inputs.item_age_days[nodes],
+            ratings=Ratings(
+                user_idx=user_idx,
+                item_idx=local[ratings.item_idx[keep]],
+                value=ratings.value[keep],
+                is_thumb=ratings.is_thumb[keep],
+                age_days=ratings.age_days[keep],
+            ),
+            user_ids=user_ids,
+            usage_item=local[inputs.usage_item[used]],
+            usage_user=inputs.usage_user[used],
+            usage_age=inputs.usage_age[used],
+            watermark={},
+            roots=forest.ids[roots].tolist(),
+        )
+    )
+    return part_inputs, forest.index_of(part_inputs.forest.ids)
 
 
 def figures(scores) -> dict[str, np.ndarray]:
@@ -165,7 +172,8 @@ def measure(n: int, changed_share: float, seed: int) -> dict:
     all_roots = inputs.forest.roots
     roots = np.sort(rng.choice(all_roots, max(1, int(changed_share * all_roots.size)), False))
     changed = with_changes(inputs, roots, seed + 2)
-    (part, nodes), read_seconds = timed(lambda: families_only(changed, roots))
+    changed_roots = changed.forest.index_of(inputs.forest.ids[roots])  # numbered anew
+    (part, nodes), read_seconds = timed(lambda: families_only(changed, changed_roots))
     lineage, lineage_seconds = timed(lambda: compute(part, offsets, seed=seed, fit=stored))
     pinned, pinned_seconds = timed(lambda: compute(changed, offsets, seed=seed, fit=stored))
     refit = compute(changed, offsets, seed=seed)

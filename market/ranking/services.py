@@ -149,6 +149,24 @@ class RankingInputs:
     roots: list[int] | None = None  # the families read; None: the whole catalog
 
 
+def numbered_by_level(inputs: RankingInputs) -> RankingInputs:
+    """``inputs`` with the sub-agents numbered level by level (``Forest.in_level_order``), as
+    every run reads them: the ranking's passes then read each node's parent from nearby memory
+    rather than from anywhere in a million (a 1M run takes about 0.8 of its time in id order).
+    Ratings and usage rows keep their order, so each sub-agent's sums add in the same order."""
+    forest, old_index = inputs.forest.in_level_order()
+    new_index = np.empty(forest.n, dtype=np.int64)
+    new_index[old_index] = np.arange(forest.n)
+    return replace(
+        inputs,
+        forest=forest,
+        eligible=inputs.eligible[old_index],
+        item_age_days=inputs.item_age_days[old_index],
+        ratings=replace(inputs.ratings, item_idx=new_index[inputs.ratings.item_idx]),
+        usage_item=new_index[inputs.usage_item],
+    )
+
+
 def _as_utc(moment: datetime) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
@@ -243,17 +261,19 @@ def load_inputs(
     usage_item = np.fromiter((position[d[0]] for d in days), np.int64, len(days))
     usage_user = np.fromiter((d[1] for d in days), np.int64, len(days))
     usage_age = np.fromiter(((today - _day(d[2])).days for d in days), np.float64, len(days))
-    return RankingInputs(
-        forest=forest,
-        eligible=eligible,
-        item_age_days=item_age,
-        ratings=rating_values,
-        user_ids=user_ids,
-        usage_item=usage_item,
-        usage_user=usage_user,
-        usage_age=usage_age,
-        watermark=mark,
-        roots=roots,
+    return numbered_by_level(
+        RankingInputs(
+            forest=forest,
+            eligible=eligible,
+            item_age_days=item_age,
+            ratings=rating_values,
+            user_ids=user_ids,
+            usage_item=usage_item,
+            usage_user=usage_user,
+            usage_age=usage_age,
+            watermark=mark,
+            roots=roots,
+        )
     )
 
 
@@ -353,7 +373,8 @@ def offsets_by_index(offsets: dict[int, float], user_ids: np.ndarray) -> np.ndar
 
 
 def score_rows(inputs: RankingInputs, scores: Scores) -> list[tuple]:
-    """One tuple per sub-agent: (subagent_id, *SCORE_COLUMNS), rounded, None for no value."""
+    """One tuple per sub-agent: (subagent_id, *SCORE_COLUMNS), rounded, None for no value, in
+    id order (``inputs.forest.by_id``), as the table's key is."""
     forest, usage = inputs.forest, scores.usage
     ids = forest.ids
     best = np.where(scores.best_descendant >= 0, ids[np.maximum(scores.best_descendant, 0)], -1)
@@ -373,11 +394,12 @@ def score_rows(inputs: RankingInputs, scores: Scores) -> list[tuple]:
         scores.rating_count.astype(np.int64),
         scores.young,
     ]
-    lists = [c.tolist() for c in columns]
+    by_id = forest.by_id
+    lists = [c[by_id].tolist() for c in columns]
     best_list, rising_list = lists[4], lists[7]
     lists[4] = [None if b < 0 else b for b in best_list]
     lists[7] = [None if r != r else r for r in rising_list]  # NaN -> NULL
-    return list(zip(ids.tolist(), *lists, strict=True))
+    return list(zip(ids[by_id].tolist(), *lists, strict=True))
 
 
 def _previous_rows(session: Session, roots: list[int] | None) -> dict[int, tuple]:
@@ -607,7 +629,8 @@ def _rank(
     if changed:
         # Cached pages of those lineages and every cached sort show the new order.
         forest = inputs.forest
-        mark_catalog_changed(session, *np.unique(forest.ids[forest.root[changed_at]]).tolist())
+        changed_nodes = forest.by_id[changed_at]  # rows are in id order
+        mark_catalog_changed(session, *np.unique(forest.ids[forest.root[changed_nodes]]).tolist())
     if roots is None:
         _write_offsets(session, inputs.user_ids, scores.baseline.user_offset, offsets)
     run.parameters = {**run.parameters, "rows_written": len(changed)}
