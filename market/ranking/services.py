@@ -402,6 +402,13 @@ def score_rows(inputs: RankingInputs, scores: Scores) -> list[tuple]:
     return list(zip(ids[by_id].tolist(), *lists, strict=True))
 
 
+def lineages_of_rows(inputs: RankingInputs, rows: list[int]) -> list[int]:
+    """The root ids of the sub-agents at positions ``rows`` of ``score_rows(inputs, …)``."""
+    forest = inputs.forest
+    nodes = forest.by_id[np.asarray(rows, dtype=np.int64)]  # the rows are in id order
+    return np.unique(forest.ids[forest.root[nodes]]).tolist()
+
+
 def _previous_rows(session: Session, roots: list[int] | None) -> dict[int, tuple]:
     columns = [getattr(SubAgentScore, name) for name in SCORE_COLUMNS]
     query = select(SubAgentScore.subagent_id, *columns)
@@ -628,9 +635,7 @@ def _rank(
     _write_scores(session, changed, run.id, now)
     if changed:
         # Cached pages of those lineages and every cached sort show the new order.
-        forest = inputs.forest
-        changed_nodes = forest.by_id[changed_at]  # rows are in id order
-        mark_catalog_changed(session, *np.unique(forest.ids[forest.root[changed_nodes]]).tolist())
+        mark_catalog_changed(session, *lineages_of_rows(inputs, changed_at))
     if roots is None:
         _write_offsets(session, inputs.user_ids, scores.baseline.user_offset, offsets)
     run.parameters = {**run.parameters, "rows_written": len(changed)}
