@@ -16,6 +16,9 @@ node once, so the forest is stored the way those passes read it:
   are contiguous, so "combine the children into their parent" is a single ``ufunc.reduceat``.
 * ``child_ptr`` / ``child_idx``: children in CSR form, for per-node look-ups.
 
+``in_level_order`` renumbers the nodes so that ``order`` is the identity: the ranking numbers
+its forest that way, and its passes then read parents' values from nearby memory.
+
 Cost: building and every pass are O(n) work in O(D) numpy calls, D the number of depth levels
 (a breadth-first walk from the roots, one vectorized step per level; nodes it never reaches sit on
 a cycle). Fork trees are wide rather than deep, so D is small and a million nodes build in about a
@@ -249,15 +252,15 @@ class Forest:
 
     def in_level_order(self) -> tuple[Forest, np.ndarray]:
         """The same forest with its nodes numbered in ``order`` (roots first, then level by
-        level), and the old index of each new one (``order``): per-node arrays move over as
-        ``values[order]``.
+        level), and the old index of each new node (``order`` itself): a per-node array moves
+        over as ``values[order]``.
 
-        Numbered so, ``order`` is the identity and a level's parents sit just before it, in the
-        order of their children's runs: the passes' reads of each node's parent, which are
-        scattered across memory in id order, become nearly sequential (a million-node ranking
-        run takes about 0.8 of its time). Siblings keep their relative order, so every reduction
-        over them adds in the same order as before. Built from this forest's arrays, not
-        walked again."""
+        In this numbering ``order`` is the identity, each level comes right after its parents'
+        level, and the parents' children come in the parents' order. A pass that reads each
+        node's parent then reads nearly in sequence, where in id order the reads land anywhere
+        in the arrays (a million-node ranking run takes about 0.8 of its time). Siblings keep
+        their relative order, so every reduction over them adds in the same order as before.
+        Built by permuting this forest's arrays, not by walking it again."""
         n = self.n
         order = self.order.astype(np.int64)
         position = np.empty(n, dtype=np.int64)
