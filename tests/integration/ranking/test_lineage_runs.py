@@ -25,7 +25,7 @@ from market.ranking.services import (
     score_rows,
     watermark,
 )
-from market.usage.models import Feedback
+from market.usage.models import COUNTED_RATING, Feedback
 from tests.factories import fork, make_user, publish
 from tests.integration.ranking.test_services import rank, rate, scores, version
 
@@ -128,6 +128,30 @@ def test_a_lineage_run_equals_a_full_run_for_what_changed_and_leaves_the_rest(
     got = stored_rows(engine)
     for subagent_id in water:
         assert got[subagent_id] == pytest.approx(expected[subagent_id], abs=1e-6, nan_ok=True)
+
+
+def test_a_run_reads_the_catalog_numbered_level_by_level(client, engine, families):
+    """A run's sub-agents are numbered roots first, then level by level (what keeps a full
+    run at 1M under 5 s: market.ranking.services.numbered_by_level), and every rating still
+    names its own sub-agent. A root published after the forks and a grandchild make that
+    numbering differ from id order."""
+    sleep = publish(client, families["alice"], title="Sleep Log")
+    grandchild = fork(client, families["alice"], families["water_a"]["id"], note="sync")
+    rate(client, families["service"], families["raters"][0], version(grandchild), 4)
+    with session_scope(engine) as session:
+        inputs = load_inputs(session, datetime.now(UTC), watermark(session))
+        rated = list(
+            session.execute(
+                select(Feedback.subagent_id).where(COUNTED_RATING).order_by(Feedback.id)
+            ).scalars()
+        )
+    forest = inputs.forest
+    names = ["water", "meals", "water_a", "water_b", "meals_a", "meals_b"]
+    by_level = [families[n]["id"] for n in names[:2]] + [sleep["id"]]
+    by_level += [families[n]["id"] for n in names[2:]] + [grandchild["id"]]
+    assert forest.ids.tolist() == by_level
+    assert forest.order.tolist() == list(range(forest.n))
+    assert forest.ids[inputs.ratings.item_idx].tolist() == rated
 
 
 def test_the_watermark_finds_each_kind_of_change(client, engine, families):
