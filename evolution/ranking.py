@@ -964,20 +964,10 @@ def branch_value(
     def excess_of(first: int) -> np.ndarray:
         """Σ over this chunk's draws of (subtree max − θ), per node in ``order``."""
         draws = steps.draw_in_order(forest, min(chunk, n_samples - first), rng, first)
+        # The subtree maxima overwrite the draws; each parent's excess is taken as its row
+        # changes (a leaf's is 0, and most nodes are leaves).
         excess = np.zeros(forest.n)
-        # Children into parents, deepest level first (``Forest.combine_children_into_parents``):
-        # a parent's row still holds its own draw when its children's maxima reach it, so its
-        # excess is taken right there, on the rows of parents alone (a leaf's is 0, and most
-        # nodes are leaves), each a difference of two nearby float32 values rather than of two
-        # sums over all draws.
-        for d in range(forest.n_levels - 1, 0, -1):
-            parent_pos, starts = forest.sibling_runs(d)
-            best = np.maximum.reduceat(draws[forest.level_slice(d)], starts, axis=0)
-            own = draws[parent_pos]
-            np.maximum(best, own, out=best)
-            draws[parent_pos] = best
-            np.subtract(best, own, out=own)
-            excess[parent_pos] = own.sum(axis=1, dtype=np.float64)
+        forest.combine_children_into_parents(draws, np.maximum, gain=excess)
         return excess
 
     firsts = range(0, n_samples, chunk)

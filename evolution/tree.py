@@ -314,13 +314,25 @@ class Forest:
         out[self.order] = in_order
         return out
 
-    def combine_children_into_parents(self, in_order: np.ndarray, ufunc: np.ufunc) -> None:
+    def combine_children_into_parents(
+        self, in_order: np.ndarray, ufunc: np.ufunc, *, gain: np.ndarray | None = None
+    ) -> None:
         """In place, on an array laid out in ``order``: deepest level first, each parent's row
-        becomes ``ufunc(parent, reduce(children))``, so each row ends as its subtree's reduction."""
+        becomes ``ufunc(parent, reduce(children))``, so each row ends as its subtree's reduction.
+
+        ``gain`` (laid out in ``order``, one value per row): each parent's row is changed once,
+        while it still holds its own values, and ``gain`` takes the sum over its columns of new
+        minus own there (0 stays for a leaf): a difference of nearby values, rather than of two
+        sums over every row before and after."""
         for d in range(self.n_levels - 1, 0, -1):
             parent_pos, starts = self.sibling_runs(d)
             reduced = ufunc.reduceat(in_order[self.level_slice(d)], starts, axis=0)
-            in_order[parent_pos] = ufunc(in_order[parent_pos], reduced)
+            own = in_order[parent_pos]
+            combined = ufunc(reduced, own, out=reduced)
+            in_order[parent_pos] = combined
+            if gain is not None:
+                np.subtract(combined, own, out=own)
+                gain[parent_pos] = own.reshape(own.shape[0], -1).sum(axis=1, dtype=np.float64)
 
     def path_sum(self, values: np.ndarray) -> np.ndarray:
         """For each node, the sum of ``values`` over its root path (root and itself included).
