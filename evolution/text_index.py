@@ -84,6 +84,8 @@ OPEN_SEGMENT_ROWS = 512
 POSTINGS_BUDGET = 300_000
 MIN_EXACT_GRAMS = 6
 CANDIDATES = 400
+# The per-slot columns of an index (and its (slot, permission) pairs), in snapshots.
+_SLOT_COLUMNS = ("ids", "alive", "category", "script", "root", "name", "scope_slot", "scope_id")
 
 _SPACE = np.uint64(32)
 _MASK = np.uint64(N_GRAM_FEATURES - 1)
@@ -469,6 +471,60 @@ class SuggestionIndex:
         self._slot_of = {int(i): s for s, i in enumerate(ids)}
         self._segments = [_Segment(0, rows.tocsc())] if len(keep) else []
         self._dead = 0
+
+    # -- snapshots ----------------------------------------------------------------------
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """Everything the index holds, as named NumPy arrays of plain dtypes (no objects), so
+        a snapshot on disk is read back without unpickling anything; ``from_arrays`` is the
+        inverse. The analyzer is not part of it: it is rebuilt from the package's data."""
+        arrays = {
+            "df": self._df,
+            "dead": np.array([self._dead], np.int64),
+            "categories": np.array(list(self._categories.ids), dtype=np.str_),
+            "scopes": np.array(list(self._scopes.ids), dtype=np.str_),
+            "segment_offsets": np.array([s.offset for s in self._segments], np.int64),
+        }
+        for name in _SLOT_COLUMNS:
+            arrays[name] = getattr(self, f"_{name}").view
+        for i, segment in enumerate(self._segments):
+            postings = segment.postings
+            arrays[f"segment{i}_shape"] = np.array(postings.shape, np.int64)
+            arrays[f"segment{i}_data"] = postings.data
+            arrays[f"segment{i}_indices"] = postings.indices
+            arrays[f"segment{i}_indptr"] = postings.indptr
+        return arrays
+
+    @classmethod
+    def from_arrays(
+        cls, arrays: Mapping[str, np.ndarray], analyzer: WordAnalyzer | None = None
+    ) -> SuggestionIndex:
+        """The index ``to_arrays`` described: equal to it in every array and in every answer."""
+        index = cls(analyzer=analyzer)
+        index._df = np.array(arrays["df"], dtype=np.int32)
+        index._dead = int(arrays["dead"][0])
+        index._categories = _Vocabulary({str(n): i for i, n in enumerate(arrays["categories"])})
+        index._scopes = _Vocabulary({str(n): i for i, n in enumerate(arrays["scopes"])})
+        for name in _SLOT_COLUMNS:
+            getattr(index, f"_{name}").extend(arrays[name])
+        alive = index._alive.view
+        slots = np.flatnonzero(alive)
+        index._slot_of = dict(zip(index._ids.view[slots].tolist(), slots.tolist(), strict=True))
+        index._segments = [
+            _Segment(
+                int(offset),
+                sp.csc_matrix(
+                    (
+                        arrays[f"segment{i}_data"],
+                        arrays[f"segment{i}_indices"],
+                        arrays[f"segment{i}_indptr"],
+                    ),
+                    shape=tuple(int(n) for n in arrays[f"segment{i}_shape"]),
+                ),
+            )
+            for i, offset in enumerate(arrays["segment_offsets"].tolist())
+        ]
+        return index
 
     # -- reads --------------------------------------------------------------------------
 

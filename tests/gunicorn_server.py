@@ -54,6 +54,8 @@ def start(
         **os.environ,
         "SPRIG_WORKERS": str(workers),
         "SPRIG_LOG_LEVEL": "WARNING",
+        # The master's index snapshot beside the log, not in the repository's var/.
+        "SPRIG_INDEX_SNAPSHOT_DIR": str(log_path.parent / "index"),
         **settings,
     }
     with log_path.open("wb") as log:

@@ -87,8 +87,9 @@ def unique_word() -> str:
     return "".join(letters).capitalize()
 
 
-def publish(base: str, headers: dict, word: str, **extra) -> int:
-    body = {
+def listing(word: str, **extra) -> dict:
+    """A publish body whose title and summary name ``word``."""
+    return {
         "title": f"{word} water tracker",
         "summary": f"Counts glasses of water with the {word} method.",
         "category": "hydration",
@@ -96,6 +97,10 @@ def publish(base: str, headers: dict, word: str, **extra) -> int:
         "bundle": bundle(word),
         **extra,
     }
+
+
+def publish(base: str, headers: dict, word: str, **extra) -> int:
+    body = listing(word, **extra)
     response = requests.post(f"{base}{API}/subagents", json=body, headers=headers, timeout=TIMEOUT)
     assert response.status_code == 201, response.text
     return response.json()["id"]

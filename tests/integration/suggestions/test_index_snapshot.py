@@ -1,0 +1,170 @@
+"""The suggestion index's snapshot on a real PostgreSQL: a master reads it back instead of the
+catalog, a worker taking that build over catches up with what changed after it was written,
+and a snapshot that may not stand in for the database (other code, another incarnation of
+the database, too old, from the database's future) is refused and replaced by a build."""
+
+from __future__ import annotations
+
+import logging
+import os
+from datetime import timedelta
+
+import numpy as np
+import pytest
+from sqlmodel import Session
+
+from market.app import create_app
+from market.platform.db import make_engine
+from market.platform.migrate import upgrade
+from market.platform.state import app_state
+from market.suggestions import services, snapshot
+from market.suggestions.services import IndexBuild, SuggestionService, build_before_fork
+from tests import two_nodes
+
+pytestmark = pytest.mark.postgres
+
+DATABASE = "sprig_index_snapshot"
+HOUR = 3600.0
+
+
+@pytest.fixture
+def catalog():
+    base_url = os.environ.get("SPRIG_TEST_POSTGRES_URL")
+    if not base_url:
+        pytest.skip("needs PostgreSQL (scripts/test-services.sh)")
+    url = two_nodes.fresh_database(base_url, DATABASE)
+    upgrade(url)
+    app = create_app({"database_url": url, "secret_key": "snapshot", "read_cache_seconds": 0})
+    author = two_nodes.make_actors(url)["author"].headers
+    engine = make_engine(url)
+    yield url, app.test_client(), author, engine
+    engine.dispose()
+    app_state(app).engine.dispose()
+    app_state(app).read_engine.dispose()
+
+
+def publish(client, author, word: str) -> int:
+    response = client.post("/api/v1/subagents", json=two_nodes.listing(word), headers=author)
+    assert response.status_code == 201, response.get_json()
+    return response.get_json()["id"]
+
+
+def master_build(engine, directory, max_age: float = HOUR) -> IndexBuild:
+    """What a gunicorn master hands its workers (``build_before_fork``)."""
+    build_before_fork(engine, str(directory), max_age)
+    built = services._inherited_build(engine)
+    assert built is not None and built.inherited
+    return built
+
+
+def found(index, word: str) -> set[int]:
+    """The listings that have ``word`` (a made-up one): others match only some trigrams."""
+    return {match.subagent_id for match in index.search(word, limit=20) if match.word_relevance}
+
+
+def ranked(index, query: str) -> list[tuple[int, float]]:
+    return [(m.subagent_id, round(m.relevance, 9)) for m in index.search(query, limit=20)]
+
+
+def same_arrays(first: IndexBuild, second: IndexBuild) -> bool:
+    a, b = first.index.to_arrays(), second.index.to_arrays()
+    return a.keys() == b.keys() and all(
+        a[name].dtype == b[name].dtype and np.array_equal(a[name], b[name]) for name in a
+    )
+
+
+def test_a_master_reads_the_snapshot_and_its_workers_catch_up_from_it(
+    catalog, tmp_path, caplog, monkeypatch
+):
+    _url, client, author, engine = catalog
+    kept, hidden = two_nodes.unique_word(), two_nodes.unique_word()
+    kept_id, hidden_id = publish(client, author, kept), publish(client, author, hidden)
+    with caplog.at_level(logging.INFO, logger="market.suggestions.services"):
+        first = master_build(engine, tmp_path)
+        assert "suggestion index built" in caplog.text
+        assert "snapshot written" in caplog.text
+        (written,) = tmp_path.glob("suggestions-*.npz")
+        caplog.clear()
+        second = master_build(engine, tmp_path)
+        assert "loaded from its snapshot" in caplog.text
+        assert "suggestion index built" not in caplog.text
+    # Read back, it is the build it was written from, marks included.
+    assert same_arrays(first, second)
+    assert second.indexed_at == first.indexed_at and second.watermark == first.watermark
+    assert (second.version_mark, second.versions_seen) == (first.version_mark, first.versions_seen)
+    assert found(second.index, kept) == {kept_id} and found(second.index, hidden) == {hidden_id}
+
+    # After it was written: a listing made private, then a publish. Without the few seconds
+    # of overlap kept for late commits, only the snapshot's own marks find the first.
+    monkeypatch.setattr(services, "CATCH_UP_OVERLAP", timedelta(0))
+    response = client.patch(
+        f"/api/v1/subagents/{hidden_id}", json={"visibility": "private"}, headers=author
+    )
+    assert response.status_code == 200, response.get_json()
+    late = two_nodes.unique_word()
+    late_id = publish(client, author, late)
+    build_before_fork(engine, str(tmp_path), HOUR)  # the next master, from the same snapshot
+    service = SuggestionService(engine)  # a worker: takes the master's build, then catches up
+    with Session(engine) as session:
+        service.catch_up(session)
+    assert found(service.index, late) == {late_id}
+    assert found(service.index, hidden) == set()
+    assert found(service.index, kept) == {kept_id}
+    # The same answers as a build read from the database now.
+    with Session(engine) as session:
+        fresh = IndexBuild.read(session).index
+    for word in (kept, hidden, late, "water tracker"):
+        assert ranked(service.index, word) == ranked(fresh, word)
+    assert written.exists()  # a snapshot read back is left as it was
+
+
+def test_a_snapshot_that_may_not_stand_in_for_the_database_is_rebuilt(
+    catalog, tmp_path, caplog, monkeypatch
+):
+    url, client, author, engine = catalog
+    word = two_nodes.unique_word()
+    subagent_id = publish(client, author, word)
+    master_build(engine, tmp_path)
+    path = snapshot.snapshot_path(str(tmp_path), services._database_of(engine))
+
+    def refused(reason: str, max_age: float = HOUR) -> IndexBuild:
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="market.suggestions.services"):
+            built = master_build(engine, tmp_path, max_age)
+        (refusal,) = [r.message for r in caplog.records if "snapshot not used" in r.message]
+        assert reason in refusal
+        assert "suggestion index built" in caplog.text
+        return built
+
+    # Too old for the configured age.
+    refused("hours old", max_age=0)
+    # Cut short (a disk that filled up under another writer), or not a snapshot at all.
+    whole = path.read_bytes()
+    path.write_bytes(whole[: len(whole) // 2])
+    refused("unreadable")
+    path.write_bytes(b"not a snapshot")
+    refused("unreadable")
+    # Written by other code: a changed featurizer would answer with features nobody asks for.
+    real = snapshot.code_fingerprint()
+    monkeypatch.setattr(snapshot, "code_fingerprint", lambda: "other code")
+    refused("written by other code")
+    monkeypatch.setattr(snapshot, "code_fingerprint", lambda: real)
+    # From the database's future (a restore of an older backup): marks ahead of the database.
+    with Session(engine) as session:
+        ahead = IndexBuild.read(session)
+        ahead.version_mark += 1000
+        ahead.save(path, snapshot.database_identity(session))
+    refused("newer than the database")
+    # Another incarnation of the database under the same URL: dropped, created and migrated
+    # again, with other rows under the same ids.
+    engine.dispose()
+    app_state(client.application).engine.dispose()
+    app_state(client.application).read_engine.dispose()
+    two_nodes.fresh_database(os.environ["SPRIG_TEST_POSTGRES_URL"], DATABASE)
+    upgrade(url)
+    author = two_nodes.make_actors(url)["author"].headers
+    other = two_nodes.unique_word()
+    other_id = publish(client, author, other)
+    rebuilt = refused("of another incarnation of the database")
+    assert found(rebuilt.index, other) == {other_id}
+    assert found(rebuilt.index, word) == set() or subagent_id == other_id
