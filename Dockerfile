@@ -17,7 +17,7 @@ WORKDIR /app
 # -c market/entrypoints/gunicorn_conf.py and `sprig db upgrade` uses migrations/.
 COPY . .
 RUN pip install . \
-    && install -d -o sprig -g sprig /app/var /app/var/exports
+    && install -d -o sprig -g sprig /app/var /app/var/exports /app/var/index
 
 USER sprig
 

@@ -35,6 +35,7 @@ from one request to the next.
 from __future__ import annotations
 
 import gc
+import inspect
 import json
 import logging
 import threading
@@ -184,6 +185,16 @@ _DOCUMENT_COLUMNS = (
 )
 
 
+def _build_statement():
+    """The rows a build indexes: the publicly listed sub-agents with their latest versions."""
+    return (
+        select(*_DOCUMENT_COLUMNS)
+        .join(Version, Version.id == SubAgent.latest_version_id)
+        .where(*_LISTED)
+        .order_by(SubAgent.id)
+    )
+
+
 def _document(row) -> SubAgentDocument:
     manifest = row.manifest or {}
     return SubAgentDocument(
@@ -223,12 +234,7 @@ class IndexBuild:
         # The build read these; one that commits late is found by the sweep.
         versions_seen = set(range(max(0, version_mark - VERSION_OVERLAP) + 1, version_mark + 1))
         watermark = session.execute(select(func.max(SubAgent.updated_at))).scalar()
-        rows = session.execute(
-            select(*_DOCUMENT_COLUMNS)
-            .join(Version, Version.id == SubAgent.latest_version_id)
-            .where(*_LISTED)
-            .order_by(SubAgent.id)
-        ).all()
+        rows = session.execute(_build_statement()).all()
         index = SuggestionIndex(_document(row) for row in rows)
         log.info(
             "suggestion index built: %d sub-agents in %.1fs",
@@ -249,7 +255,7 @@ class IndexBuild:
         ids = np.fromiter(self.indexed_at, np.int64, len(self.indexed_at))
         arrays = {f"index.{name}": array for name, array in self.index.to_arrays().items()}
         arrays.update(
-            fingerprint=np.array(snapshot.code_fingerprint()),
+            fingerprint=np.array(snapshot.code_fingerprint(_document_source())),
             identity=np.array(identity),
             database=np.array(self.database),
             written_at=np.array(time.time()),
@@ -323,11 +329,18 @@ class IndexBuild:
         return build
 
 
+def _document_source() -> str:
+    """What makes the index's documents of the catalog's rows: the rows a build reads and
+    ``_document`` (``snapshot.code_fingerprint``)."""
+    statement = _build_statement().compile(compile_kwargs={"literal_binds": True})
+    return f"{statement}\n{inspect.getsource(_document)}"
+
+
 def _refusal(
     stored, *, database, identity, age, max_age, newest_version, newest_change, watermark
 ) -> str | None:
     """Why a snapshot may not stand in for reading the database now, or None."""
-    if str(stored["fingerprint"]) != snapshot.code_fingerprint():
+    if str(stored["fingerprint"]) != snapshot.code_fingerprint(_document_source()):
         return "written by other code"
     if str(stored["database"]) != database:
         return "of another database"

@@ -10,8 +10,8 @@ build the master made hours before them.
 A snapshot is used only when all of these hold, else the master builds from the database
 (and writes a new snapshot):
 
-* it was written by the same code: a hash of the modules and packages that decide what the
-  index holds (``code_fingerprint``);
+* it was written by the same code: a hash of the modules, functions and packages that
+  decide what the index holds (``code_fingerprint``);
 * it describes this database: the PostgreSQL cluster's system identifier and timeline, the
   database's and the ``subagent`` table's OIDs (``database_identity``). A fresh cluster, a
   recreated database or table, a restore into another cluster, a point-in-time recovery or
@@ -42,14 +42,13 @@ from sqlmodel import Session
 
 SNAPSHOT_FORMAT = 1
 
-# What decides the index's contents: its featurizer and analyzers, the documents the service
-# makes of rows, and the dictionaries and libraries they read.
+# What decides the index's contents: its featurizer and analyzers, this file's format, the
+# dictionaries and libraries they read, and (given by the caller) how rows become documents.
 _INDEX_MODULES = (
     "evolution/text_index.py",
     "evolution/words.py",
     "evolution/lexicon.py",
     "evolution/scripts.py",
-    "market/suggestions/services.py",
     "market/suggestions/snapshot.py",
 )
 _INDEX_PACKAGES = (
@@ -64,8 +63,11 @@ _INDEX_PACKAGES = (
 _ROOT = Path(__file__).resolve().parent.parent.parent
 
 
-def code_fingerprint() -> str:
-    digest = hashlib.sha256(f"format {SNAPSHOT_FORMAT}".encode())
+def code_fingerprint(documents: str) -> str:
+    """A hash of the code that decides what an index holds; ``documents`` is the source of
+    what makes documents of the catalog's rows, so that a change elsewhere in a deploy keeps
+    the snapshot."""
+    digest = hashlib.sha256(f"format {SNAPSHOT_FORMAT}\n{documents}".encode())
     for module in _INDEX_MODULES:
         digest.update((_ROOT / module).read_bytes())
     for package in _INDEX_PACKAGES:

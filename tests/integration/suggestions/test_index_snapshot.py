@@ -145,10 +145,10 @@ def test_a_snapshot_that_may_not_stand_in_for_the_database_is_rebuilt(
     path.write_bytes(b"not a snapshot")
     refused("unreadable")
     # Written by other code: a changed featurizer would answer with features nobody asks for.
-    real = snapshot.code_fingerprint()
-    monkeypatch.setattr(snapshot, "code_fingerprint", lambda: "other code")
+    real = services._document
+    monkeypatch.setattr(services, "_document", lambda row: real(row))  # another source
     refused("written by other code")
-    monkeypatch.setattr(snapshot, "code_fingerprint", lambda: real)
+    monkeypatch.setattr(services, "_document", real)
     # From the database's future (a restore of an older backup): marks ahead of the database.
     with Session(engine) as session:
         ahead = IndexBuild.read(session)
