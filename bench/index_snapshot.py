@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import statistics
 import sys
@@ -149,6 +150,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-gunicorn", action="store_true", help="skip the end-to-end starts")
     args = parser.parse_args()
+    # The builds', snapshots' and refusals' own lines ("snapshot not used: ..."), as they go.
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     url = database_url_or_rerun_with_servers()
     n = args.subagents or (100_000 if args.quick else 1_000_000)
     rounds = args.rounds or (2 if args.quick else 3)

@@ -34,6 +34,7 @@ from one request to the next.
 
 from __future__ import annotations
 
+import functools
 import gc
 import inspect
 import json
@@ -329,9 +330,10 @@ class IndexBuild:
         return build
 
 
+@functools.cache
 def _document_source() -> str:
     """What makes the index's documents of the catalog's rows: the rows a build reads and
-    ``_document`` (``snapshot.code_fingerprint``)."""
+    ``_document`` (``snapshot.code_fingerprint``), as this process imported them."""
     statement = _build_statement().compile(compile_kwargs={"literal_binds": True})
     return f"{statement}\n{inspect.getsource(_document)}"
 

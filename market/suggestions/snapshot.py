@@ -29,6 +29,7 @@ snapshot: its catalogs are small and its server is not forked.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.metadata
 import os
@@ -67,7 +68,15 @@ def code_fingerprint(documents: str) -> str:
     """A hash of the code that decides what an index holds; ``documents`` is the source of
     what makes documents of the catalog's rows, so that a change elsewhere in a deploy keeps
     the snapshot."""
-    digest = hashlib.sha256(f"format {SNAPSHOT_FORMAT}\n{documents}".encode())
+    digest = hashlib.sha256(f"{_modules_fingerprint()}\n{documents}".encode())
+    return digest.hexdigest()
+
+
+@functools.cache
+def _modules_fingerprint() -> str:
+    """Read once per process, as it starts: files replaced on disk under a running server
+    (a deploy in place) are not the code it runs."""
+    digest = hashlib.sha256(f"format {SNAPSHOT_FORMAT}".encode())
     for module in _INDEX_MODULES:
         digest.update((_ROOT / module).read_bytes())
     for package in _INDEX_PACKAGES:

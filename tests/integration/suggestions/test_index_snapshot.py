@@ -145,10 +145,10 @@ def test_a_snapshot_that_may_not_stand_in_for_the_database_is_rebuilt(
     path.write_bytes(b"not a snapshot")
     refused("unreadable")
     # Written by other code: a changed featurizer would answer with features nobody asks for.
-    real = services._document
-    monkeypatch.setattr(services, "_document", lambda row: real(row))  # another source
+    real = services._document_source
+    monkeypatch.setattr(services, "_document_source", lambda: "documents made otherwise")
     refused("written by other code")
-    monkeypatch.setattr(services, "_document", real)
+    monkeypatch.setattr(services, "_document_source", real)
     # From the database's future (a restore of an older backup): marks ahead of the database.
     with Session(engine) as session:
         ahead = IndexBuild.read(session)
