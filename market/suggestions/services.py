@@ -590,18 +590,16 @@ class SuggestionService:
                 .where(id_in(session, SubAgent.id, chunk))
             ).all()
             with self._lock:  # read above without it; searches wait only for the update
-                found, listed = set(), []
-                for row in rows:
-                    found.add(row.id)
-                    if publicly_listed(row.visibility, row.status):
-                        listed.append(_document(row))
-                        self._indexed_at[row.id] = row.updated_at
-                    elif self._index.remove(row.id):
-                        self._indexed_at.pop(row.id, None)
-                self._index.add_many(listed)  # one segment rebuild for the lot, not one each
-                for missing in set(chunk) - found:
-                    self._index.remove(missing)
-                    self._indexed_at.pop(missing, None)
+                listed = [row for row in rows if publicly_listed(row.visibility, row.status)]
+                for row in listed:
+                    self._indexed_at[row.id] = row.updated_at
+                # Unlisted now, or gone: out of the index. Both calls take the lot at once (one
+                # segment rebuild, one pass over the postings), not one sub-agent at a time.
+                gone = set(chunk) - {row.id for row in listed}
+                self._index.remove_many(gone)
+                for subagent_id in gone:
+                    self._indexed_at.pop(subagent_id, None)
+                self._index.add_many([_document(row) for row in listed])
 
     # -- answering ------------------------------------------------------------------------
 

@@ -127,6 +127,39 @@ def test_removal_and_replacement():
     assert all(m.subagent_id != 4 for m in index.search("rested bed diary", limit=100))
 
 
+def test_removing_many_at_once_equals_one_at_a_time_and_never_adding_them():
+    documents = corpus(1500)  # several segments: the removed rows lie in each
+    gone = {d.subagent_id for d in documents[3:900:4]} | {10**9}  # and one never added
+    together, one_by_one = SuggestionIndex(), SuggestionIndex()
+    for start in range(0, len(documents), 300):  # grown as a server grows it: segments
+        together.add_many(documents[start : start + 300])
+        one_by_one.add_many(documents[start : start + 300])
+    assert together.segment_count > 1
+    assert together.remove_many(gone) == gone - {10**9}
+    for subagent_id in sorted(gone):
+        one_by_one.remove(subagent_id)
+    never = SuggestionIndex([d for d in documents if d.subagent_id not in gone])
+    features = np.arange(2 * N_GRAM_FEATURES)
+    assert np.array_equal(together.document_frequency(features), never.document_frequency(features))
+    assert np.array_equal(
+        one_by_one.document_frequency(features), never.document_frequency(features)
+    )
+    for query in ["garden coach", "water tracker", "mood diary"]:
+        assert ranked(together, query, limit=40) == ranked(never, query, limit=40)
+        assert ranked(one_by_one, query, limit=40) == ranked(never, query, limit=40)
+    # Replacing many at once (a catch-up's batch of new versions) gives back theirs too.
+    renamed = [
+        SubAgentDocument(d.subagent_id, f"Renamed {d.title}", d.summary, category=d.category)
+        for d in documents[1000:1400]
+    ]
+    together.add_many(renamed)
+    fresh = SuggestionIndex(
+        [d for d in documents if d.subagent_id not in gone and d not in documents[1000:1400]]
+        + renamed
+    )
+    assert np.array_equal(together.document_frequency(features), fresh.document_frequency(features))
+
+
 def test_compaction_after_many_removals_keeps_answers():
     documents = corpus(3000)
     index = SuggestionIndex(documents)
