@@ -350,8 +350,10 @@ def _refusal(
         return "of another incarnation of the database"
     if age > max_age:
         return f"{age / 3600:.1f} hours old"
-    behind = newest_change is None or newest_change < watermark if watermark else False
-    if int(stored["version_mark"]) > newest_version or behind:
+    # A database put back in time (a restore of an older backup) has not reached the marks.
+    if int(stored["version_mark"]) > newest_version:
+        return "newer than the database"
+    if watermark is not None and (newest_change is None or newest_change < watermark):
         return "newer than the database"
     return None
 

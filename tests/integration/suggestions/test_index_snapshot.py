@@ -155,6 +155,11 @@ def test_a_snapshot_that_may_not_stand_in_for_the_database_is_rebuilt(
         ahead.version_mark += 1000
         ahead.save(path, snapshot.database_identity(session))
     refused("newer than the database")
+    with Session(engine) as session:
+        ahead = IndexBuild.read(session)
+        ahead.watermark += timedelta(days=1)
+        ahead.save(path, snapshot.database_identity(session))
+    refused("newer than the database")
     # Another incarnation of the database under the same URL: dropped, created and migrated
     # again, with other rows under the same ids.
     engine.dispose()
