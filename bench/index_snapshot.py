@@ -97,7 +97,7 @@ def in_process(url: str, directory: str, rounds: int) -> dict:
                 built.save(path, identity)
                 write_seconds = time.perf_counter() - started
             started = time.perf_counter()
-            loaded = IndexBuild.load(path, session, max_age_seconds=86_400)
+            loaded = IndexBuild.load(path, session, identity, max_age_seconds=86_400)
             loads.append(time.perf_counter() - started)
             equal = equal and loaded is not None and same_build(built, loaded)
             del built, loaded
@@ -105,7 +105,8 @@ def in_process(url: str, directory: str, rounds: int) -> dict:
     def catch_up_seconds() -> tuple[float, int]:
         built = None
         with Session(engine) as session:
-            built = IndexBuild.load(path, session, max_age_seconds=86_400)
+            identity = snapshot.database_identity(session)
+            built = IndexBuild.load(path, session, identity, max_age_seconds=86_400)
         services._before_fork = built  # what a forked worker finds
         worker = SuggestionService(engine)
         started = time.perf_counter()

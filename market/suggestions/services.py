@@ -258,7 +258,6 @@ class IndexBuild:
         arrays.update(
             fingerprint=np.array(snapshot.code_fingerprint(_document_source())),
             identity=np.array(identity),
-            database=np.array(self.database),
             written_at=np.array(time.time()),
             indexed_ids=ids,
             indexed_at=_moments([self.indexed_at[i] for i in ids.tolist()]),
@@ -269,43 +268,38 @@ class IndexBuild:
         snapshot.write_arrays(path, arrays)
 
     @classmethod
-    def load(cls, path: Path, session: Session, max_age_seconds: float) -> IndexBuild | None:
-        """The build saved at ``path`` if it may stand in for reading this database now (see
-        ``market.suggestions.snapshot``), else None and the reason in the log. Its marks are
-        the snapshot's: each worker catches up from them before it answers. A file that
-        cannot be read (cut short, damaged, not ours to read) is refused like a stale one:
-        the master then builds, rather than leave every worker to build its own."""
+    def load(
+        cls, path: Path, session: Session, identity: str, max_age_seconds: float
+    ) -> IndexBuild | None:
+        """The build saved at ``path`` if it may stand in for reading this database now, whose
+        ``identity`` is ``snapshot.database_identity`` (see ``market.suggestions.snapshot``),
+        else None and the reason in the log. Its marks are the snapshot's: each worker catches
+        up from them before it answers. A file that cannot be read (cut short, damaged, not
+        ours to read) is refused like a stale one: the master then builds, rather than leave
+        every worker to build its own."""
         if not path.exists():
             return None
         try:
-            return cls._load(path, session, max_age_seconds)
+            with snapshot.open_arrays(path) as stored:
+                return cls._load(stored, session, identity, max_age_seconds)
         except snapshot.UNREADABLE as error:
             log.warning("suggestion index snapshot not used: unreadable (%r)", error)
             return None
 
     @classmethod
-    def _load(cls, path: Path, session: Session, max_age_seconds: float) -> IndexBuild | None:
-        stored = snapshot.read_arrays(path)
-        database, identity = _database_of(session.get_bind()), snapshot.database_identity(session)
+    def _load(cls, stored, session: Session, identity: str, max_age: float) -> IndexBuild | None:
         age = time.time() - float(stored["written_at"])
-        newest_version = session.execute(select(func.max(Version.id))).scalar() or 0
-        newest_change = session.execute(select(func.max(SubAgent.updated_at))).scalar()
-        watermark = _from_moments(stored["watermark"])
-        refusal = _refusal(
-            stored,
-            database=database,
-            identity=identity,
-            age=age,
-            max_age=max_age_seconds,
-            newest_version=newest_version,
-            newest_change=newest_change,
-            watermark=watermark[0] if watermark else None,
-        )
+        (watermark,) = _from_moments(stored["watermark"]) or [None]
+        refusal = _refusal(stored, session, identity=identity, age=age, max_age=max_age)
+        if refusal is None and watermark is not None:
+            newest_change = session.execute(select(func.max(SubAgent.updated_at))).scalar()
+            if newest_change is None or newest_change < watermark:
+                refusal = "newer than the database"
         if refusal:
             log.info("suggestion index snapshot not used: %s", refusal)
             return None
         index = SuggestionIndex.from_arrays(
-            {name[6:]: array for name, array in stored.items() if name.startswith("index.")}
+            {name[6:]: stored[name] for name in stored.files if name.startswith("index.")}
         )
         build = cls(
             index=index,
@@ -316,10 +310,10 @@ class IndexBuild:
                     strict=True,
                 )
             ),
-            watermark=watermark[0] if watermark else None,
+            watermark=watermark,
             version_mark=int(stored["version_mark"]),
             versions_seen=set(stored["versions_seen"].tolist()),
-            database=database,
+            database=_database_of(session.get_bind()),
             inherited=True,
         )
         log.info(
@@ -338,22 +332,19 @@ def _document_source() -> str:
     return f"{statement}\n{inspect.getsource(_document)}"
 
 
-def _refusal(
-    stored, *, database, identity, age, max_age, newest_version, newest_change, watermark
-) -> str | None:
-    """Why a snapshot may not stand in for reading the database now, or None."""
+def _refusal(stored, session: Session, *, identity: str, age: float, max_age: float) -> str | None:
+    """Why a snapshot may not stand in for reading the database now, or None (the watermark
+    is checked by the caller, which has read it)."""
     if str(stored["fingerprint"]) != snapshot.code_fingerprint(_document_source()):
         return "written by other code"
-    if str(stored["database"]) != database:
-        return "of another database"
+    # The cluster, timeline, database and table: another database is another identity too.
     if str(stored["identity"]) != identity:
         return "of another incarnation of the database"
     if age > max_age:
         return f"{age / 3600:.1f} hours old"
     # A database put back in time (a restore of an older backup) has not reached the marks.
+    newest_version = session.execute(select(func.max(Version.id))).scalar() or 0
     if int(stored["version_mark"]) > newest_version:
-        return "newer than the database"
-    if watermark is not None and (newest_change is None or newest_change < watermark):
         return "newer than the database"
     return None
 
@@ -397,7 +388,7 @@ def build_before_fork(
         path = snapshot.snapshot_path(snapshot_directory, _database_of(engine))
         built = None
         if identity is not None:
-            built = IndexBuild.load(path, session, snapshot_max_age_seconds)
+            built = IndexBuild.load(path, session, identity, snapshot_max_age_seconds)
         if built is None:
             built = IndexBuild.read(session)
             if identity is not None:

@@ -127,6 +127,7 @@ def write_arrays(path: Path, arrays: dict[str, np.ndarray]) -> None:
 UNREADABLE = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile)
 
 
-def read_arrays(path: Path) -> dict[str, np.ndarray]:
-    with np.load(path, allow_pickle=False) as stored:
-        return {name: stored[name] for name in stored.files}
+def open_arrays(path: Path) -> np.lib.npyio.NpzFile:
+    """The stored arrays, each read from the file only when asked for: the checks read a few
+    small ones, and a refused snapshot costs no read of the index's hundreds of MB."""
+    return np.load(path, allow_pickle=False)
