@@ -12,7 +12,17 @@ from __future__ import annotations
 import uuid
 from datetime import date, datetime
 
-from sqlalchemy import JSON, BigInteger, Column, Date, DateTime, Index, UniqueConstraint, text
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Column,
+    Date,
+    DateTime,
+    Index,
+    PrimaryKeyConstraint,
+    UniqueConstraint,
+    text,
+)
 from sqlmodel import Field, SQLModel
 
 from market.platform.time import timestamp_field
@@ -100,6 +110,14 @@ class RollupDirty(SQLModel, table=True):
 
 class DailyStats(SQLModel, table=True):
     __tablename__ = "daily_stats"
+    __table_args__ = (
+        # The key's index carries active_users: the fork tree sums 30 days of it for every node
+        # it draws, and reads that from the index alone. A node's days were written by 30
+        # different days' rollups, so read from the table they cost a page each.
+        PrimaryKeyConstraint(
+            "subagent_id", "day", name="daily_stats_pkey", postgresql_include=["active_users"]
+        ),
+    )
 
     subagent_id: int = Field(foreign_key="subagent.id", primary_key=True)
     day: date = Field(sa_column=Column(Date, primary_key=True))

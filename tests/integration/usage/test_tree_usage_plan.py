@@ -1,0 +1,78 @@
+"""The fork tree's 30-day active users come from the key's index alone (migration 0017).
+
+The tree sizes each node it draws by its average daily users over 30 days, a sum of 30
+``daily_stats`` rows per node. Each of those rows was written by a different day's rollup, so
+reading them from the table costs a page each: at a million sub-agents, 4.7 ms of the tree
+page's 24. The primary key's index carries ``active_users``, so PostgreSQL's plan for the
+statement ``average_daily_users`` sends must be an index-only scan. Sequential and bitmap scans
+are turned off for the check: on a test's few rows the planner would rightly read the table.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import event, text
+
+from market.catalog.models import SubAgent
+from market.platform.db import session_scope
+from market.platform.time import utcnow
+from market.usage import queries as figures
+from market.usage.models import DailyStats
+from tests.factories import make_user
+
+
+def _plan_nodes(node: dict):
+    yield node
+    for child in node.get("Plans", []):
+        yield from _plan_nodes(child)
+
+
+def test_the_trees_active_users_are_summed_from_the_key_index_alone(engine, backend):
+    if backend != "postgresql":
+        pytest.skip("the plan is PostgreSQL's")
+    author = make_user(engine, "maker")
+    today = utcnow().date()
+    with session_scope(engine) as session:
+        nodes = [
+            SubAgent(title=f"Tool {i}", category="diet", author_id=author.id, dedupe_key=f"k{i}")
+            for i in range(6)
+        ]
+        session.add_all(nodes)
+        session.flush()
+        ids = [node.id for node in nodes]
+        for number, node_id in enumerate(ids):
+            for back in range(40):  # ten days fall outside the 30-day window
+                day = today - timedelta(days=back)
+                session.add(
+                    DailyStats(subagent_id=node_id, day=day, active_users=number + 1, opens=9)
+                )
+    sent: list[tuple[str, dict]] = []
+
+    def remember(_conn, _cursor, statement, parameters, _context, _many):
+        if "FROM daily_stats" in statement:
+            sent.append((statement, parameters))
+
+    with session_scope(engine) as session:
+        event.listen(engine, "before_cursor_execute", remember)
+        try:
+            active = figures.average_daily_users(session, ids)
+        finally:
+            event.remove(engine, "before_cursor_execute", remember)
+        # 30 days of (number + 1) users a day, averaged over the 30 days.
+        assert active == {node_id: number + 1 for number, node_id in enumerate(ids)}
+        (statement, parameters), *_ = sent
+        session.execute(text("SET LOCAL enable_seqscan = off"))
+        session.execute(text("SET LOCAL enable_bitmapscan = off"))
+        session.execute(text("ANALYZE daily_stats"))
+        raw = (
+            session.connection()
+            .exec_driver_sql("EXPLAIN (FORMAT JSON) " + statement, parameters)
+            .scalar_one()
+        )
+    plan = raw if isinstance(raw, list) else json.loads(raw)
+    scans = [n for n in _plan_nodes(plan[0]["Plan"]) if n.get("Relation Name") == "daily_stats"]
+    assert [scan["Node Type"] for scan in scans] == ["Index Only Scan"], scans
+    assert scans[0]["Index Name"] == "daily_stats_pkey"
