@@ -9,8 +9,6 @@ the planner would rightly prefer reading the table.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from sqlalchemy import event, text
 
@@ -19,16 +17,11 @@ from market.catalog.models import SubAgent
 from market.identity.tokens import ANONYMOUS
 from market.platform.db import session_scope
 from tests.factories import make_user
+from tests.query_plans import plan_nodes
 
 
 def _no_matcher(_text, _category, _limit):
     return []
-
-
-def _plan_nodes(node: dict):
-    yield node
-    for child in node.get("Plans", []):
-        yield from _plan_nodes(child)
 
 
 @pytest.mark.parametrize("sort", ["new", "installs"])
@@ -77,13 +70,7 @@ def test_a_category_page_is_read_in_order_from_a_category_index(engine, backend,
         session.execute(text("SET LOCAL enable_seqscan = off"))
         session.execute(text("SET LOCAL enable_sort = off"))
         session.execute(text("ANALYZE subagent"))
-        raw = (
-            session.connection()
-            .exec_driver_sql("EXPLAIN (FORMAT JSON) " + statement, parameters)
-            .scalar_one()
-        )
-    plan = raw if isinstance(raw, list) else json.loads(raw)
-    nodes = list(_plan_nodes(plan[0]["Plan"]))
+        nodes = plan_nodes(session, statement, parameters)
     scans = [n for n in nodes if n.get("Relation Name") == "subagent"]
     assert scans and all("category" in scan.get("Index Cond", "") for scan in scans), scans
     assert not [n for n in nodes if n["Node Type"] in ("Sort", "Incremental Sort")], nodes

@@ -10,7 +10,6 @@ are turned off for the check: on a test's few rows the planner would rightly rea
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 
 import pytest
@@ -22,12 +21,7 @@ from market.platform.time import utcnow
 from market.usage import queries as figures
 from market.usage.models import DailyStats
 from tests.factories import make_user
-
-
-def _plan_nodes(node: dict):
-    yield node
-    for child in node.get("Plans", []):
-        yield from _plan_nodes(child)
+from tests.query_plans import plan_nodes
 
 
 def test_the_trees_active_users_are_summed_from_the_key_index_alone(engine, backend):
@@ -67,12 +61,7 @@ def test_the_trees_active_users_are_summed_from_the_key_index_alone(engine, back
         session.execute(text("SET LOCAL enable_seqscan = off"))
         session.execute(text("SET LOCAL enable_bitmapscan = off"))
         session.execute(text("ANALYZE daily_stats"))
-        raw = (
-            session.connection()
-            .exec_driver_sql("EXPLAIN (FORMAT JSON) " + statement, parameters)
-            .scalar_one()
-        )
-    plan = raw if isinstance(raw, list) else json.loads(raw)
-    scans = [n for n in _plan_nodes(plan[0]["Plan"]) if n.get("Relation Name") == "daily_stats"]
+        nodes = plan_nodes(session, statement, parameters)
+    scans = [n for n in nodes if n.get("Relation Name") == "daily_stats"]
     assert [scan["Node Type"] for scan in scans] == ["Index Only Scan"], scans
     assert scans[0]["Index Name"] == "daily_stats_pkey"
