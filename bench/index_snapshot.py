@@ -9,9 +9,13 @@ Loads the catalog bench's synthetic forest into PostgreSQL (COPY), then:
    are compared array by array and on a set of searches;
 2. a worker's catch-up from the loaded build (what it reads before its first answer), with
    nothing changed since, and with 1% of the catalog's listings edited since;
-3. end to end, gunicorn (2 workers) started twice on the same database: first with no
-   snapshot (the master builds and writes it), then again (the master reads it back); each
-   "ready" is the time from start until a worker answers.
+3. end to end, gunicorn (2 workers) started four times on the same database: with no
+   snapshot (the master builds and writes it); again (the master reads it back); after 1% of
+   the listings were edited (the master reads it back, catches it up once for its workers and
+   writes it back); and again (from that). Each start reports "ready", the time from start
+   until a worker answers, and "searched", until both workers have answered a search (a
+   worker answers none before its index has caught up), and the PSS of master and workers
+   together once they have.
 
 Prints a table and, last, one JSON line. Times are medians; the ratio is load / build of the
 same round's pair.
@@ -22,6 +26,7 @@ same round's pair.
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import logging
 import os
@@ -35,7 +40,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.catalog import free_port, load_forest, start_gunicorn, stop_gunicorn  # noqa: E402
-from bench.servers import database_url_or_rerun_with_servers  # noqa: E402
+from bench.servers import (  # noqa: E402
+    database_url_or_rerun_with_servers,
+    live_children,
+    memory_mib,
+)
 
 QUERIES = ["water tracker", "sleep diary", "budget planner", "yoga coach", "喝水", "家計簿"]
 
@@ -132,15 +141,49 @@ def in_process(url: str, directory: str, rounds: int) -> dict:
     }
 
 
-def gunicorn_ready(url: str, directory: str, subagents: int) -> dict:
+def searched_by_every_worker(port: int, log: Path, workers: int, deadline: float) -> None:
+    """Search (a new connection each time, so either worker may take it) until ``workers``
+    distinct processes have answered one, as the server's access lines in ``log`` say."""
+    answered: set[int] = set()
+    while len(answered) < workers:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"searches answered by {len(answered)} of {workers} workers")
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+        connection.request("GET", "/api/v1/subagents?q=water+tracker&limit=5")
+        connection.getresponse().read()
+        connection.close()
+        for line in log.read_text(errors="replace").splitlines():
+            if line.startswith("{"):
+                record = json.loads(line)
+                if record.get("route") == "/api/v1/subagents" and record.get("status") == 200:
+                    answered.add(record["process"])
+
+
+def gunicorn_starts(url: str, directory: str, subagents: int) -> dict:
     os.environ["SPRIG_INDEX_SNAPSHOT_DIR"] = directory
-    ready = {}
-    for name in ("no snapshot (build, then write)", "from the snapshot"):
+    starts = {}
+    edited = 0
+    for name in (
+        "no snapshot (build, then write)",
+        "from the snapshot",
+        "from the snapshot, 1% edited since",
+        "from the snapshot written back",
+    ):
+        if "edited" in name:
+            edited = edit_listings(url, 0.01)
+        log = Path(directory) / f"start-{len(starts)}.log"
+        os.environ["SPRIG_BENCH_STDOUT"] = str(log)  # the server's log lines, to read back
         started = time.perf_counter()
-        server = start_gunicorn(url, free_port(), 2, 8, 0, startup_seconds=180 + subagents / 2000)
-        ready[name] = time.perf_counter() - started
+        port = free_port()
+        allowance = 180 + subagents / 2000
+        server = start_gunicorn(url, port, 2, 8, 0, startup_seconds=allowance)
+        ready = time.perf_counter() - started
+        searched_by_every_worker(port, log, 2, time.monotonic() + allowance)
+        searched = time.perf_counter() - started
+        pss = sum(memory_mib(pid)["pss"] for pid in [server.pid, *live_children(server.pid)])
         stop_gunicorn(server)
-    return ready
+        starts[name] = {"ready": ready, "searched": searched, "pss_mib": pss}
+    return {"starts": starts, "edited": edited}
 
 
 def main() -> None:
@@ -150,6 +193,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-gunicorn", action="store_true", help="skip the end-to-end starts")
+    parser.add_argument("--no-in-process", action="store_true", help="only the end-to-end starts")
     args = parser.parse_args()
     # The builds', snapshots' and refusals' own lines ("snapshot not used: ..."), as they go.
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
@@ -158,39 +202,55 @@ def main() -> None:
     rounds = args.rounds or (2 if args.quick else 3)
 
     forest = load_forest(url, n, args.seed)
-    with tempfile.TemporaryDirectory(prefix="sprig-index-") as directory:
-        figures = in_process(url, directory, rounds)
-    ready = {}
-    if not args.no_gunicorn:
-        forest = load_forest(url, n, args.seed)  # the edits undone: the same catalog as above
+    figures = {}
+    if not args.no_in_process:
         with tempfile.TemporaryDirectory(prefix="sprig-index-") as directory:
-            ready = gunicorn_ready(url, directory, n)
+            figures = in_process(url, directory, rounds)
+    gunicorn = {"starts": {}, "edited": 0}
+    if not args.no_gunicorn:
+        if figures:
+            forest = load_forest(url, n, args.seed)  # the edits undone: the same catalog
+        with tempfile.TemporaryDirectory(prefix="sprig-index-") as directory:
+            gunicorn = gunicorn_starts(url, directory, n)
 
     median = statistics.median
     print(
         f"\nindex snapshot bench: {n:,} sub-agents ({forest['roots']:,} roots), PostgreSQL, "
         f"{rounds} alternated rounds in process; loaded in {forest['load_seconds']}s\n"
     )
-    rows = [
-        ("build from the database (median)", median(figures["build_seconds"])),
-        ("read back from the snapshot (median)", median(figures["load_seconds"])),
-        ("snapshot written once", figures["write_seconds"]),
-        ("worker catch-up, nothing changed", figures["catch_up_unchanged_seconds"]),
-        (
-            f"worker catch-up, {figures['edited']:,} listings edited",
-            figures["catch_up_edited_seconds"],
-        ),
-        *((f"gunicorn ready, {name}", seconds) for name, seconds in ready.items()),
-    ]
-    for name, seconds in rows:
-        print(f"{name:<52} {seconds:9.2f} s")
-    ratios = figures["ratios"]
-    print(
-        f"\nread back / build: median {median(ratios):.3f} (rounds: "
-        f"{', '.join(f'{r:.3f}' for r in ratios)}); snapshot {figures['snapshot_mib']:,.0f} MiB; "
-        f"read back equals the build (arrays, marks, {len(QUERIES)} searches): "
-        f"{'yes' if figures['equal'] else 'NO'}; the catch-up re-read {figures['reread']:,}"
-    )
+    summary = {}
+    if figures:
+        rows = [
+            ("build from the database (median)", median(figures["build_seconds"])),
+            ("read back from the snapshot (median)", median(figures["load_seconds"])),
+            ("snapshot written once", figures["write_seconds"]),
+            ("worker catch-up, nothing changed", figures["catch_up_unchanged_seconds"]),
+            (
+                f"worker catch-up, {figures['edited']:,} listings edited",
+                figures["catch_up_edited_seconds"],
+            ),
+        ]
+        for name, seconds in rows:
+            print(f"{name:<52} {seconds:9.2f} s")
+        ratios = figures["ratios"]
+        summary["ratio_median"] = median(ratios)
+        print(
+            f"\nread back / build: median {median(ratios):.3f} (rounds: "
+            f"{', '.join(f'{r:.3f}' for r in ratios)}); snapshot "
+            f"{figures['snapshot_mib']:,.0f} MiB; read back equals the build (arrays, marks, "
+            f"{len(QUERIES)} searches): {'yes' if figures['equal'] else 'NO'}; the catch-up "
+            f"re-read {figures['reread']:,}"
+        )
+    if gunicorn["starts"]:
+        print(
+            f"\ngunicorn, 2 workers ({gunicorn['edited']:,} listings edited before the third)"
+            f"\n{'start':<40} {'ready':>8} {'searched':>9} {'PSS, all':>10}"
+        )
+        for name, start in gunicorn["starts"].items():
+            print(
+                f"{name:<40} {start['ready']:7.1f}s {start['searched']:8.1f}s "
+                f"{start['pss_mib']:6,.0f} MiB"
+            )
     print(
         json.dumps(
             {
@@ -198,12 +258,12 @@ def main() -> None:
                 "subagents": n,
                 "rounds": rounds,
                 **figures,
-                "ratio_median": median(ratios),
-                "gunicorn_ready_seconds": ready,
+                **summary,
+                "gunicorn": gunicorn,
             }
         )
     )
-    if not figures["equal"]:
+    if figures and not figures["equal"]:
         sys.exit(1)
 
 

@@ -223,6 +223,7 @@ class IndexBuild:
     versions_seen: set[int]
     database: str  # the engine URL it was read through
     inherited: bool = False
+    written_at: float | None = None  # time.time() its snapshot was written, if loaded from one
 
     @classmethod
     def read(cls, session: Session) -> IndexBuild:
@@ -315,6 +316,7 @@ class IndexBuild:
             versions_seen=set(stored["versions_seen"].tolist()),
             database=_database_of(session.get_bind()),
             inherited=True,
+            written_at=float(stored["written_at"]),
         )
         log.info(
             "suggestion index loaded from its snapshot: %d sub-agents, %.1f hours old",
@@ -370,7 +372,10 @@ _before_fork_lock = threading.Lock()
 
 
 def build_before_fork(
-    engine, snapshot_directory: str = "", snapshot_max_age_seconds: float = 0
+    engine,
+    snapshot_directory: str = "",
+    snapshot_max_age_seconds: float = 0,
+    run_writer: Callable[[Callable[[], None]], None] | None = None,
 ) -> None:
     """Build the index once, in the gunicorn master, for every worker it forks: from its
     snapshot in ``snapshot_directory`` when one may stand in for the database, else from the
@@ -381,8 +386,12 @@ def build_before_fork(
     was done. Built here, a worker forked later starts with it: the arrays are shared
     copy-on-write (a worker's pages are copied only where its updates write), and the first
     catch-up reads what changed since. ``gc.freeze`` keeps the collector from walking, and so
-    touching, the shared objects in every child."""
+    touching, the shared objects in every child.
+
+    ``run_writer`` runs the snapshot's writing (a callable), by default here and now; the
+    gunicorn master gives it to a child process, so that writing does not delay serving."""
     global _before_fork
+    run_writer = run_writer or _now
     with Session(engine) as session:
         identity = snapshot.database_identity(session) if snapshot_directory else None
         path = snapshot.snapshot_path(snapshot_directory, _database_of(engine))
@@ -392,11 +401,53 @@ def build_before_fork(
         if built is None:
             built = IndexBuild.read(session)
             if identity is not None:
-                _save_snapshot(built, path, identity)
+                run_writer(functools.partial(_save_snapshot, built, path, identity))
+    if built.written_at is not None:
+        try:
+            built = _caught_up(engine, built, path, identity, snapshot_max_age_seconds, run_writer)
+        except Exception:
+            # The catch-up moved its service's marks, not the loaded build's: each worker
+            # catches up from those, re-reading (and re-applying) whatever was half done.
+            log.exception("suggestion index not caught up before forking; each worker will")
     built.inherited = True
     with _before_fork_lock:
         _before_fork = built
     gc.freeze()
+
+
+def _now(task: Callable[[], None]) -> None:
+    task()
+
+
+def _caught_up(
+    engine,
+    loaded: IndexBuild,
+    path: Path,
+    identity: str,
+    max_age_seconds: float,
+    run_writer: Callable[[Callable[[], None]], None],
+) -> IndexBuild:
+    """``loaded`` (from the snapshot) caught up with the database here, once, rather than by
+    each worker: the workers share the caught-up arrays copy-on-write, where each worker's
+    own catch-up wrote (and so copied) the segments it changed, and each spent the time
+    (10,000 edited listings: 7 s at a million sub-agents) before answering a search. The
+    caught-up build is written back when the catch-up changed anything, or when the snapshot
+    is past half its age limit: the next master then starts from here, and a snapshot kept
+    up so is never refused for its age while its masters restart."""
+    service = SuggestionService(engine)
+    service.adopt(loaded)
+    started = time.perf_counter()
+    with Session(engine) as session:
+        changed = service.catch_up(session)
+    built = service.as_build()
+    log.info(
+        "suggestion index caught up with the database: %d sub-agents in %.1fs",
+        changed,
+        time.perf_counter() - started,
+    )
+    if changed or time.time() - loaded.written_at > max_age_seconds / 2:
+        run_writer(functools.partial(_save_snapshot, built, path, identity))
+    return built
 
 
 def _save_snapshot(built: IndexBuild, path: Path, identity: str) -> None:
@@ -468,16 +519,32 @@ class SuggestionService:
     def _build(self, session: Session) -> bool:
         """Take over the master's build or read one; whether it was taken over."""
         built = _inherited_build(self._engine) or IndexBuild.read(session)
+        self.adopt(built)
+        return built.inherited
+
+    def adopt(self, built: IndexBuild) -> None:
+        """Serve ``built``: one read just now is current; one inherited (from the gunicorn
+        master, or a snapshot) may be hours old, and until a catch-up has swept what changed
+        since, no request is answered."""
         self._index = built.index
         self._indexed_at = built.indexed_at
         self._watermark = built.watermark
         self._version_mark = built.version_mark
         self._versions_seen = built.versions_seen
         self._checked_at = self._swept_at = time.monotonic()
-        # A build read just now is current; one inherited from the gunicorn master may be
-        # hours old: until a catch-up sweeps what changed since, no request is answered.
         self._behind = built.inherited
-        return built.inherited
+
+    def as_build(self) -> IndexBuild:
+        """The index served and its marks, as a build a catch-up can start from."""
+        with self._lock:
+            return IndexBuild(
+                index=self._index,
+                indexed_at=self._indexed_at,
+                watermark=self._watermark,
+                version_mark=self._version_mark,
+                versions_seen=self._versions_seen,
+                database=_database_of(self._engine),
+            )
 
     def _due(self, listening: bool) -> bool:
         """Whether to look for new versions although no change was announced: every

@@ -4,8 +4,8 @@ At a million sub-agents the master reads and featurizes the catalog for three to
 before it forks a worker (``build_before_fork``), and a host serves nothing meanwhile: every
 deploy, and every restart after a crash. After a build the master writes the index and the
 marks it was built to (``IndexBuild.save``); the next master reads them back
-(``IndexBuild.load``) and its workers catch up from those marks, as they already do from a
-build the master made hours before them.
+(``IndexBuild.load``), catches up from those marks with what changed since, and hands its
+workers the result (writing it back, in a child process, when anything changed).
 
 A snapshot is used only when all of these hold, else the master builds from the database
 (and writes a new snapshot):
@@ -18,8 +18,9 @@ A snapshot is used only when all of these hold, else the master builds from the 
   a promoted replica each change one of them;
 * the database is not behind it (its newest version id and ``updated_at`` are at least the
   snapshot's marks), so a database put back in time never meets an index from its future;
-* it is younger than ``index_snapshot_max_age_hours``: what changed since is re-read by every
-  worker when it starts, so an old snapshot costs each worker that much more.
+* it is younger than ``index_snapshot_max_age_hours``: what changed since is re-read before
+  the master forks, so an old snapshot delays serving that much more. A master writes its
+  snapshot back once past half that age, so one whose masters restart stays young.
 
 The file holds NumPy arrays only (``numpy.load`` with ``allow_pickle=False``): hashed features,
 ids, categories and permission names of public listings, nothing a person wrote in a form a

@@ -126,8 +126,9 @@ def test_a_restarted_master_serves_from_the_snapshot_and_what_changed_since(serv
 
     first = gunicorn_server.start(settings, log_path, workers=2, startup_seconds=120)
     try:
-        messages = [r["message"] for r in log_records(first)]
-        assert any("suggestion index snapshot written" in m for m in messages), first.log_tail()
+        # Written by a child of the master, not the master: serving did not wait for it.
+        (writer,) = snapshot_writers(first)
+        assert writer not in {first.process.pid, *gunicorn_server.children(first.process.pid)}
         # While it runs, after its snapshot: a publish, and a listing made private.
         late_word = two_nodes.unique_word()
         late = two_nodes.publish(first.base, author, late_word)
@@ -141,12 +142,30 @@ def test_a_restarted_master_serves_from_the_snapshot_and_what_changed_since(serv
         loads = [r for r in records if "loaded from its snapshot" in r["message"]]
         assert [r["process"] for r in loads] == [again.process.pid], again.log_tail()
         assert not [r for r in records if "suggestion index built" in r["message"]]
+        # The master caught up with both changes before forking, and wrote that back.
+        caught = [r for r in records if "caught up with the database" in r["message"]]
+        assert [r["process"] for r in caught] == [again.process.pid], again.log_tail()
+        assert "2 sub-agents" in caught[0]["message"], again.log_tail()
+        (writer,) = snapshot_writers(again)
+        assert writer not in {again.process.pid, *gunicorn_server.children(again.process.pid)}
         for _ in range(6):  # new connections: either worker may answer
             assert found_by_search(again.base, early_word, early)
             assert found_by_search(again.base, late_word, late)
             assert not found_by_search(again.base, hidden_word, hidden)
     finally:
         gunicorn_server.stop(again)
+
+
+def snapshot_writers(server: gunicorn_server.Gunicorn) -> list[int]:
+    """The processes that logged writing the index snapshot, once one has (it is written in
+    the background while the server serves)."""
+    deadline = time.monotonic() + 60
+    while True:
+        writers = [r["process"] for r in log_records(server) if "snapshot written" in r["message"]]
+        if writers or time.monotonic() > deadline:
+            assert writers, server.log_tail()
+            return writers
+        time.sleep(0.1)
 
 
 def _publish_directly(url: str, actors: dict, word: str) -> int:

@@ -1,7 +1,8 @@
 """The suggestion index's snapshot on a real PostgreSQL: a master reads it back instead of the
-catalog, a worker taking that build over catches up with what changed after it was written,
-and a snapshot that may not stand in for the database (other code, another incarnation of
-the database, too old, from the database's future) is refused and replaced by a build."""
+catalog and catches it up with what changed after it was written (writing it back, so the next
+master starts from there), its workers take that build over, and a snapshot that may not stand
+in for the database (other code, another incarnation of the database, too old, from the
+database's future) is refused and replaced by a build."""
 
 from __future__ import annotations
 
@@ -94,6 +95,11 @@ def test_a_master_reads_the_snapshot_and_its_workers_catch_up_from_it(
     assert (second.version_mark, second.versions_seen) == (first.version_mark, first.versions_seen)
     assert found(second.index, kept) == {kept_id} and found(second.index, hidden) == {hidden_id}
 
+    # Nothing changed since it was written, and it is young: it is left as it was.
+    assert "caught up with the database: 0 sub-agents" in caplog.text
+    assert "snapshot written" not in caplog.text
+    assert written.exists()
+
     # After it was written: a listing made private, then a publish. Without the few seconds
     # of overlap kept for late commits, only the snapshot's own marks find the first.
     monkeypatch.setattr(services, "CATCH_UP_OVERLAP", timedelta(0))
@@ -103,19 +109,89 @@ def test_a_master_reads_the_snapshot_and_its_workers_catch_up_from_it(
     assert response.status_code == 200, response.get_json()
     late = two_nodes.unique_word()
     late_id = publish(client, author, late)
-    build_before_fork(engine, str(tmp_path), HOUR)  # the next master, from the same snapshot
-    service = SuggestionService(engine)  # a worker: takes the master's build, then catches up
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="market.suggestions.services"):
+        third = master_build(engine, tmp_path)  # the next master, from the same snapshot
+    # The master caught up itself, once for all its workers, and wrote the result back.
+    assert "caught up with the database: 2 sub-agents" in caplog.text
+    assert "snapshot written" in caplog.text
+    assert found(third.index, late) == {late_id}
+    assert found(third.index, hidden) == set()
+    assert found(third.index, kept) == {kept_id}
+    services._before_fork = third
+    service = SuggestionService(engine)  # a worker: takes the master's build over
     with Session(engine) as session:
-        service.catch_up(session)
-    assert found(service.index, late) == {late_id}
-    assert found(service.index, hidden) == set()
-    assert found(service.index, kept) == {kept_id}
-    # The same answers as a build read from the database now.
+        assert service.catch_up(session) == 0  # nothing left for it to read
+    # The same answers as a build read from the database now, from the worker and from the
+    # snapshot the next master reads.
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="market.suggestions.services"):
+        fourth = master_build(engine, tmp_path)
+    assert "loaded from its snapshot" in caplog.text
+    assert "caught up with the database: 0 sub-agents" in caplog.text
     with Session(engine) as session:
         fresh = IndexBuild.read(session).index
     for word in (kept, hidden, late, "water tracker"):
         assert ranked(service.index, word) == ranked(fresh, word)
-    assert written.exists()  # a snapshot read back is left as it was
+        assert ranked(fourth.index, word) == ranked(fresh, word)
+
+
+def test_a_snapshot_past_half_its_age_is_written_again_though_nothing_changed(
+    catalog, tmp_path, caplog, monkeypatch
+):
+    _url, client, author, engine = catalog
+    word = two_nodes.unique_word()
+    subagent_id = publish(client, author, word)
+    master_build(engine, tmp_path)
+    (written,) = tmp_path.glob("suggestions-*.npz")
+    before = written.stat().st_mtime_ns
+    now = services.time.time
+    monkeypatch.setattr(services.time, "time", lambda: now() + 0.6 * HOUR)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="market.suggestions.services"):
+        built = master_build(engine, tmp_path, max_age=HOUR)
+    assert "loaded from its snapshot" in caplog.text
+    assert "caught up with the database: 0 sub-agents" in caplog.text
+    assert "snapshot written" in caplog.text
+    assert written.stat().st_mtime_ns != before
+    assert found(built.index, word) == {subagent_id}
+    # Read back an hour later still, it is 0.4 hours old, not 1.0: it stands in.
+    monkeypatch.setattr(services.time, "time", lambda: now() + 1.0 * HOUR)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="market.suggestions.services"):
+        master_build(engine, tmp_path, max_age=HOUR)
+    assert "loaded from its snapshot" in caplog.text
+    assert "snapshot not used" not in caplog.text
+
+
+def test_a_master_whose_catch_up_fails_hands_its_workers_the_snapshot_to_catch_up_from(
+    catalog, tmp_path, caplog, monkeypatch
+):
+    _url, client, author, engine = catalog
+    early = two_nodes.unique_word()
+    early_id = publish(client, author, early)
+    master_build(engine, tmp_path)
+    late = two_nodes.unique_word()
+    late_id = publish(client, author, late)
+
+    def unreachable(self, session, force=False):
+        raise ConnectionError("the database went away")
+
+    real = SuggestionService.catch_up
+    monkeypatch.setattr(SuggestionService, "catch_up", unreachable)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="market.suggestions.services"):
+        built = master_build(engine, tmp_path)
+    assert "not caught up before forking" in caplog.text
+    assert "suggestion index built" not in caplog.text
+    assert found(built.index, late) == set()  # the snapshot as it was
+    monkeypatch.setattr(SuggestionService, "catch_up", real)
+    services._before_fork = built
+    service = SuggestionService(engine)  # a worker: takes it over and catches up itself
+    with Session(engine) as session:
+        assert service.catch_up(session) >= 1
+    assert found(service.index, late) == {late_id}
+    assert found(service.index, early) == {early_id}
 
 
 def test_a_snapshot_that_may_not_stand_in_for_the_database_is_rebuilt(
