@@ -58,6 +58,13 @@ def master_build(engine, directory, max_age: float = HOUR) -> IndexBuild:
     return built
 
 
+def logged_master_build(engine, directory, caplog, max_age: float = HOUR) -> IndexBuild:
+    """``master_build`` with only its own log lines in ``caplog``."""
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="market.suggestions.services"):
+        return master_build(engine, directory, max_age)
+
+
 def found(index, word: str) -> set[int]:
     """The listings that have ``word`` (a made-up one): others match only some trigrams."""
     return {match.subagent_id for match in index.search(word, limit=20) if match.word_relevance}
@@ -74,21 +81,19 @@ def same_arrays(first: IndexBuild, second: IndexBuild) -> bool:
     )
 
 
-def test_a_master_reads_the_snapshot_and_its_workers_catch_up_from_it(
+def test_a_master_reads_the_snapshot_back_and_catches_it_up_for_its_workers(
     catalog, tmp_path, caplog, monkeypatch
 ):
     _url, client, author, engine = catalog
     kept, hidden = two_nodes.unique_word(), two_nodes.unique_word()
     kept_id, hidden_id = publish(client, author, kept), publish(client, author, hidden)
-    with caplog.at_level(logging.INFO, logger="market.suggestions.services"):
-        first = master_build(engine, tmp_path)
-        assert "suggestion index built" in caplog.text
-        assert "snapshot written" in caplog.text
-        (written,) = tmp_path.glob("suggestions-*.npz")
-        caplog.clear()
-        second = master_build(engine, tmp_path)
-        assert "loaded from its snapshot" in caplog.text
-        assert "suggestion index built" not in caplog.text
+    first = logged_master_build(engine, tmp_path, caplog)
+    assert "suggestion index built" in caplog.text
+    assert "snapshot written" in caplog.text
+    (written,) = tmp_path.glob("suggestions-*.npz")
+    second = logged_master_build(engine, tmp_path, caplog)
+    assert "loaded from its snapshot" in caplog.text
+    assert "suggestion index built" not in caplog.text
     # Read back, it is the build it was written from, marks included.
     assert same_arrays(first, second)
     assert second.indexed_at == first.indexed_at and second.watermark == first.watermark
@@ -109,9 +114,7 @@ def test_a_master_reads_the_snapshot_and_its_workers_catch_up_from_it(
     assert response.status_code == 200, response.get_json()
     late = two_nodes.unique_word()
     late_id = publish(client, author, late)
-    caplog.clear()
-    with caplog.at_level(logging.INFO, logger="market.suggestions.services"):
-        third = master_build(engine, tmp_path)  # the next master, from the same snapshot
+    third = logged_master_build(engine, tmp_path, caplog)  # the next master, from the same snapshot
     # The master caught up itself, once for all its workers, and wrote the result back.
     assert "caught up with the database: 2 sub-agents" in caplog.text
     assert "snapshot written" in caplog.text
@@ -124,9 +127,7 @@ def test_a_master_reads_the_snapshot_and_its_workers_catch_up_from_it(
         assert service.catch_up(session) == 0  # nothing left for it to read
     # The same answers as a build read from the database now, from the worker and from the
     # snapshot the next master reads.
-    caplog.clear()
-    with caplog.at_level(logging.INFO, logger="market.suggestions.services"):
-        fourth = master_build(engine, tmp_path)
+    fourth = logged_master_build(engine, tmp_path, caplog)
     assert "loaded from its snapshot" in caplog.text
     assert "caught up with the database: 0 sub-agents" in caplog.text
     with Session(engine) as session:
@@ -147,9 +148,7 @@ def test_a_snapshot_past_half_its_age_is_written_again_though_nothing_changed(
     before = written.stat().st_mtime_ns
     now = services.time.time
     monkeypatch.setattr(services.time, "time", lambda: now() + 0.6 * HOUR)
-    caplog.clear()
-    with caplog.at_level(logging.INFO, logger="market.suggestions.services"):
-        built = master_build(engine, tmp_path, max_age=HOUR)
+    built = logged_master_build(engine, tmp_path, caplog, max_age=HOUR)
     assert "loaded from its snapshot" in caplog.text
     assert "caught up with the database: 0 sub-agents" in caplog.text
     assert "snapshot written" in caplog.text
@@ -157,9 +156,7 @@ def test_a_snapshot_past_half_its_age_is_written_again_though_nothing_changed(
     assert found(built.index, word) == {subagent_id}
     # Read back an hour later still, it is 0.4 hours old, not 1.0: it stands in.
     monkeypatch.setattr(services.time, "time", lambda: now() + 1.0 * HOUR)
-    caplog.clear()
-    with caplog.at_level(logging.INFO, logger="market.suggestions.services"):
-        master_build(engine, tmp_path, max_age=HOUR)
+    logged_master_build(engine, tmp_path, caplog, max_age=HOUR)
     assert "loaded from its snapshot" in caplog.text
     assert "snapshot not used" not in caplog.text
 
@@ -179,9 +176,7 @@ def test_a_master_whose_catch_up_fails_hands_its_workers_the_snapshot_to_catch_u
 
     real = SuggestionService.catch_up
     monkeypatch.setattr(SuggestionService, "catch_up", unreachable)
-    caplog.clear()
-    with caplog.at_level(logging.INFO, logger="market.suggestions.services"):
-        built = master_build(engine, tmp_path)
+    built = logged_master_build(engine, tmp_path, caplog)
     assert "not caught up before forking" in caplog.text
     assert "suggestion index built" not in caplog.text
     assert found(built.index, late) == set()  # the snapshot as it was
@@ -204,9 +199,7 @@ def test_a_snapshot_that_may_not_stand_in_for_the_database_is_rebuilt(
     path = snapshot.snapshot_path(str(tmp_path), services._database_of(engine))
 
     def refused(reason: str, max_age: float = HOUR) -> IndexBuild:
-        caplog.clear()
-        with caplog.at_level(logging.INFO, logger="market.suggestions.services"):
-            built = master_build(engine, tmp_path, max_age)
+        built = logged_master_build(engine, tmp_path, caplog, max_age)
         (refusal,) = [r.message for r in caplog.records if "snapshot not used" in r.message]
         assert reason in refusal
         assert "suggestion index built" in caplog.text
