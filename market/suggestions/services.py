@@ -172,6 +172,11 @@ class _TtlCache:
 
 
 _LISTED = (publicly_listed_clause(),)
+# A catch-up re-reads changed sub-agents this many at a time (one statement each), and applies
+# them to the index this many at a time (see SuggestionService._reindex).
+REINDEX_READ_ROWS = 500
+REINDEX_APPLY_ROWS = 20_000
+
 _DOCUMENT_COLUMNS = (
     SubAgent.id,
     SubAgent.title,
@@ -642,20 +647,29 @@ class SuggestionService:
             self._reindex(session, ids)
 
     def _reindex(self, session: Session, ids: list[int]) -> None:
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            rows = session.execute(
-                select(*_DOCUMENT_COLUMNS, SubAgent.visibility, SubAgent.status)
-                .join(Version, Version.id == SubAgent.latest_version_id)
-                .where(id_in(session, SubAgent.id, chunk))
-            ).all()
+        """Re-read these sub-agents and replace (or drop) what the index has of them: read in
+        chunks of ``REINDEX_READ_ROWS``, applied a batch of ``REINDEX_APPLY_ROWS`` at a time.
+        Each application passes once over every segment's postings (about a tenth of a second
+        at a million sub-agents) and adds one segment, whose column pointers cost 8 MB however
+        few its rows: 10,000 edits applied 500 at a time took 7 s and left a handful of extra
+        segments in every process that caught up."""
+        for start in range(0, len(ids), REINDEX_APPLY_ROWS):
+            batch = ids[start : start + REINDEX_APPLY_ROWS]
+            rows = []
+            for first in range(0, len(batch), REINDEX_READ_ROWS):
+                chunk = batch[first : first + REINDEX_READ_ROWS]
+                rows += session.execute(
+                    select(*_DOCUMENT_COLUMNS, SubAgent.visibility, SubAgent.status)
+                    .join(Version, Version.id == SubAgent.latest_version_id)
+                    .where(id_in(session, SubAgent.id, chunk))
+                ).all()
             with self._lock:  # read above without it; searches wait only for the update
                 listed = [row for row in rows if publicly_listed(row.visibility, row.status)]
                 for row in listed:
                     self._indexed_at[row.id] = row.updated_at
                 # Unlisted now, or gone: out of the index. Both calls take the lot at once (one
                 # segment rebuild, one pass over the postings), not one sub-agent at a time.
-                gone = set(chunk) - {row.id for row in listed}
+                gone = set(batch) - {row.id for row in listed}
                 self._index.remove_many(gone)
                 for subagent_id in gone:
                     self._indexed_at.pop(subagent_id, None)
