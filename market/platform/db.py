@@ -26,6 +26,7 @@ from sqlalchemy import (
     func,
     select,
     text,
+    tuple_,
 )
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
@@ -248,6 +249,25 @@ def id_in(session: Session, column, ids):
         item = Integer() if isinstance(column.type, Integer) else String()
         return column == any_(bindparam(None, ids, type_=ARRAY(item)))
     return column.in_(ids)
+
+
+def pairs_in(session: Session, first, second, pairs):
+    """``(first, second) IN (pairs)``. On PostgreSQL the pairs are two array parameters,
+    unnested side by side and joined: a list of row values is planned as one OR arm per pair
+    (a bitmap index scan each) and bound as two parameters per pair, about 11 ms for the
+    rollup's 400 (sub-agent, day) pairs against 3. SQLite gets an ordinary row-value IN."""
+    pairs = list(pairs)
+    if session.get_bind().dialect.name == "postgresql":
+        listed = (
+            func.unnest(
+                bindparam(None, [a for a, _ in pairs], type_=ARRAY(first.type)),
+                bindparam(None, [b for _, b in pairs], type_=ARRAY(second.type)),
+            )
+            .table_valued("first", "second")
+            .render_derived(name="pairs")
+        )
+        return tuple_(first, second).in_(select(listed.c.first, listed.c.second))
+    return tuple_(first, second).in_(pairs)
 
 
 def in_bound_ids(dialect: str, column, name: str):

@@ -8,13 +8,14 @@ import time
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
 
-from sqlalchemy import delete, distinct, func, select, text, tuple_
+from sqlalchemy import delete, distinct, func, select, text
 from sqlalchemy import insert as generic_insert
 from sqlmodel import Session
 
 from feedback import rollup
 from market.catalog.models import Install
 from market.platform import metrics
+from market.platform.db import pairs_in
 from market.usage.models import (
     COUNTED_RATING,
     DailyStats,
@@ -219,7 +220,7 @@ def _rollup_cohorts(session: Session, pairs: list[tuple[int, date]]) -> None:
     cohorts = rollup.retention(first_install, active)
     session.execute(
         delete(RetentionCohort).where(
-            tuple_(RetentionCohort.subagent_id, RetentionCohort.install_day).in_(pairs)
+            pairs_in(session, RetentionCohort.subagent_id, RetentionCohort.install_day, pairs)
         )
     )
     rows = [
