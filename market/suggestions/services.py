@@ -279,10 +279,10 @@ class IndexBuild:
     ) -> IndexBuild | None:
         """The build saved at ``path`` if it may stand in for reading this database now, whose
         ``identity`` is ``snapshot.database_identity`` (see ``market.suggestions.snapshot``),
-        else None and the reason in the log. Its marks are the snapshot's: each worker catches
-        up from them before it answers. A file that cannot be read (cut short, damaged, not
-        ours to read) is refused like a stale one: the master then builds, rather than leave
-        every worker to build its own."""
+        else None and the reason in the log. Its marks are the snapshot's: the master catches
+        up from them before it forks (``build_before_fork``). A file that cannot be read (cut
+        short, damaged, not ours to read) is refused like a stale one: the master then builds,
+        rather than leave every worker to build its own."""
         if not path.exists():
             return None
         try:
