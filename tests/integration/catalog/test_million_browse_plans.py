@@ -10,14 +10,13 @@ the planner would rightly prefer reading the table.
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import event, text
 
 from market.catalog import queries as browse
 from market.catalog.models import SubAgent
 from market.identity.tokens import ANONYMOUS
 from market.platform.db import session_scope
 from tests.factories import make_user
-from tests.query_plans import plan_nodes
+from tests.query_plans import plan_nodes, statements_sent
 
 
 def _no_matcher(_text, _category, _limit):
@@ -40,37 +39,29 @@ def test_a_category_page_is_read_in_order_from_a_category_index(engine, backend,
                     dedupe_key=f"k{i}",
                 )
             )
-    sent: list[tuple[str, dict]] = []
-
-    def remember(_conn, _cursor, statement, parameters, _context, _many):
-        if "FROM subagent" in statement and "ORDER BY" in statement:
-            sent.append((statement, parameters))
-
-    with session_scope(engine) as session:
-        event.listen(engine, "before_cursor_execute", remember)
-        try:
-            page = browse.browse(
-                session,
-                ANONYMOUS,
-                q=None,
-                category="sleep",
-                tag=None,
-                sort=sort,
-                limit=5,
-                cursor=None,
-                matcher=_no_matcher,
-            )
-        finally:
-            event.remove(engine, "before_cursor_execute", remember)
+    with (
+        session_scope(engine) as session,
+        statements_sent(engine, lambda s: "FROM subagent" in s and "ORDER BY" in s) as sent,
+    ):
+        page = browse.browse(
+            session,
+            ANONYMOUS,
+            q=None,
+            category="sleep",
+            tag=None,
+            sort=sort,
+            limit=5,
+            cursor=None,
+            matcher=_no_matcher,
+        )
         assert [card.category for card in page.items] == ["sleep"] * 5
         (statement, parameters), *_ = sent
         # A 40-row table (and whatever statistics the suite left) makes any plan cheap: take
         # away the seq scan and the sort, so the planner keeps them only if no index can read
         # the page in order (which is what this test is about).
-        session.execute(text("SET LOCAL enable_seqscan = off"))
-        session.execute(text("SET LOCAL enable_sort = off"))
-        session.execute(text("ANALYZE subagent"))
-        nodes = plan_nodes(session, statement, parameters)
+        nodes = plan_nodes(
+            session, statement, parameters, table="subagent", turned_off=("seqscan", "sort")
+        )
     scans = [n for n in nodes if n.get("Relation Name") == "subagent"]
     assert scans and all("category" in scan.get("Index Cond", "") for scan in scans), scans
     assert not [n for n in nodes if n["Node Type"] in ("Sort", "Incremental Sort")], nodes

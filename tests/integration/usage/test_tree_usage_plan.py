@@ -13,7 +13,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import event, text
 
 from market.catalog.models import SubAgent
 from market.platform.db import session_scope
@@ -21,7 +20,7 @@ from market.platform.time import utcnow
 from market.usage import queries as figures
 from market.usage.models import DailyStats
 from tests.factories import make_user
-from tests.query_plans import plan_nodes
+from tests.query_plans import plan_nodes, statements_sent
 
 
 def test_the_trees_active_users_are_summed_from_the_key_index_alone(engine, backend):
@@ -43,25 +42,21 @@ def test_the_trees_active_users_are_summed_from_the_key_index_alone(engine, back
                 session.add(
                     DailyStats(subagent_id=node_id, day=day, active_users=number + 1, opens=9)
                 )
-    sent: list[tuple[str, dict]] = []
-
-    def remember(_conn, _cursor, statement, parameters, _context, _many):
-        if "FROM daily_stats" in statement:
-            sent.append((statement, parameters))
-
-    with session_scope(engine) as session:
-        event.listen(engine, "before_cursor_execute", remember)
-        try:
-            active = figures.average_daily_users(session, ids)
-        finally:
-            event.remove(engine, "before_cursor_execute", remember)
+    with (
+        session_scope(engine) as session,
+        statements_sent(engine, lambda statement: "FROM daily_stats" in statement) as sent,
+    ):
+        active = figures.average_daily_users(session, ids)
         # 30 days of (number + 1) users a day, averaged over the 30 days.
         assert active == {node_id: number + 1 for number, node_id in enumerate(ids)}
         (statement, parameters), *_ = sent
-        session.execute(text("SET LOCAL enable_seqscan = off"))
-        session.execute(text("SET LOCAL enable_bitmapscan = off"))
-        session.execute(text("ANALYZE daily_stats"))
-        nodes = plan_nodes(session, statement, parameters)
+        nodes = plan_nodes(
+            session,
+            statement,
+            parameters,
+            table="daily_stats",
+            turned_off=("seqscan", "bitmapscan"),
+        )
     scans = [n for n in nodes if n.get("Relation Name") == "daily_stats"]
     assert [scan["Node Type"] for scan in scans] == ["Index Only Scan"], scans
     assert scans[0]["Index Name"] == "daily_stats_pkey"
