@@ -406,7 +406,11 @@ def build_before_fork(
         if built is None:
             built = IndexBuild.read(session)
             if identity is not None:
-                run_writer(functools.partial(_save_snapshot, built, path, identity))
+                run_writer(
+                    functools.partial(
+                        _save_snapshot, built, path, identity, snapshot_max_age_seconds
+                    )
+                )
     if built.written_at is not None:
         try:
             built = _caught_up(engine, built, path, identity, snapshot_max_age_seconds, run_writer)
@@ -451,15 +455,18 @@ def _caught_up(
         time.perf_counter() - started,
     )
     if changed or time.time() - loaded.written_at > max_age_seconds / 2:
-        run_writer(functools.partial(_save_snapshot, built, path, identity))
+        run_writer(functools.partial(_save_snapshot, built, path, identity, max_age_seconds))
     return built
 
 
-def _save_snapshot(built: IndexBuild, path: Path, identity: str) -> None:
-    """Saved for the next master; a full disk or a read-only directory only costs the next
-    master a build from the database."""
+def _save_snapshot(built: IndexBuild, path: Path, identity: str, max_age_seconds: float) -> None:
+    """Saved for the next master, after what no master can use any more is removed from the
+    directory (``snapshot.remove_stale``); a full disk or a read-only directory only costs the
+    next master a build from the database."""
     started = time.perf_counter()
     try:
+        for stale in snapshot.remove_stale(path.parent, max_age_seconds):
+            log.info("suggestion index snapshot directory: removed stale %s", stale.name)
         built.save(path, identity)
     except OSError as error:
         log.warning("suggestion index snapshot not written to %s: %s", path, error)

@@ -35,6 +35,7 @@ import hashlib
 import importlib.metadata
 import os
 import tempfile
+import time
 import zipfile
 from pathlib import Path
 
@@ -105,6 +106,33 @@ def snapshot_path(directory: str, database: str) -> Path:
     databases on one host keep theirs apart."""
     name = hashlib.sha256(database.encode()).hexdigest()[:16]
     return Path(directory) / f"suggestions-{name}.npz"
+
+
+# The names ``snapshot_path`` gives and ``write_arrays``' partly written files: the rest of a
+# directory is not ours to remove.
+_OUR_FILES = ("suggestions-*.npz", ".suggestions-*.npz.*")
+
+
+def remove_stale(directory: Path, max_age_seconds: float) -> list[Path]:
+    """Removes, and returns, the snapshots and partly written files in ``directory`` that
+    nothing has touched for longer than a snapshot may stand in (``max_age_seconds``): those
+    of a database no server here reads any more (its URL changed), and what a writer killed
+    mid-write left (hundreds of MB each at a million sub-agents). A snapshot whose masters
+    restart is written again at half that age, and a file being written is touched as each
+    array goes in, so neither is ever this old."""
+    if max_age_seconds <= 0:
+        return []
+    oldest = time.time() - max_age_seconds
+    removed = []
+    candidates = [path for pattern in _OUR_FILES for path in directory.glob(pattern)]
+    for candidate in candidates:
+        try:
+            if candidate.stat().st_mtime < oldest:
+                candidate.unlink()
+                removed.append(candidate)
+        except FileNotFoundError:  # another master's sweep took it first
+            continue
+    return removed
 
 
 def write_arrays(path: Path, arrays: dict[str, np.ndarray]) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from datetime import timedelta
 
 import numpy as np
@@ -188,6 +189,41 @@ def test_a_master_whose_catch_up_fails_hands_its_workers_the_snapshot_to_catch_u
         assert service.catch_up(session) >= 1
     assert found(service.index, late) == {late_id}
     assert found(service.index, early) == {early_id}
+
+
+def test_a_master_removes_the_snapshots_and_partial_files_no_master_can_use(
+    catalog, tmp_path, caplog
+):
+    """Another database's snapshot (its server moved to a new URL) and what a writer killed
+    mid-write left are removed once older than a snapshot may stand in; younger ones may be
+    another master's, live or still being written, and stay."""
+    _url, client, author, engine = catalog
+    publish(client, author, two_nodes.unique_word())
+    two_hours_ago = time.time() - 2 * HOUR
+    files = {
+        "moved": tmp_path / "suggestions-0123456789abcdef.npz",
+        "killed": tmp_path / ".suggestions-0123456789abcdef.npz.k1ll3d",
+        "other": tmp_path / "suggestions-fedcba9876543210.npz",
+        "writing": tmp_path / ".suggestions-fedcba9876543210.npz.wr1t1n",
+        "not ours": tmp_path / "notes.txt",
+    }
+    for name, path in files.items():
+        path.write_bytes(b"x" * 64)
+        if name in ("moved", "killed", "not ours"):
+            os.utime(path, (two_hours_ago, two_hours_ago))
+    logged_master_build(engine, tmp_path, caplog, max_age=HOUR)
+    assert "snapshot written" in caplog.text
+    assert not files["moved"].exists() and not files["killed"].exists()
+    assert all(files[name].exists() for name in ("other", "writing", "not ours"))
+    own = snapshot.snapshot_path(str(tmp_path), services._database_of(engine))
+    assert own.exists()
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(
+        [own.name, *(files[name].name for name in ("other", "writing", "not ours"))]
+    )
+    # Snapshots never refused for age (no age limit) are never removed either.
+    os.utime(files["other"], (two_hours_ago, two_hours_ago))
+    assert snapshot.remove_stale(tmp_path, 0) == []
+    assert files["other"].exists()
 
 
 def test_a_snapshot_that_may_not_stand_in_for_the_database_is_rebuilt(
