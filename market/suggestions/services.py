@@ -586,11 +586,18 @@ class SuggestionService:
                 self._checked_at = now
                 if sweep:
                     self._swept_at = now
-            changed = self._new_versions(session)
+            changed, version_mark, versions_seen = self._new_versions(session)
+            watermark = self._watermark
             if sweep:
-                changed |= self._changed_listings(session)
+                listings, watermark = self._changed_listings(session)
+                changed |= listings
             self._reindex(session, sorted(changed))
             with self._lock:
+                # The marks move once what they pass is indexed: a catch-up that fails part way
+                # (the database restarted under it) leaves them, and the next one reads again
+                # all that this one found, not only what changed after the newest of it.
+                self._version_mark, self._versions_seen = version_mark, versions_seen
+                self._watermark = watermark
                 # Seen once indexed: a request arriving meanwhile waited for this catch-up.
                 self._generation_seen = generation
                 self._behind = False
@@ -607,36 +614,37 @@ class SuggestionService:
         sweep = announced or now - self._swept_at >= self.sweep_seconds
         return sweep or self._due(listening=generation is not None), sweep, generation
 
-    def _new_versions(self, session: Session) -> set[int]:
+    def _new_versions(self, session: Session) -> tuple[set[int], int, set[int]]:
         """Sub-agents with versions newer than the last seen: publishes, forks and new
-        versions, found through the primary key. A few ids back are read again, for a
-        transaction that took its id before another but committed after it."""
+        versions, found through the primary key; and the version marks once they are indexed.
+        A few ids back are read again, for a transaction that took its id before another but
+        committed after it."""
         rows = session.execute(
             select(Version.id, Version.subagent_id).where(
                 Version.id > self._version_mark - VERSION_OVERLAP
             )
         ).all()
         fresh = {row.id: row.subagent_id for row in rows if row.id not in self._versions_seen}
-        if rows:
-            self._version_mark = max(self._version_mark, max(row.id for row in rows))
-        floor = self._version_mark - VERSION_OVERLAP
-        self._versions_seen = {v for v in self._versions_seen | set(fresh) if v > floor}
-        return set(fresh.values())
+        mark = max([self._version_mark, *(row.id for row in rows)])
+        seen = {v for v in self._versions_seen | set(fresh) if v > mark - VERSION_OVERLAP}
+        return set(fresh.values()), mark, seen
 
-    def _changed_listings(self, session: Session) -> set[int]:
+    def _changed_listings(self, session: Session) -> tuple[set[int], object]:
         """Sub-agents whose row changed since the last sweep: listing edits, visibility,
-        yanks, quarantines. A range read of the ``updated_at`` index every ``sweep_seconds``;
-        meanwhile the answer re-reads what it suggests."""
+        yanks, quarantines; and the watermark once they are indexed. A range read of the
+        ``updated_at`` index every ``sweep_seconds``; meanwhile the answer re-reads what it
+        suggests."""
+        watermark = self._watermark
         statement = select(SubAgent.id, SubAgent.updated_at)
-        if self._watermark is not None:
-            statement = statement.where(SubAgent.updated_at >= self._watermark - CATCH_UP_OVERLAP)
+        if watermark is not None:
+            statement = statement.where(SubAgent.updated_at >= watermark - CATCH_UP_OVERLAP)
         changed = set()
         for row in session.execute(statement):
-            if self._watermark is None or row.updated_at > self._watermark:
-                self._watermark = row.updated_at
+            if watermark is None or row.updated_at > watermark:
+                watermark = row.updated_at
             if self._indexed_at.get(row.id) != row.updated_at:
                 changed.add(row.id)
-        return changed
+        return changed, watermark
 
     def after_commit(self, session: Session, changes) -> None:
         """A unit of work's hook: sub-agents published, forked or versioned are suggestable at

@@ -6,6 +6,7 @@ import gc
 import re
 import threading
 import time
+from datetime import timedelta
 
 import pytest
 from sqlmodel import select
@@ -319,6 +320,42 @@ def test_listing_changes_by_other_processes_are_swept_in(
     service.refresh_seconds = service.sweep_seconds = 0.0
     assert ids(ask(client, coding_agent, "quince jam planner")) == [hidden["id"]]
     assert hidden["id"] in service.index
+
+
+def test_a_catch_up_that_fails_part_way_is_read_again_from_where_it_started(
+    app, client, engine, creator, monkeypatch
+):
+    """A catch-up whose re-read fails (the database restarted or failed over under it) moves
+    none of its marks: the next one reads again all that the failed one had found. Had the
+    marks moved as the changes were found, what it failed to index would be passed for good:
+    the versions seen, and every listing changed before the newest it saw."""
+    from sqlalchemy.exc import OperationalError
+    from sqlmodel import Session
+
+    from market.suggestions import services as suggestions
+
+    monkeypatch.setattr(suggestions, "CATCH_UP_OVERLAP", timedelta(0))
+    shown = publish(client, creator, title="Medlar Jelly Log", visibility="private")
+    worker = suggestions.SuggestionService(engine)  # another worker's; the app is the other
+    worker.prepare()
+    # Changed by the other process: a new listing, then a listing made public.
+    published = publish(client, creator, title="Quince Jam Planner")
+    time.sleep(0.01)
+    with session_scope(engine) as session:
+        row = session.get(SubAgent, shown["id"])
+        viewer = catalog.viewer_for(session.get(User, creator.id))
+        catalog.update_listing(session, viewer, row, {"visibility": "public"})
+
+    def database_gone(session, ids):
+        raise OperationalError("SELECT", {}, Exception("server closed the connection"))
+
+    with monkeypatch.context() as patch, Session(engine) as session:
+        patch.setattr(worker, "_reindex", database_gone)
+        with pytest.raises(OperationalError):
+            worker.catch_up(session, force=True)
+    with Session(engine) as session:
+        assert worker.catch_up(session, force=True) == 2
+    assert published["id"] in worker.index and shown["id"] in worker.index
 
 
 def test_a_worker_builds_its_index_as_it_starts(app, client, creator):
