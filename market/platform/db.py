@@ -8,6 +8,7 @@ or command, committed once at the service boundary.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,6 +32,8 @@ from sqlalchemy import (
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
+
+log = logging.getLogger(__name__)
 
 
 def is_sqlite(url: str) -> bool:
@@ -181,7 +184,25 @@ class UnitOfWork:
         self.session.commit()
         if changes:
             for hook in self._hooks:
-                hook(self.session, changes)
+                self._run_hook(hook, changes)
+
+    def _run_hook(self, hook: AfterCommit, changes: Mapping[str, set]) -> None:
+        """The commit stands whatever a hook does: a hook that fails (the database restarted
+        just after the commit, under a re-read) must neither turn committed work into an error
+        its caller would retry, nor keep the hooks after it from running. What it missed, each
+        catches up on its own later (the suggestion index from its marks, the read cache from
+        the database's notices); the log says which hook and which changes."""
+        try:
+            hook(self.session, changes)
+        except Exception:
+            log.exception(
+                "%s failed after a commit (%s)",
+                getattr(hook, "__qualname__", repr(hook)),
+                ", ".join(f"{kind}: {len(ids)}" for kind, ids in sorted(changes.items())),
+            )
+            # Its statement may have left the session's new transaction failed; the response
+            # is still built from this session.
+            self.session.rollback()
 
     def rollback(self) -> None:
         self.session.info.pop(_CHANGES, None)

@@ -188,6 +188,34 @@ def test_publish_offers_a_merge_that_accept_makes_a_version_and_installs_consent
     ]
 
 
+def test_a_commit_stands_and_is_offered_when_the_suggestion_index_fails_to_catch_up(
+    client, alice, bob, family, monkeypatch, caplog
+):
+    """The after-commit hooks run in turn once a publish has committed. The suggestion index's
+    re-read failing (the database restarted just after the commit) must neither turn the
+    committed version into an error, which its caller would retry to find nothing new, nor
+    keep the hooks after it from offering the version to its forks."""
+    from sqlalchemy.exc import OperationalError
+
+    from market.suggestions.services import SuggestionService
+
+    parent, fork = family
+
+    def database_gone(self, session, subagent_ids):
+        raise OperationalError("SELECT", {}, Exception("server closed the connection"))
+
+    monkeypatch.setattr(SuggestionService, "note_committed", database_gone)
+    v2 = tracker(PARENT_V2_JS)
+    with caplog.at_level("ERROR", logger="market.platform.db"):
+        response = _new_version(client, alice, parent["id"], v2)
+    assert response.status_code == 201, response.get_json()
+    assert response.get_json()["number"] == 2
+    (record,) = [r for r in caplog.records if r.name == "market.platform.db"]
+    assert "after a commit" in record.getMessage()
+    (proposal,) = _updates(client, bob, fork["id"])["items"]
+    assert proposal["upstream_version"] == 2
+
+
 def test_a_newer_parent_version_supersedes_the_open_proposal(client, alice, bob, family):
     parent, fork = family
     _new_version(client, alice, parent["id"], tracker(PARENT_V2_JS))

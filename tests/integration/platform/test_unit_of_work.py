@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from sqlalchemy import text
 from sqlmodel import select
 
 from market.identity.models import User
@@ -33,6 +34,29 @@ def test_hooks_run_after_the_commit_with_the_changes_noted(engine):
         unit.commit()
         unit.commit()  # nothing new noted: nothing announced again
     assert heard == [({CATALOG_CHANGED: set(), SUBAGENTS_PUBLISHED: {3, 4}}, ["hooked"])]
+
+
+def test_a_failing_hook_neither_undoes_the_commit_nor_stops_the_hooks_after_it(engine, caplog):
+    heard = []
+
+    def failing(session, changes):
+        session.execute(text("SELECT * FROM no_such_table"))  # the session's statement fails
+
+    def hear(session, changes):
+        heard.append(dict(changes))
+
+    with UnitOfWork(engine, (failing, hear)) as unit:
+        unit.session.add(User(handle="stays", display_name="Stays"))
+        note_change(unit.session, SUBAGENTS_PUBLISHED, 7)
+        with caplog.at_level("ERROR", logger="market.platform.db"):
+            unit.commit()  # no error: the work committed
+        # The session still answers, for the response built after the commit.
+        assert unit.session.exec(select(User.handle)).all() == ["stays"]
+    assert heard == [{SUBAGENTS_PUBLISHED: {7}}]
+    (record,) = caplog.records
+    assert "failing failed after a commit (subagents_published: 1)" in record.getMessage()
+    with UnitOfWork(engine) as other:
+        assert other.session.exec(select(User.handle)).all() == ["stays"]
 
 
 def test_nothing_is_announced_for_work_that_did_not_commit(engine):
