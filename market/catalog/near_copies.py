@@ -182,11 +182,12 @@ class _SharedIndex:
             .outerjoin(NearCopySignature, NearCopySignature.subagent_id == SubAgent.id)
             .where(SubAgent.id != publishing)
         )
-        if self.watermark is not None:
-            statement = statement.where(SubAgent.updated_at >= self.watermark - CATCH_UP_OVERLAP)
+        watermark = self.watermark
+        if watermark is not None:
+            statement = statement.where(SubAgent.updated_at >= watermark - CATCH_UP_OVERLAP)
         for row in session.execute(statement):
-            if self.watermark is None or row.updated_at > self.watermark:
-                self.watermark = row.updated_at
+            if watermark is None or row.updated_at > watermark:
+                watermark = row.updated_at
             if self.indexed_at.get(row.id) == row.updated_at:
                 continue
             if (
@@ -199,6 +200,9 @@ class _SharedIndex:
             else:
                 self.index.remove(row.id)
                 self.indexed_at.pop(row.id, None)
+        # Moved once every row is applied (they come in no order of ``updated_at``): a catch-up
+        # that fails part way starts the next from where this one did.
+        self.watermark = watermark
 
 
 _indexes: WeakKeyDictionary = WeakKeyDictionary()
