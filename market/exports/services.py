@@ -155,7 +155,8 @@ def execute_run(
 ) -> ExportRun:
     """Build run ``run_id``'s files and publish them to ``destination`` (a local folder, or
     a :class:`RunStorage`: the folder or object storage). Idempotent: a run that succeeded is
-    left alone; a run found ``running`` (its worker died) is redone from scratch. A failure
+    left alone; a run found ``running`` (its worker died) is redone from scratch, unless it
+    was kept whole before its worker died: it is then recorded from its manifest. A failure
     marks the run failed with its reason and leaves no files."""
     storage = destination if isinstance(destination, RunStorage) else RunStorage(str(destination))
     with UnitOfWork(engine) as unit:
@@ -165,6 +166,23 @@ def execute_run(
             raise NotFound(f"No export run {run_id}.")
         if run.status in ("succeeded", "failed"):
             return run
+        name = run_folder(engine, run)
+        kept = storage.kept_manifest(name) if run.status == "running" else None
+        if kept is not None and kept.get("run") == run_id:
+            # Its worker died after keeping the run whole and before recording it; the run may
+            # have been read already. Recorded as kept: built again, it would be refused (its
+            # folder exists) or replaced under its readers with other pseudonyms, and left
+            # unrecorded its watermark would not move, so the next incremental run would
+            # export the same ratings again.
+            log.warning("export run %s was kept but not recorded; recorded now", run_id)
+            return _record_success(
+                engine,
+                run_id,
+                kept,
+                storage.location(name),
+                watermark=datetime.fromisoformat(kept["watermark"]),
+                finished=datetime.fromisoformat(kept["finished_at"]),
+            )
         started = utcnow()
         session.execute(
             update(ExportRun)
@@ -172,7 +190,6 @@ def execute_run(
             .values(status="running", started_at=started, error=None)
         )
         unit.commit()
-        name = run_folder(engine, run)
         since_watermark = None
         if run.since_run_id is not None:
             since_watermark = session.get(ExportRun, run.since_run_id).watermark
@@ -256,6 +273,17 @@ def execute_run(
                 unit.commit()
                 metrics.record_export_run("failed")
                 return unit.session.get(ExportRun, run_id)
+    return _record_success(engine, run_id, manifest, location, watermark, finished)
+
+
+def _record_success(
+    engine: Engine,
+    run_id: int,
+    manifest: dict,
+    location: str,
+    watermark: datetime,
+    finished: datetime,
+) -> ExportRun:
     with UnitOfWork(engine) as unit:
         unit.session.execute(
             update(ExportRun)

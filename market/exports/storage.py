@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import IO
 
 import fsspec
+import orjson
 
 log = logging.getLogger(__name__)
 MANIFEST = "manifest.json"
@@ -93,12 +94,25 @@ class RunStorage:
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 
+    def location(self, name: str) -> str:
+        """Where run ``name`` is kept: its folder, or its URL in the object store."""
+        return f"{self.root}/{name}" if self.remote else str(Path(self.root) / name)
+
+    def kept_manifest(self, name: str) -> dict | None:
+        """The manifest of run ``name`` if the run is kept whole (its manifest is written
+        last, locally and in the object store), else None."""
+        try:
+            with self.open(self.location(name), MANIFEST) as file:
+                return orjson.loads(file.read())
+        except FileNotFoundError:
+            return None
+
     def keep(self, built: Path) -> str:
         """Keep the complete run ``built`` (a folder from :meth:`building`); its location."""
         if not self.remote:
             return str(built)
         filesystem = self._filesystem()
-        location = f"{self.root}/{built.name}"
+        location = self.location(built.name)
         if filesystem.exists(location):
             filesystem.rm(location, recursive=True)  # a crashed upload of this same run
         files = sorted(p for p in built.rglob("*") if p.is_file() and p.name != MANIFEST)
@@ -112,7 +126,7 @@ class RunStorage:
         has no manifest, so no reader takes it for a run)."""
         if not self.remote:
             return
-        location = f"{self.root}/{name}"
+        location = self.location(name)
         try:
             filesystem = self._filesystem()
             if filesystem.exists(location):

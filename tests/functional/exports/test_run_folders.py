@@ -12,15 +12,19 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # local files only; read when data
 
 import hashlib
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 
 import datasets
+import orjson
+import pytest
 from sqlalchemy import delete, update
 from sqlmodel import Session
 
 from feedback.export import ExportParameters
 from market.exports.models import ExportRun
 from market.exports.services import create_run, execute_run, run_folder
+from market.exports.storage import RunStorage
 from market.platform.state import app_state
 from tests.functional.exports import test_api
 from tests.functional.exports.test_api import API, _export, _rate
@@ -62,6 +66,46 @@ def test_a_run_redone_after_a_crash_keeps_its_folder_and_clears_the_unfinished_o
     assert done.status == "succeeded" and Path(done.location).name == name
     assert sorted(p.name for p in export_dir.iterdir()) == [name]
     assert not (export_dir / name / "left-over.parquet").exists()
+
+
+class WorkerKilled(BaseException):
+    """The worker's process ending (a kill, the OOM killer): no ``except Exception`` runs."""
+
+
+def test_a_run_published_before_its_worker_died_is_recorded_not_built_again(
+    app, engine, community, monkeypatch
+):
+    """The worker died between publishing the run's files and recording it. Delivered again,
+    the task records the complete run from its manifest: built again it was refused (its
+    folder exists) and marked failed with the folder left on disk, and its watermark never
+    moved, so the next incremental run exported the same ratings a second time."""
+    export_dir = Path(app_state(app).settings.export_dir)
+    with Session(engine) as session:
+        run = create_run(session, ExportParameters())
+        session.commit()
+        run_id, name = run.id, run_folder(engine, run)
+    real_keep = RunStorage.keep
+
+    def keep_then_die(self, built):
+        real_keep(self, built)
+        raise WorkerKilled
+
+    with monkeypatch.context() as patch, pytest.raises(WorkerKilled):
+        patch.setattr(RunStorage, "keep", keep_then_die)
+        execute_run(engine, run_id, export_dir, settle_seconds=0)
+    with Session(engine) as session:
+        assert session.get(ExportRun, run_id).status == "running"
+    published = (export_dir / name / "manifest.json").read_bytes()
+    manifest = orjson.loads(published)
+
+    done = execute_run(engine, run_id, export_dir, settle_seconds=0)  # delivered again
+    assert done.status == "succeeded", done.error
+    assert Path(done.location) == export_dir / name
+    assert (export_dir / name / "manifest.json").read_bytes() == published  # not rebuilt
+    assert done.manifest == manifest
+    # SQLite hands the moment back without its zone; it was written in UTC.
+    assert done.watermark.replace(tzinfo=UTC) == datetime.fromisoformat(manifest["watermark"])
+    assert sorted(p.name for p in export_dir.iterdir()) == [name]
 
 
 def test_the_same_run_number_again_gets_its_own_folder_and_loads_its_own_rows(
