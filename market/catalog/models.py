@@ -22,6 +22,8 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     UniqueConstraint,
+    false,
+    text,
 )
 from sqlmodel import Field, SQLModel
 
@@ -127,6 +129,13 @@ class Version(SQLModel, table=True):
     __table_args__ = (
         UniqueConstraint("subagent_id", "number", name="uq_version_number"),
         UniqueConstraint("subagent_id", "sha256", name="uq_version_sha256"),
+        # The versions whose forks have not been offered them yet: a few, found by the sweep.
+        Index(
+            "ix_version_offer_pending",
+            "id",
+            postgresql_where=text("offer_pending"),
+            sqlite_where=text("offer_pending"),
+        ),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -140,6 +149,11 @@ class Version(SQLModel, table=True):
     size_bytes: int = 0
     file_count: int = 0
     created_at: datetime = timestamp_field()
+    # Set in the transaction that stores a version after the first (market.catalog.services),
+    # cleared once its parent's forks were offered it (market.catalog.upstream.propose_updates):
+    # an offer whose task was lost after the commit (the process killed, the queue away) is
+    # made by the sweep instead of never.
+    offer_pending: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
 
 
 class Install(SQLModel, table=True):

@@ -348,6 +348,7 @@ def _new_version(
         changelog=changelog,
         size_bytes=bundle.size,
         file_count=len(bundle.files),
+        offer_pending=number > 1,  # offered to the forks after the commit (NEW_VERSIONS)
     )
     session.add(version)
     session.flush()

@@ -5,6 +5,7 @@ engine."""
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 from celery import shared_task
 
@@ -58,11 +59,23 @@ def propose_upstream_updates_task(version_id: int) -> dict:
     }
 
 
+# A version's own task normally offers it within seconds; the sweep takes only what is older,
+# so that it rarely runs beside that task (it would find the same proposals if it did).
+OFFER_GRACE = timedelta(minutes=5)
+
+
+@shared_task(name="sprig.offer_pending_upstream", **RETRY_TRANSIENT)
+def offer_pending_upstream_task() -> dict:
+    """Offer the new versions whose own task was lost (beat: every 10 minutes)."""
+    offered = upstream.offer_pending(app_state().engine, older_than=OFFER_GRACE)
+    return {"versions": len(offered), "proposals": sum(map(len, offered.values()))}
+
+
 def enqueue_upstream_proposals(_session, changes) -> None:
     """A unit of work's after-commit hook: each new version of a sub-agent is offered to its
     forks by a task. The publish has committed by now, so a queue that is away fails only the
-    offer, never the publish: it is logged with the version, which ``sprig offer-upstream``
-    offers again."""
+    offer, never the publish: it is logged with the version, and the sweep
+    (``offer_pending_upstream_task``) offers it later."""
     # Sent through this app's own Celery app, not the shared task's current default: a
     # process that built several apps (the tests' live server beside the others) would run
     # the task on the newest one, against its database.

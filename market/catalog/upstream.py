@@ -21,8 +21,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
+from sqlalchemy import update
 from sqlmodel import Session, func, select
 
 from evolution.merge import ABSENT, MergeResult, merge_update
@@ -87,7 +89,11 @@ def propose_updates(engine, upstream_version_id: int) -> list[int]:
     their merges are made."""
     with session_scope(engine) as session:
         upstream = session.get(Version, upstream_version_id)
-        if upstream is None or upstream.status != "active":
+        if upstream is None:
+            return []
+        if upstream.status != "active":
+            upstream.offer_pending = False  # yanked before it was offered: never offered
+            session.add(upstream)
             return []
         fork_ids = session.exec(
             select(SubAgent.id)
@@ -102,7 +108,32 @@ def propose_updates(engine, upstream_version_id: int) -> list[int]:
             proposal = _propose(session, fork_id, parent, upstream)
             if proposal is not None:
                 made.append(proposal.id)
+    with session_scope(engine) as session:
+        # Every fork has its proposal (or needs none): the sweep may pass this version now. A
+        # run that died before here is run again by the sweep, and finds what it had made.
+        session.execute(
+            update(Version).where(Version.id == upstream_version_id).values(offer_pending=False)
+        )
     return made
+
+
+def offer_pending(engine, *, older_than: timedelta, limit: int = 500) -> dict[int, list[int]]:
+    """Offer the versions still pending ``older_than`` after they were stored (their task was
+    lost: the process killed between the commit and the enqueue, the queue away), oldest
+    first, at most ``limit`` a run: version id → the proposals it has. Younger ones are left to
+    the task their commit enqueued."""
+    with session_scope(engine) as session:
+        pending = session.exec(
+            select(Version.id)
+            .where(Version.offer_pending, Version.created_at < utcnow() - older_than)
+            .order_by(Version.id)
+            .limit(limit)
+        ).all()
+    offered = {}
+    for version_id in pending:
+        offered[version_id] = propose_updates(engine, version_id)
+        log.warning("upstream updates of version %s offered by the sweep", version_id)
+    return offered
 
 
 def offer_in_process(engine) -> AfterCommit:

@@ -119,6 +119,8 @@ def celery_config(settings: Settings) -> dict:
                 "task": "sprig.refresh_near_copies",
                 "schedule": crontab(minute=57, hour=2),
             },
+            # The new versions whose offer task was lost after their commit.
+            "offer-pending-upstream": {"task": "sprig.offer_pending_upstream", "schedule": 600.0},
             "delete-dead-web-sessions": {
                 "task": "sprig.delete_dead_web_sessions",
                 "schedule": crontab(minute=7, hour=4),

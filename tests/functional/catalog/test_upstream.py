@@ -216,6 +216,51 @@ def test_a_commit_stands_and_is_offered_when_the_suggestion_index_fails_to_catch
     assert proposal["upstream_version"] == 2
 
 
+def test_a_version_whose_offer_task_was_lost_is_offered_by_the_sweep(
+    app, client, engine, alice, bob, family, monkeypatch
+):
+    """The process died between the publish's commit and the enqueue, or the queue was away:
+    the version stays pending, and the sweep (beat) offers it once past the grace given to its
+    own task; a version offered by its own task is not pending."""
+    from datetime import timedelta
+
+    from market.catalog import tasks
+    from market.catalog.models import Version
+    from market.platform.celery_app import celery_config
+    from market.platform.config import Settings
+    from market.platform.state import app_state
+
+    parent, fork = family
+    task = app_state(app).celery.tasks[propose_upstream_updates_task.name]
+
+    def queue_away(*args, **kwargs):
+        raise ConnectionError("the queue is away")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(task, "delay", queue_away)
+        response = _new_version(client, alice, parent["id"], tracker(PARENT_V2_JS))
+    assert response.status_code == 201, response.get_json()
+
+    def pending() -> list[int]:
+        with session_scope(engine) as session:
+            return list(session.scalars(select(Version.number).where(Version.offer_pending)))
+
+    assert pending() == [2] and _updates(client, bob, fork["id"])["items"] == []
+    schedule = celery_config(Settings())["beat_schedule"]
+    assert schedule["offer-pending-upstream"]["task"] == tasks.offer_pending_upstream_task.name
+    assert tasks.offer_pending_upstream_task.apply().get() == {"versions": 0, "proposals": 0}
+    monkeypatch.setattr(tasks, "OFFER_GRACE", timedelta(0))
+    assert tasks.offer_pending_upstream_task.apply().get() == {"versions": 1, "proposals": 1}
+    (proposal,) = _updates(client, bob, fork["id"])["items"]
+    assert proposal["upstream_version"] == 2
+    assert pending() == []
+    assert tasks.offer_pending_upstream_task.apply().get() == {"versions": 0, "proposals": 0}
+    # Offered by its own task, a version is never pending.
+    v3 = tracker(PARENT_V2_JS.replace("goal", "target"))
+    assert _new_version(client, alice, parent["id"], v3).status_code == 201
+    assert pending() == []
+
+
 def test_a_newer_parent_version_supersedes_the_open_proposal(client, alice, bob, family):
     parent, fork = family
     _new_version(client, alice, parent["id"], tracker(PARENT_V2_JS))
