@@ -61,6 +61,7 @@ def task_time_limits(settings: Settings) -> dict[str, tuple[int, int]]:
         "sprig.create_event_partitions": settings.maintenance_time_limit_seconds,
         "sprig.drop_expired_events": settings.maintenance_time_limit_seconds,
         "sprig.propose_upstream_updates": settings.maintenance_time_limit_seconds,
+        "sprig.offer_pending_upstream": settings.maintenance_time_limit_seconds,
     }
     return {name: (max(1, int(limit * SOFT_LIMIT_FRACTION)), limit) for name, limit in hard.items()}
 
