@@ -168,7 +168,7 @@ def execute_run(
             return run
         name = run_folder(engine, run)
         kept = storage.kept_manifest(name) if run.status == "running" else None
-        if kept is not None and kept.get("run") == run_id:
+        if kept is not None:  # the folder's name is this run's own (``run_folder``)
             # Its worker died after keeping the run whole and before recording it; the run may
             # have been read already. Recorded as kept: built again, it would be refused (its
             # folder exists) or replaced under its readers with other pseudonyms, and left
