@@ -20,14 +20,15 @@ import logging
 import secrets
 import subprocess
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
 import orjson
 import sqlmodel
-from sqlalchemy import Engine, case, select, update
+from sqlalchemy import Engine, case, select, text, update
 from sqlmodel import Session
 
 from feedback.dataset_files import abandon_run, publish_run, run_name, sha256_of, start_run
@@ -157,8 +158,66 @@ def execute_run(
     a :class:`RunStorage`: the folder or object storage). Idempotent: a run that succeeded is
     left alone; a run found ``running`` (its worker died) is redone from scratch, unless it
     was kept whole before its worker died: it is then recorded from its manifest. A failure
-    marks the run failed with its reason and leaves no files."""
+    marks the run failed with its reason and leaves no files. A run another worker is building
+    (the same task delivered twice) is left to it and returned as it stands."""
     storage = destination if isinstance(destination, RunStorage) else RunStorage(str(destination))
+    with _building_alone(engine, run_id) as alone:
+        if not alone:
+            log.warning("export run %s is being built by another worker; left to it", run_id)
+            with UnitOfWork(engine) as unit:
+                return unit.session.get(ExportRun, run_id)
+        return _build(engine, run_id, storage, settle_seconds, progress)
+
+
+# With a run's id, names the session advisory lock its builder holds (any constant).
+_BUILD_LOCK_CLASS = 0x5E7
+
+
+@contextmanager
+def _building_alone(engine: Engine, run_id: int) -> Iterator[bool]:
+    """Whether this worker is the only one building run ``run_id``, held until the block ends.
+
+    The same task can be delivered twice while its first delivery still runs (a worker that
+    loses its broker connection gives its unacknowledged tasks back). Two builders of one run
+    share its unfinished folder, each clearing it as a crashed attempt, and the one that loses
+    marks a published run failed. On PostgreSQL the builder holds a session advisory lock on
+    the run, on a connection of its own that is idle (no transaction) meanwhile; the lock
+    ends with that connection, so a run whose worker died is built by the next delivery. The
+    embedded default (SQLite) runs its tasks inline, one delivery each."""
+    if engine.dialect.name != "postgresql":
+        yield True
+        return
+    key = {"lock_class": _BUILD_LOCK_CLASS, "run": run_id}
+    with engine.connect() as connection:
+        alone = connection.execute(
+            text("SELECT pg_try_advisory_lock(:lock_class, :run)"), key
+        ).scalar()
+        connection.commit()
+        try:
+            yield bool(alone)
+        finally:
+            if alone:
+                _release_build_lock(connection, key)
+
+
+def _release_build_lock(connection, key: dict) -> None:
+    try:
+        connection.execute(text("SELECT pg_advisory_unlock(:lock_class, :run)"), key)
+        connection.commit()
+    except Exception:
+        # Back in the pool still holding the lock, the connection would keep the run from
+        # every later delivery; closed, it takes the lock with it.
+        connection.invalidate()
+        raise
+
+
+def _build(
+    engine: Engine,
+    run_id: int,
+    storage: RunStorage,
+    settle_seconds: float,
+    progress: Progress | None,
+) -> ExportRun:
     with UnitOfWork(engine) as unit:
         session = unit.session
         run = session.get(ExportRun, run_id)
@@ -484,7 +543,7 @@ class DatabaseTexts:
     def comments(self, feedback_ids: Sequence[int]) -> dict[int, Comment]:
         out = {}
         for chunk in _chunks(feedback_ids):
-            for fid, text, tags, email, phone, address, name, handle in self.session.execute(
+            for fid, comment, tags, email, phone, address, name, handle in self.session.execute(
                 select(
                     Feedback.id,
                     Feedback.comment,
@@ -498,9 +557,9 @@ class DatabaseTexts:
                 .join(User, User.id == Feedback.user_id)
                 .where(Feedback.id.in_(chunk))
             ):
-                if text or tags:
+                if comment or tags:
                     own = (email, phone, address, name, handle)
-                    out[fid] = Comment(text, list(tags or []), own)
+                    out[fid] = Comment(comment, list(tags or []), own)
         return out
 
     def comment_scrubber(self) -> Scrubber:

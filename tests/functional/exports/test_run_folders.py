@@ -12,6 +12,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # local files only; read when data
 
 import hashlib
 import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -106,6 +108,48 @@ def test_a_run_published_before_its_worker_died_is_recorded_not_built_again(
     # SQLite hands the moment back without its zone; it was written in UTC.
     assert done.watermark.replace(tzinfo=UTC) == datetime.fromisoformat(manifest["watermark"])
     assert sorted(p.name for p in export_dir.iterdir()) == [name]
+
+
+def test_a_run_delivered_twice_at_once_is_built_by_one_worker(app, engine, community, backend):
+    """The same export task delivered again while its first delivery is still writing the run
+    (a worker that lost its broker connection gave it back). The second leaves the run to the
+    first: it used to clear the first's unfinished folder as a crashed attempt and build its
+    own, and the first, its files gone, marked a published run failed."""
+    if backend != "postgresql":
+        pytest.skip("the embedded default (SQLite) runs each task inline, once")
+    export_dir = Path(app_state(app).settings.export_dir)
+    with Session(engine) as session:
+        run = create_run(session, ExportParameters())
+        session.commit()
+        run_id, name = run.id, run_folder(engine, run)
+    writing, second_done = threading.Event(), threading.Event()
+
+    def wait_for_the_second(stage, _done, _total):
+        if stage == "rows" and not writing.is_set():
+            writing.set()
+            assert second_done.wait(30), "the second delivery did not return"
+
+    first = ThreadPoolExecutor(1).submit(
+        execute_run, engine, run_id, export_dir, settle_seconds=0, progress=wait_for_the_second
+    )
+    assert writing.wait(60), "the first delivery never started writing"
+    try:
+        second = execute_run(engine, run_id, export_dir, settle_seconds=0)  # delivered again
+    finally:
+        second_done.set()
+    assert second.status == "running"
+    done = first.result(timeout=120)
+    assert done.status == "succeeded", done.error
+    assert sorted(p.name for p in export_dir.iterdir()) == [name]
+    published = orjson.loads((export_dir / name / "manifest.json").read_bytes())
+    assert done.manifest == published
+    for entry in published["files"]:
+        assert (
+            hashlib.sha256((export_dir / name / entry["path"]).read_bytes()).hexdigest()
+            == (entry["sha256"])
+        )
+    again = execute_run(engine, run_id, export_dir, settle_seconds=0)  # the lock was let go
+    assert again.status == "succeeded" and again.manifest == published
 
 
 def test_the_same_run_number_again_gets_its_own_folder_and_loads_its_own_rows(
