@@ -1,7 +1,8 @@
 """The evolution simulator (bench/sim_world.py, bench/sim_policies.py, bench/evolution_sim.py):
 the default world is drawn exactly as before the broken-model flags existed, each flag changes
 what it says it changes, the fair baselines explore at Sprig's young share, and a seed whose
-figure is NaN is counted, not dropped."""
+figure is NaN is counted, not dropped; the Bayes oracle (bench/sim_oracle.py) reads ratings as
+the world makes them."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from scipy.stats import spearmanr
 
-from bench.evolution_sim import WORLDS, cell, figure, offline_estimates
+from bench.evolution_sim import ORACLE, WORLDS, cell, figure, offline_estimates, spearman_target
+from bench.sim_oracle import UTILITY_GRID, _rating_interval, oracle_quality
 from bench.sim_policies import FAIR_BASELINES, POLICIES, make_policy
-from bench.sim_world import Log, World, WorldParams, draw_world
+from bench.sim_world import STAR_CUTS, Log, World, WorldParams, draw_world
 
 SMALL = WorldParams(users=60, roots=6, categories=3, forks=8, sessions=400)
 ORIGINAL_DRAW_FIELDS = [
@@ -240,6 +243,59 @@ def test_eps_greedy_explores_at_sprigs_young_share():
 def test_every_estimator_is_scored_on_the_same_held_out_pairs():
     params = replace(SMALL, sessions=2000, forks=20)
     out = offline_estimates(params, 1, POLICIES)
-    counts = {figures["held_out_pair_count"] for figures in out.values()}
+    counts = {figures["held_out_pair_count"] for name, figures in out.items() if name != ORACLE}
     assert len(counts) == 1 and counts.pop() > 0
     assert set(FAIR_BASELINES) <= set(out)
+
+
+def _forks(world: World) -> np.ndarray:
+    return np.flatnonzero(world.log.parent[: world.n] >= 0)
+
+
+def _prior_means(world: World, forks: np.ndarray) -> np.ndarray:
+    p = world.p
+    shares = [1 - p.improve_share - p.broken_share, p.improve_share, p.broken_share]
+    step = float(np.dot(shares, p.fork_step_mean))
+    parents = world.log.parent[forks]
+    return world.latent[parents] + world.evolvability[parents] + step
+
+
+def test_the_oracle_reads_each_mark_from_the_utilities_that_give_it():
+    """At every utility on its grid, the mark World.play would give is the one whose interval
+    holds it (star k: cut k-1 < s ≤ cut k; thumbs up: s > 0), and no other star's."""
+    stars = 1.0 + np.searchsorted(STAR_CUTS, UTILITY_GRID)
+    for star in range(1, 6):
+        assert np.array_equal(_rating_interval(float(star), thumb=False), stars == star)
+    assert np.array_equal(_rating_interval(1.0, thumb=True), UTILITY_GRID > 0)
+    assert np.array_equal(_rating_interval(0.0, thumb=True), UTILITY_GRID <= 0)
+
+
+def test_without_informative_ratings_the_oracle_says_the_prior_mean():
+    """Raters who give only top marks say nothing: every fork is its parent's truth plus the
+    step mixture's mean."""
+    world = play_uniformly(World(p := replace(SMALL, top_marks_share=1.0), draw_world(p, 3)), 3)
+    forks = _forks(world)
+    assert world.log.n_ratings > 0
+    assert oracle_quality(world, forks) == pytest.approx(_prior_means(world, forks), abs=1e-3)
+
+
+def test_the_oracle_learns_from_ratings_what_the_parent_does_not_say():
+    params = replace(SMALL, users=300, sessions=6000, forks=40)
+    world = play_uniformly(World(params, draw_world(params, 4)), 4)
+    forks = _forks(world)
+    truth = world.quality[forks]
+    prior = spearmanr(truth, _prior_means(world, forks)).statistic
+    oracle = spearmanr(truth, oracle_quality(world, forks)).statistic
+    assert oracle > prior + 0.02
+
+
+def test_the_spearman_target_names_the_oracles_lead_and_leaves_it_out_of_the_baselines():
+    def young(rho):
+        return {"offline_spearman_young": figure([rho])}
+
+    target = spearman_target(
+        {"sprig": young(0.90), "thompson-mean": young(0.82), ORACLE: young(0.915)}
+    )
+    assert target["best_baseline"] == "thompson-mean"
+    assert target["gap"] == pytest.approx(0.08) and not target["met"]
+    assert target["ceiling_gap"] == pytest.approx(0.095) and not target["reachable"]
