@@ -5,7 +5,9 @@ unlisted, yanked or quarantined sub-agent never appears, not even as a parent's 
 prompt), and the feedback of people who opted in (``share_feedback_for_training``), last
 written at or before the run's watermark. The watermark is the run's start minus
 ``settle_seconds``: a rating being committed while the run starts is left for the next run
-rather than missed by both (the next incremental run reads ``updated_at`` > this watermark).
+rather than missed by both (the next incremental run reads ``updated_at`` > this watermark);
+on PostgreSQL the run also waits, before it reads, for every transaction writing as it
+started to end, so a rating stamped earlier and committed late is read too.
 
 Feedback is streamed from the database in chunks into compact numpy arrays (about 40 bytes per
 rating); text (prompts, bundles, comments) is loaded per batch while the rows are written, by
@@ -19,6 +21,7 @@ import importlib.metadata
 import logging
 import secrets
 import subprocess
+import time
 import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -243,6 +246,7 @@ def _build(
                 finished=datetime.fromisoformat(kept["finished_at"]),
             )
         started = utcnow()
+        writing = _writes_in_progress(session)
         session.execute(
             update(ExportRun)
             .where(ExportRun.id == run_id)
@@ -257,6 +261,7 @@ def _build(
     parameters = ExportParameters(**run.parameters)
     with storage.building() as export_root:
         try:
+            _wait_for_writes(engine, writing)
             with UnitOfWork(engine) as unit:
                 session = unit.session
                 catalog = load_catalog(session)
@@ -333,6 +338,49 @@ def _build(
                 metrics.record_export_run("failed")
                 return unit.session.get(ExportRun, run_id)
     return _record_success(engine, run_id, manifest, location, watermark, finished)
+
+
+# How long a run waits for the writes in progress as it started to end, and how often it asks.
+WRITES_WAIT_SECONDS = 600.0
+WRITES_POLL_SECONDS = 0.2
+
+
+def _writes_in_progress(session: Session) -> str | None:
+    """The transactions writing as the run starts, which it waits for before it reads
+    (``_wait_for_writes``): on PostgreSQL, a snapshot of them; on SQLite, None."""
+    if session.get_bind().dialect.name != "postgresql":
+        return None
+    return session.execute(text("SELECT CAST(pg_current_snapshot() AS text)")).scalar_one()
+
+
+def _wait_for_writes(engine: Engine, snapshot: str | None) -> None:
+    """Return once every transaction in ``snapshot``'s in-progress list has ended.
+
+    A rating is stamped (``updated_at``) before its transaction commits. One stamped at or
+    before the watermark that commits after this run read the feedback would be in neither
+    this run nor, as new, the next incremental one (which takes only what was stamped after
+    this watermark). The settle time covers a write stamped but not yet begun in the database;
+    this wait covers one begun and committed late (a slow disk, a stalled worker). A writer
+    still open after WRITES_WAIT_SECONDS fails the run: run it again, nothing is missed."""
+    if snapshot is None:
+        return
+    still_writing = text(
+        "SELECT count(*) FROM pg_snapshot_xip(CAST(:snapshot AS pg_snapshot)) AS xid "
+        "WHERE pg_xact_status(xid) = 'in progress'"
+    )
+    deadline = time.monotonic() + WRITES_WAIT_SECONDS
+    with engine.connect() as connection:
+        while True:
+            open_writers = connection.execute(still_writing, {"snapshot": snapshot}).scalar_one()
+            connection.rollback()  # each question its own snapshot
+            if not open_writers:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"{open_writers} transaction(s) writing when the run started had not ended "
+                    f"after {WRITES_WAIT_SECONDS:.0f} s; run the export again"
+                )
+            time.sleep(WRITES_POLL_SECONDS)
 
 
 def _record_success(

@@ -13,6 +13,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # local files only; read when data
 import hashlib
 import re
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,14 +21,18 @@ from pathlib import Path
 import datasets
 import orjson
 import pytest
-from sqlalchemy import delete, update
+from sqlalchemy import delete, func, select, update
 from sqlmodel import Session
 
 from feedback.export import ExportParameters
+from market.catalog.models import Version
 from market.exports.models import ExportRun
 from market.exports.services import create_run, execute_run, run_folder
 from market.exports.storage import RunStorage
+from market.identity.models import User
 from market.platform.state import app_state
+from market.platform.time import utcnow
+from market.usage.models import COUNTED_RATING, Feedback
 from tests.functional.exports import test_api
 from tests.functional.exports.test_api import API, _export, _rate
 
@@ -150,6 +155,57 @@ def test_a_run_delivered_twice_at_once_is_built_by_one_worker(app, engine, commu
         )
     again = execute_run(engine, run_id, export_dir, settle_seconds=0)  # the lock was let go
     assert again.status == "succeeded" and again.manifest == published
+
+
+def test_a_rating_stamped_before_the_run_and_committed_after_it_started_is_read(
+    app, engine, community, backend
+):
+    """A rating's transaction stamps it, then stalls (a slow disk, a paused worker) while an
+    export starts, and commits late. The run waits for it and exports it: read before the
+    commit, it was in neither this run (not yet visible) nor, as new, the next incremental one
+    (stamped before this run's watermark)."""
+    if backend != "postgresql":
+        pytest.skip("SQLite has one writer at a time: the settle time alone covers it")
+    export_dir = Path(app_state(app).settings.export_dir)
+    rater, version_id = community.consenting[5], community.versions["few"]
+    late = Session(engine)
+    try:
+        stamped = utcnow()
+        late.add(
+            Feedback(
+                user_id=rater.id,
+                subagent_id=late.get(Version, version_id).subagent_id,
+                version_id=version_id,
+                scale="stars",
+                rating=5,
+                created_at=stamped,
+                updated_at=stamped,
+                updated_day=stamped.date(),
+            )
+        )
+        late.flush()  # written and stamped, not committed
+        with Session(engine) as session:
+            run = create_run(session, ExportParameters())
+            session.commit()
+            run_id = run.id
+        export = ThreadPoolExecutor(1).submit(
+            execute_run, engine, run_id, export_dir, settle_seconds=0
+        )
+        time.sleep(1.0)  # the run has started and taken its watermark
+        late.commit()
+    finally:
+        late.close()
+    done = export.result(timeout=120)
+    assert done.status == "succeeded", done.error
+    assert done.watermark.replace(tzinfo=UTC) >= stamped
+    with Session(engine) as session:
+        consenting_ratings = session.execute(
+            select(func.count())
+            .select_from(Feedback)
+            .join(User, User.id == Feedback.user_id)
+            .where(User.share_feedback_for_training.is_(True), COUNTED_RATING)
+        ).scalar_one()
+    assert done.manifest["counts"]["ratings"]["total"] == consenting_ratings
 
 
 def test_the_same_run_number_again_gets_its_own_folder_and_loads_its_own_rows(
