@@ -106,17 +106,34 @@ class ParsedBundle:
 
     manifest: dict
     files: dict[str, BundleFile]
-    size: int  # characters of the completion it was read from
+    size: int  # about the bytes it holds (``parse``), what a cache of them counts
     # The last manifest line and the keys it shows: a version shows the same keys against
     # most others, so the line is serialized once.
     manifest_shown: tuple[str, ...] | None = field(default=None, repr=False)
     manifest_line: str = field(default="", repr=False)
 
 
+# What a parsed bundle holds besides its characters, in bytes: per line its string object, its
+# slot and its end offset, and its share of the distinct lines a comparison builds; per file
+# its record and headers; per character of its manifest's JSON, the dicts and strings read
+# from it; per bundle its record. Measured with tracemalloc on bundles of 2 files of 20 short
+# lines and of 6 files of 70 (tests/unit/test_reward_export_compact.py): the sum is within 20%
+# of what they hold, where their characters alone were a seventh and a third of it.
+_HELD_PER_LINE, _HELD_PER_FILE, _HELD_PER_MANIFEST_CHAR, _HELD_PER_BUNDLE = 120, 384, 6, 256
+
+
 def parse(completion: str) -> ParsedBundle:
     bundle = orjson.loads(completion)
     files = {path: BundleFile.of(path, text) for path, text in sorted(bundle["files"].items())}
-    return ParsedBundle(bundle["manifest"], files, len(completion))
+    lines = sum(len(file.lines) for file in files.values())
+    held = (
+        len(completion)
+        + _HELD_PER_LINE * lines
+        + _HELD_PER_FILE * len(files)
+        + _HELD_PER_MANIFEST_CHAR * len(orjson.dumps(bundle["manifest"]))
+        + _HELD_PER_BUNDLE
+    )
+    return ParsedBundle(bundle["manifest"], files, held)
 
 
 def _manifest_line(mine: ParsedBundle, other: ParsedBundle | None) -> str:

@@ -35,13 +35,28 @@ class LockedTexts:
             return self.texts.comment_scrubber()
 
 
-class TextCache:
-    """The most recently used versions' text, up to ``budget`` bytes: a version shows up in
-    its scalar row and then in several pairs of the same group, and loading it (a database
-    read and a decompression) costs more than keeping it."""
+# What the parsed bundles of the most recently used versions may hold. At ten million ratings
+# (bench/export.py, alternated runs) 128 MiB exports as fast as holding every version's parsed
+# bundle, which took the export's peak past 2 GiB; 64 MiB was a fifth slower (co-rated pairs
+# reach across every group, so the versions in use are many).
+BUNDLE_BUDGET = 128 * 1024 * 1024
 
-    def __init__(self, source, version_id: np.ndarray, budget: int = 64 * 1024 * 1024) -> None:
+
+class TextCache:
+    """The most recently used versions' text, up to ``budget`` bytes, and their parsed
+    bundles, up to ``bundle_budget``: a version shows up in its scalar row and then in several
+    pairs, and loading it (a database read and a decompression) or parsing it costs more than
+    keeping it."""
+
+    def __init__(
+        self,
+        source,
+        version_id: np.ndarray,
+        budget: int = 64 * 1024 * 1024,
+        bundle_budget: int = BUNDLE_BUDGET,
+    ) -> None:
         self.source, self.version_id, self.budget = source, version_id, budget
+        self.bundle_budget = bundle_budget
         self.entries: OrderedDict[int, VersionText] = OrderedDict()
         self.size = 0
         self.scrubber = Scrubber()
@@ -59,15 +74,15 @@ class TextCache:
 
     def bundle(self, version_id: int, completion: str) -> ParsedBundle:
         """``completion`` (the version's) parsed for compact views: once, however many pairs
-        the version is in while it stays among the most recently used (the same byte budget
-        as the texts, counted in characters of completion)."""
+        the version is in while it stays among the most recently used (``bundle_budget``,
+        counted in what the parsed bundles hold: ``ParsedBundle.size``)."""
         bundle = self.bundles.get(version_id)
         if bundle is not None:
             self.bundles.move_to_end(version_id)
             return bundle
         bundle = self.bundles[version_id] = parse(completion)
         self.bundles_size += bundle.size
-        while self.bundles_size > self.budget and len(self.bundles) > 1:
+        while self.bundles_size > self.bundle_budget and len(self.bundles) > 1:
             _old_id, old = self.bundles.popitem(last=False)
             self.bundles_size -= old.size
         return bundle

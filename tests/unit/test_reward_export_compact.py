@@ -4,7 +4,12 @@ no view's file lines exceed the budget."""
 
 from __future__ import annotations
 
-from feedback.export.compact import BUDGET, compact_pair, compact_version
+import tracemalloc
+
+import numpy as np
+
+from feedback.export.compact import BUDGET, ParsedBundle, compact_pair, compact_version, parse
+from feedback.export.texts import TextCache
 from market.catalog.bundles import canonical_bytes
 
 MANIFEST = {
@@ -103,3 +108,45 @@ def test_two_unrelated_apps_are_cut_to_the_budget_with_a_count_of_what_was_left_
         shown = file_lines(view)
         assert shown and budget_used(view) <= BUDGET
         assert view.splitlines()[-1] == f"⋯ {400 - len(shown)} more changed lines not shown ⋯"
+
+
+def _held_by_parsing(text: str) -> tuple[ParsedBundle, int]:
+    """A parsed bundle (with the distinct lines a comparison builds) and the bytes it holds
+    (after a first parse, which also fills the process's one-time caches)."""
+    parse(text)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        parsed = parse(text)
+        for file in parsed.files.values():
+            file.members  # noqa: B018 - built as a comparison builds it
+        return parsed, tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_parsed_bundle_counts_about_what_it_holds_not_its_characters():
+    """The export's cache of parsed bundles keeps to its budget by these sizes: counted in
+    characters, a cache of bundles of short lines held up to seven times its budget."""
+    short = completion(MANIFEST, {"index.html": "<p>hi</p>", "app.js": "\n".join(APP[:20])})
+    long = completion(MANIFEST, {f"src/part{j}.js": "\n".join(APP[:70]) for j in range(6)})
+    held = {}
+    for text in (short, long):
+        parsed, held[text] = _held_by_parsing(text)
+        assert 0.75 * held[text] <= parsed.size <= 1.25 * held[text], (len(text), parsed.size)
+    # What was counted before, the characters: a sixth of what the short one holds.
+    assert len(short) < held[short] / 5
+
+
+def test_the_cache_keeps_parsed_bundles_within_their_budget():
+    texts = [
+        completion({**MANIFEST, "name": f"App {k}"}, {"app.js": "\n".join(APP[k : k + 200])})
+        for k in range(20)
+    ]
+    one = parse(texts[0]).size
+    cache = TextCache(None, np.arange(20), bundle_budget=5 * one)
+    for k, text in enumerate(texts):
+        cache.bundle(k, text)
+    assert sum(b.size for b in cache.bundles.values()) <= 5 * one
+    kept = list(cache.bundles)
+    assert len(kept) >= 4 and kept == list(range(20 - len(kept), 20))  # the most recently used
