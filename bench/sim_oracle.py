@@ -21,7 +21,7 @@ import math
 import numpy as np
 from scipy.stats import norm, t
 
-from bench.sim_world import STAR_CUTS, World, bounded
+from bench.sim_world import World, bounded, marks, mean_utility, rating_probability
 
 # The fork's latent on a grid around its prior centre (parent latent + parent evolvability): the
 # step mixture's components lie within [-1.5 - 3·0.5, 0.3 + 3·0.3] of it in every world preset.
@@ -41,7 +41,7 @@ def oracle_quality(world: World, items: np.ndarray) -> np.ndarray:
     shares = np.array([1 - p.improve_share - p.broken_share, p.improve_share, p.broken_share])
     step_means, step_sds = np.array(p.fork_step_mean), np.array(p.fork_step_sd)
     s = UTILITY_GRID
-    rate_probability = 1.0 / (1.0 + np.exp(1.0 - 0.8 * np.abs(s))) if p.mnar else np.ones_like(s)
+    rate_probability = rating_probability(p, s)
     noise_pdf = norm.pdf if math.isinf(p.noise_df) else (lambda x: t.pdf(x, p.noise_df))
     estimate = np.empty(len(items))
     for n, item in enumerate(items):
@@ -59,21 +59,13 @@ def oracle_quality(world: World, items: np.ndarray) -> np.ndarray:
             user = rater[k]
             if d.top_marks_user[user]:
                 continue  # the top mark whatever the fork: it says nothing
-            leniency = d.leniency[user]
-            if p.leniency_drift or p.leniency_drift_sd:
-                leniency = leniency + d.leniency_drift[user] * at[k] / p.sessions
-            appeal = d.discrimination[user] * (quality + d.taste[user, world.category[item]])
-            mean_utility = (
-                np.exp(leniency) * appeal
-                if p.leniency_form == "multiplicative"
-                else appeal + leniency
-            )
+            mean = mean_utility(p, d, user, quality, world.category[item], at[k])
             within = _rating_interval(value[k], bool(thumb[k]))
             # P(the user rates, and with this mark | quality): the rating probability times
             # the noise's density, over the utilities that give this mark.
-            likelihood = (
-                noise_pdf(s[None, :] - mean_utility[:, None]) * (rate_probability * within)
-            ).sum(axis=1) * UTILITY_STEP
+            likelihood = (noise_pdf(s[None, :] - mean[:, None]) * (rate_probability * within)).sum(
+                axis=1
+            ) * UTILITY_STEP
             log_posterior += np.log(likelihood + 1e-300)
         posterior = np.exp(log_posterior - log_posterior.max())
         estimate[n] = float((posterior * quality).sum() / posterior.sum())
@@ -81,12 +73,5 @@ def oracle_quality(world: World, items: np.ndarray) -> np.ndarray:
 
 
 def _rating_interval(value: float, thumb: bool) -> np.ndarray:
-    """Which utilities on UTILITY_GRID give this mark: star k for cut k-1 < s ≤ cut k, thumbs
-    up for s > 0 (sim_world.World.play)."""
-    s = UTILITY_GRID
-    if thumb:
-        return s > 0 if value == 1 else s <= 0
-    star = int(value) - 1
-    low = -np.inf if star == 0 else STAR_CUTS[star - 1]
-    high = np.inf if star == len(STAR_CUTS) else STAR_CUTS[star]
-    return (s > low) & (s <= high)
+    """Which utilities on UTILITY_GRID give this mark (``sim_world.marks``)."""
+    return marks(UTILITY_GRID, thumb) == value

@@ -138,6 +138,43 @@ def draw_world(p: WorldParams, seed: int) -> Draws:
     return draws
 
 
+def mean_utility(
+    p: WorldParams,
+    d: Draws,
+    user: np.ndarray | int,
+    quality: np.ndarray,
+    category: np.ndarray | int,
+    at: np.ndarray | int,
+    herding: np.ndarray | None = None,
+) -> np.ndarray:
+    """A user's utility s before its noise ε, at session ``at``: a·(q + w_category) + b, or
+    e^b·a·(q + w) with multiplicative leniency; ``herding`` (popularity) adds to the appeal.
+    The world plays with it, and bench/sim_oracle.py reads ratings by it."""
+    appeal = d.discrimination[user] * (quality + d.taste[user, category])
+    leniency = d.leniency[user]
+    if p.leniency_drift or p.leniency_drift_sd:
+        leniency = leniency + d.leniency_drift[user] * (at / p.sessions)
+    if herding is not None:
+        appeal = appeal + herding
+    if p.leniency_form == "multiplicative":
+        return np.exp(leniency) * appeal
+    return appeal + leniency
+
+
+def rating_probability(p: WorldParams, utility: np.ndarray) -> np.ndarray:
+    """The chance a user rates what they used: σ(−1 + 0.8|s|) when ratings are missing not at
+    random (people rate what they love or hate), else flat."""
+    if p.mnar:
+        return 1.0 / (1.0 + np.exp(1.0 - 0.8 * np.abs(utility)))
+    return np.full(np.shape(utility), p.flat_rate_probability)
+
+
+def marks(utility: np.ndarray, thumb: np.ndarray | bool) -> np.ndarray:
+    """The mark each utility gives: stars 1-5 (s cut at STAR_CUTS, star k for cut k-1 < s ≤
+    cut k) or, for a thumbs rater, 1 (s > 0) or 0."""
+    return np.where(thumb, (utility > 0).astype(float), 1.0 + np.searchsorted(STAR_CUTS, utility))
+
+
 def bounded(p: WorldParams, latent: np.ndarray | float) -> np.ndarray | float:
     """Quality from the latent: q_max·tanh(latent / q_max), gains shrink near the bound."""
     if math.isinf(p.quality_bound):
@@ -225,16 +262,14 @@ class World:
     def utility(self, sessions: np.ndarray, user: np.ndarray, item: np.ndarray) -> np.ndarray:
         """s of ``user`` (sessions × slots) for ``item`` in each of ``sessions``."""
         p, d = self.p, self.d
-        appeal = d.discrimination[user] * (self.quality[item] + d.taste[user, self.category[item]])
-        leniency = d.leniency[user]
-        if p.leniency_drift or p.leniency_drift_sd:
-            leniency = leniency + d.leniency_drift[user] * (sessions[:, None] / p.sessions)
-        if p.popularity:
-            appeal = appeal + p.popularity * np.log1p(self.user_count[item])
+        herding = p.popularity * np.log1p(self.user_count[item]) if p.popularity else None
         noise = d.noise[sessions][:, : item.shape[1]]
-        if p.leniency_form == "multiplicative":
-            return np.exp(leniency) * appeal + noise
-        return appeal + leniency + noise
+        return (
+            mean_utility(
+                p, d, user, self.quality[item], self.category[item], sessions[:, None], herding
+            )
+            + noise
+        )
 
     def play(self, start: int, slates: np.ndarray) -> None:
         """Sessions start .. start + len(slates) - 1, each showing one slate."""
@@ -244,11 +279,7 @@ class World:
         valid = slates >= 0
         item = np.where(valid, slates, 0)
         utility = self.utility(sessions, user, item)
-        rate_p = (
-            1.0 / (1.0 + np.exp(1.0 - 0.8 * np.abs(utility)))
-            if p.mnar
-            else np.full(utility.shape, p.flat_rate_probability)
-        )
+        rate_p = rating_probability(p, utility)
         rates = valid & (d.rate_u[sessions][:, : slates.shape[1]] < rate_p)
         uses = valid & (d.use_u[sessions][:, : slates.shape[1]] < 1.0 / (1.0 + np.exp(-utility)))
         at = np.broadcast_to(sessions[:, None], slates.shape)
@@ -259,7 +290,7 @@ class World:
         ru, ri, rs, ra = ru[fresh], ri[fresh], rs[fresh], ra[fresh]
         self.rated[ru, ri] = True
         thumb = d.thumbs_user[ru]
-        value = np.where(thumb, (rs > 0).astype(float), 1.0 + np.searchsorted(STAR_CUTS, rs))
+        value = marks(rs, thumb)
         value = np.where(d.top_marks_user[ru], np.where(thumb, 1.0, 5.0), value)
         _append(log, "rating", ru, ri, ra, value=value, thumb=thumb)
 
