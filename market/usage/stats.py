@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import date, timedelta
 
-from sqlalchemy import distinct, func, select
+from sqlalchemy import distinct, func, select, true
 from sqlmodel import Session
 
 from feedback import credit, rollup
@@ -220,7 +220,19 @@ def descendants(
         .where(id_in(session, SubAgent.parent_id, subagent_ids))
         .cte("below", recursive=True)
     )
-    below = below.union(select(*columns).join(below, SubAgent.parent_id == below.c.id))
+    if session.get_bind().dialect.name == "postgresql":
+        # PostgreSQL guesses the work table at ten times the first step's rows and, below
+        # about 40,000 sub-agents, hashes the whole table at each step rather than probe the
+        # parent index: 18 ms for a creator with 85 descendants among 25,000, against 2.5 ms
+        # probing. Each node's children as a LATERAL subquery that OFFSET 0 keeps from being
+        # flattened into a join can only be probed.
+        children = (
+            select(*columns).where(SubAgent.parent_id == below.c.id).offset(0).lateral("children")
+        )
+        step = select(*children.c).select_from(below).join(children, true())
+    else:
+        step = select(*columns).join(below, SubAgent.parent_id == below.c.id)
+    below = below.union(step)
     found = select(below.c.id, below.c.ancestry, below.c.author_id)
     if visible_to is not None:
         found = found.where(tree_visible(below.c, visible_to))
