@@ -52,7 +52,7 @@ from market.exports.storage import RunStorage
 from market.identity.access import publicly_listed_clause
 from market.identity.models import User
 from market.platform import metrics
-from market.platform.db import UnitOfWork
+from market.platform.db import Lock, UnitOfWork, holding_alone
 from market.platform.errors import Conflict, NotFound
 from market.platform.pagination import newest_first_page
 from market.platform.time import utcnow
@@ -172,10 +172,6 @@ def execute_run(
         return _build(engine, run_id, storage, settle_seconds, progress)
 
 
-# With a run's id, names the session advisory lock its builder holds (any constant).
-_BUILD_LOCK_CLASS = 0x5E7
-
-
 @contextmanager
 def _building_alone(engine: Engine, run_id: int) -> Iterator[bool]:
     """Whether this worker is the only one building run ``run_id``, held until the block ends.
@@ -183,35 +179,15 @@ def _building_alone(engine: Engine, run_id: int) -> Iterator[bool]:
     The same task can be delivered twice while its first delivery still runs (a worker that
     loses its broker connection gives its unacknowledged tasks back). Two builders of one run
     share its unfinished folder, each clearing it as a crashed attempt, and the one that loses
-    marks a published run failed. On PostgreSQL the builder holds a session advisory lock on
-    the run, on a connection of its own that is idle (no transaction) meanwhile; the lock
-    ends with that connection, so a run whose worker died is built by the next delivery. The
-    embedded default (SQLite) runs its tasks inline, one delivery each."""
+    marks a published run failed. On PostgreSQL the builder holds the run's lock
+    (``market.platform.db.holding_alone``), which ends with its connection, so a run whose
+    worker died is built by the next delivery. The embedded default (SQLite) runs its tasks
+    inline, one delivery each."""
     if engine.dialect.name != "postgresql":
         yield True
         return
-    key = {"lock_class": _BUILD_LOCK_CLASS, "run": run_id}
-    with engine.connect() as connection:
-        alone = connection.execute(
-            text("SELECT pg_try_advisory_lock(:lock_class, :run)"), key
-        ).scalar()
-        connection.commit()
-        try:
-            yield bool(alone)
-        finally:
-            if alone:
-                _release_build_lock(connection, key)
-
-
-def _release_build_lock(connection, key: dict) -> None:
-    try:
-        connection.execute(text("SELECT pg_advisory_unlock(:lock_class, :run)"), key)
-        connection.commit()
-    except Exception:
-        # Back in the pool still holding the lock, the connection would keep the run from
-        # every later delivery; closed, it takes the lock with it.
-        connection.invalidate()
-        raise
+    with holding_alone(engine, Lock.EXPORT_BUILD, run_id) as alone:
+        yield alone
 
 
 def _build(

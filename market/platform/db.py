@@ -7,6 +7,7 @@ or command, committed once at the service boundary.
 
 from __future__ import annotations
 
+import enum
 import json
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -237,6 +238,64 @@ def begin_writing(session: Session) -> None:
         return
     if not connection.connection.dbapi_connection.in_transaction:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+@enum.unique
+class Lock(enum.IntEnum):
+    """Every PostgreSQL advisory lock Sprig takes, named here so that no two share a key:
+    ``enum.unique`` refuses a value given twice. The values are any constants, kept as they
+    were when each lock lived in its own module, so that workers of two releases still
+    exclude each other while a deploy rolls."""
+
+    RANKING = 0x72616E6B  # a ranking run ("rank" in ASCII)
+    TASTE = 0x74617374  # the taste fit after a full run ("tast")
+    ROLLUP = 0x5B816  # the usage rollup
+    PARTITIONS = 0x5B817  # creating and dropping the event table's partitions
+    EXPORT_BUILD = 0x5E7  # with a run's id (the two-key form): building that export run
+
+
+def wait_for_lock(session: Session, lock: Lock) -> None:
+    """Hold ``lock`` until this transaction ends, waiting while another transaction holds it
+    (PostgreSQL)."""
+    session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": int(lock)})
+
+
+def try_lock(session: Session, lock: Lock) -> bool:
+    """Whether this transaction now holds ``lock`` until it ends; False at once while another
+    transaction holds it (PostgreSQL)."""
+    statement = text("SELECT pg_try_advisory_xact_lock(:key)")
+    return bool(session.execute(statement, {"key": int(lock)}).scalar())
+
+
+@contextmanager
+def holding_alone(engine: Engine, lock: Lock, number: int) -> Iterator[bool]:
+    """Whether this process alone holds ``lock`` for ``number`` (a run's id), held until the
+    block ends, for work longer than a transaction should stay open (PostgreSQL).
+
+    A session lock on a connection of its own, idle (no transaction) meanwhile: it ends with
+    that connection, so work whose process died is taken up by the next one to ask."""
+    key = {"lock_class": int(lock), "number": number}
+    with engine.connect() as connection:
+        alone = connection.execute(
+            text("SELECT pg_try_advisory_lock(:lock_class, :number)"), key
+        ).scalar()
+        connection.commit()
+        try:
+            yield bool(alone)
+        finally:
+            if alone:
+                _release_session_lock(connection, key)
+
+
+def _release_session_lock(connection, key: dict) -> None:
+    try:
+        connection.execute(text("SELECT pg_advisory_unlock(:lock_class, :number)"), key)
+        connection.commit()
+    except Exception:
+        # Back in the pool still holding the lock, the connection would keep the work from
+        # everyone after; closed, it takes the lock with it.
+        connection.invalidate()
+        raise
 
 
 def insert_unless_exists(session: Session, row, find):

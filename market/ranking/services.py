@@ -20,7 +20,7 @@ Two kinds of run:
   rating ages decay with time, so figures of quiet families drift until then).
 A run with nothing new since the last one does nothing (``mode = "skipped"``). Only rows whose
 figures changed are written (on PostgreSQL through COPY into a temporary table and one upsert).
-A run holds a lock for its transaction (``RANKING_LOCK_KEY``), so two workers never rank at
+A run holds a lock for its transaction (``Lock.RANKING``), so two workers never rank at
 once: the second waits, then finds nothing new and skips.
 
 After a full run has committed its scores, the personal taste (``evolution.personal``) is fitted
@@ -67,7 +67,7 @@ from market.catalog.models import SubAgent
 from market.catalog.services import Branch, mark_catalog_changed
 from market.identity.access import can_view, publicly_listed, publicly_listed_clause
 from market.platform import metrics
-from market.platform.db import UnitOfWork, begin_writing
+from market.platform.db import Lock, UnitOfWork, begin_writing, wait_for_lock
 from market.platform.time import utcnow
 from market.ranking.models import (
     RankingRun,
@@ -98,9 +98,6 @@ EVENT_MAX_LATENESS = timedelta(days=8)
 # than reading that many families (a fifth of a million-sub-agent catalog's) one by one, and
 # it refreshes everything.
 INCREMENTAL_MAX_ROOTS = 20_000
-# pg_advisory_xact_lock keys of the ranking run and of the taste fit ("rank", "tast" in ASCII).
-RANKING_LOCK_KEY = 0x72616E6B
-TASTE_LOCK_KEY = 0x74617374
 # How long a run waits for SQLite's write lock before it fails (_hold_lock).
 SQLITE_LOCK_WAIT_SECONDS = 120
 # How often a full run chooses the taste's strength λ anew; the runs in between keep the last
@@ -479,8 +476,8 @@ def _taste_lost(last_full: RankingRun | None, now: datetime, retry_after: timede
     return now - scored > retry_after
 
 
-def _hold_lock(session: Session, key: int) -> None:
-    """One holder of ``key`` at a time across every worker, until the transaction ends: a
+def _hold_lock(session: Session, lock: Lock) -> None:
+    """One holder of ``lock`` at a time across every worker, until the transaction ends: a
     transaction advisory lock on PostgreSQL (writers elsewhere carry on), the write lock on
     SQLite (its only writer lock; the embedded default's runs take well under a second).
 
@@ -488,7 +485,7 @@ def _hold_lock(session: Session, key: int) -> None:
     asking again until ``SQLITE_LOCK_WAIT_SECONDS``, as a run on a loaded machine can hold
     the lock for longer than that."""
     if session.connection().dialect.name == "postgresql":
-        session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
+        wait_for_lock(session, lock)
         return
     deadline = time.monotonic() + SQLITE_LOCK_WAIT_SECONDS
     while True:
@@ -559,7 +556,7 @@ def _rank(
     the rater offsets, with what its taste fit will need."""
     started = time.perf_counter()
     now = now or utcnow()
-    _hold_lock(session, RANKING_LOCK_KEY)
+    _hold_lock(session, Lock.RANKING)
     last = session.scalars(
         select(RankingRun).where(RankingRun.mode != "skipped").order_by(RankingRun.id.desc())
     ).first()
@@ -659,7 +656,7 @@ def learn_taste(session: Session, full: _FullFit) -> dict:
 
     A run whose scores a later full run has replaced stores nothing (``"superseded"``), so an
     older fit that finishes last never overwrites a newer one. The fit runs before the lock
-    (``TASTE_LOCK_KEY``) is taken: on SQLite that lock is the database's one write lock, which
+    (``Lock.TASTE``) is taken: on SQLite that lock is the database's one write lock, which
     every request that writes would otherwise wait on."""
     started = time.perf_counter()
     summary: dict = {"superseded": True}
@@ -677,7 +674,7 @@ def learn_taste(session: Session, full: _FullFit) -> dict:
             taste = taste_of(full.inputs, full.scores, reg=reg, start=start)
         else:
             taste = taste_of(full.inputs, full.scores)
-        _hold_lock(session, TASTE_LOCK_KEY)
+        _hold_lock(session, Lock.TASTE)
         if _is_latest_full_run(session, full.run_id):
             summary = {
                 "rank": taste.rank,

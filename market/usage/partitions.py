@@ -47,6 +47,7 @@ from sqlmodel import Session
 
 from feedback.ingest import MAX_EVENT_AGE
 from feedback.rollup import RETENTION_OFFSETS
+from market.platform.db import Lock, wait_for_lock
 
 TABLE = "usage_event"
 DEFAULT_PARTITION = "usage_event_default"
@@ -58,8 +59,6 @@ ROLLUP_READ_BACK = timedelta(days=max(RETENTION_OFFSETS))
 # The ranking reads 180 days of raw events (market.ranking.services.USAGE_WINDOW_DAYS), and
 # a late event plus its cohorts reach back MAX_EVENT_AGE + 30 days: keep well above both.
 MIN_RETENTION_DAYS = 200
-# Names the advisory lock that serializes partition changes across workers (any constant).
-_PARTITION_LOCK = 0x5B817
 # Making or dropping a partition locks the whole table for a moment. Behind a long reader
 # (the ranking's 180-day read) that lock would wait, and every ingest would queue behind it:
 # give up after this long instead; the task is retried later.
@@ -133,7 +132,7 @@ def _lock(session: Session) -> None:
     """Two workers (or a worker and a migration) change partitions one at a time; held to the
     end of the transaction. Waiting, not skipping: the second then finds the work done. The
     table locks that follow wait at most ``LOCK_TIMEOUT_MS``."""
-    session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PARTITION_LOCK})
+    wait_for_lock(session, Lock.PARTITIONS)
     session.execute(text(f"SET LOCAL lock_timeout = {int(LOCK_TIMEOUT_MS)}"))
 
 

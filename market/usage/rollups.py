@@ -8,14 +8,14 @@ import time
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
 
-from sqlalchemy import delete, distinct, func, select, text
+from sqlalchemy import delete, distinct, func, select
 from sqlalchemy import insert as generic_insert
 from sqlmodel import Session
 
 from feedback import rollup
 from market.catalog.models import Install
 from market.platform import metrics
-from market.platform.db import pairs_in
+from market.platform.db import Lock, pairs_in, try_lock
 from market.usage.models import (
     COUNTED_RATING,
     DailyStats,
@@ -38,7 +38,6 @@ def mark_dirty(session: Session, pairs: Iterable[tuple[int, date]]) -> None:
 _MARK_DIRTY = generic_insert(RollupDirty)
 
 
-_ROLLUP_LOCK = 0x5B816  # any constant; names the rollup's advisory lock
 _CHUNK = 400  # (sub-agent, day) pairs per aggregate query: keeps IN lists and plans small
 
 
@@ -95,8 +94,7 @@ def _rollup_lock(session: Session) -> bool:
     single writer already."""
     if session.get_bind().dialect.name != "postgresql":
         return True
-    statement = text("SELECT pg_try_advisory_xact_lock(:key)")
-    return bool(session.execute(statement, {"key": _ROLLUP_LOCK}).scalar())
+    return try_lock(session, Lock.ROLLUP)
 
 
 def _rollup_day(session: Session, day: date, subagent_ids: list[int]) -> None:
