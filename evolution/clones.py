@@ -145,8 +145,24 @@ def collapse(items: Sequence[L]) -> list[Group[L]]:
     Each item joins the first group whose representative it is a clone of, so a group is
     anchored on what it shows, and a chain of small changes never drifts into another tool.
     """
+    return _collapse(items, None)[0]
+
+
+def first_groups(items: Sequence[L], count: int) -> tuple[list[Group[L]], bool]:
+    """The first ``count`` groups of ``collapse(items)``, members and all, and whether it has
+    more: what a page of a list that is not reordered afterwards shows.
+
+    An item tries the groups in their order, so no group after the first ``count`` can take
+    an item from them: they are formed alone, and an item that is a clone of none of them is
+    compared no further. In a search whose matches crowd into one family of many tools, each
+    item is then compared with at most ``count`` of that family's groups, not with all."""
+    return _collapse(items, count)
+
+
+def _collapse(items: Sequence[L], count: int | None) -> tuple[list[Group[L]], bool]:
     groups: list[Group[L]] = []
     by_family: dict[Hashable, list[tuple[_Signature, Group[L]]]] = {}
+    more = False
     for item in items:
         signature = _Signature(item)
         candidates = by_family.setdefault(signature.family, [])
@@ -155,10 +171,13 @@ def collapse(items: Sequence[L]) -> list[Group[L]]:
                 group.members.append(item)
                 break
         else:
+            if count is not None and len(groups) >= count:
+                more = True
+                continue
             group = Group(representative=item)
             groups.append(group)
             candidates.append((signature, group))
-    return groups
+    return groups, more
 
 
 def spread_lineages(groups: Sequence[Group[L]], *, window: int, per_lineage: int) -> list[Group[L]]:

@@ -11,7 +11,7 @@ from sqlalchemy import and_, bindparam, literal, literal_column, or_
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, func, select
 
-from evolution.clones import collapse, spread_lineages
+from evolution.clones import collapse, first_groups, spread_lineages
 from market.catalog.models import NearCopyOffer, Report, SubAgent, SubAgentTag
 from market.catalog.search import TextMatcher, relevant_ids
 from market.identity.access import (
@@ -318,12 +318,15 @@ def _collapsed_page(
     if join is not None:
         statement = join(statement)
     rows = list(session.execute(statement.order_by(*order).limit(COLLAPSED_POOL)))
-    groups = collapse(rows)
     if spread:
-        groups = spread_lineages(groups, window=LINEAGE_WINDOW, per_lineage=PER_LINEAGE)
+        # Spreading reorders every group, so all of them are needed.
+        groups = spread_lineages(collapse(rows), window=LINEAGE_WINDOW, per_lineage=PER_LINEAGE)
+        more = offset + limit < len(groups)
+    else:
+        groups, more = first_groups(rows, offset + limit)
     shown = groups[offset : offset + limit]
     next_cursor = None
-    if offset + limit < len(groups):
+    if more:
         next_cursor = encode_cursor(offset + limit)
     elif sort_key is not None and len(rows) == COLLAPSED_POOL:
         next_cursor = encode_cursor(rows[-1].sort_key, rows[-1].id)

@@ -14,6 +14,7 @@ from evolution.clones import (
     Group,
     are_clones,
     collapse,
+    first_groups,
     spread_lineages,
     tool_name,
     trigrams,
@@ -131,6 +132,29 @@ def test_collapse_joins_the_representative_not_a_chain_of_members():
 
 def test_collapse_of_nothing_is_nothing():
     assert collapse([]) == []
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_first_groups_are_a_full_collapses_first_groups_members_and_all(seed):
+    """A search page forms only the groups it shows: each of them, with its members, and
+    whether more follow, is what collapsing the whole list gives, when many items of one
+    family name many tools, some of them clones of early groups, some of later ones."""
+    rng = random.Random(seed)
+    tools = [f"Tool {t}" for t in range(rng.randint(1, 30))]
+    items = [
+        Item(
+            i,
+            rng.choice([1, 1, 1, 2, 3]),
+            rng.choice(tools) + rng.choice(["", " — oz", " (kids)"]),
+            rng.choice([WATER, "Log how you slept and see the week.", ""]),
+        )
+        for i in range(rng.randint(0, 120))
+    ]
+    full = [[g.representative.id] + [m.id for m in g.members] for g in collapse(items)]
+    for count in (0, 1, 5, 20, len(full), len(full) + 3):
+        groups, more = first_groups(items, count)
+        assert [[g.representative.id] + [m.id for m in g.members] for g in groups] == full[:count]
+        assert more == (len(full) > count)
 
 
 def families(groups: list[Group]) -> list[int]:
