@@ -18,11 +18,14 @@ import psycopg
 from psycopg.pq import ExecStatus
 from sqlalchemy import (
     ARRAY,
+    BigInteger,
     Engine,
     Integer,
     String,
+    TypeDecorator,
     any_,
     bindparam,
+    cast,
     create_engine,
     event,
     func,
@@ -318,16 +321,34 @@ def insert_unless_exists(session: Session, row, find):
     return row, True
 
 
+class IntegerArray(TypeDecorator):
+    """An ``integer[]`` parameter sent as its text, ``{1,2,3}``, and cast in the statement.
+
+    psycopg dumps a Python list element by element through a dumper each: 0.20 ms for the 300
+    ids of a search's pool, against 0.03 ms to write and send the text, and a search binds
+    several such lists. Each id goes through ``int``, so nothing but integers reaches it."""
+
+    impl = String
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):
+        return None if value is None else "{" + ",".join(str(int(v)) for v in value) + "}"
+
+    def bind_expression(self, bindvalue):
+        return cast(bindvalue, ARRAY(Integer))
+
+
 def id_in(session: Session, column, ids):
     """``column IN (ids)`` (integers, or strings such as hashes) as SQL whose text does not
     depend on how many ids there are. On
     PostgreSQL it is one array parameter (``= ANY(...)``): psycopg prepares the statement once
     and the server stops parsing and planning a new text for every list length, which halves
     the cost of reading a figure for a page of 150 nodes. SQLite gets an ordinary IN."""
-    ids = list(ids)
+    integers = isinstance(column.type, Integer)
+    # NumPy's integers as plain ones: SQLite would bind an int64 as bytes and match nothing.
+    ids = [int(i) for i in ids] if integers else list(ids)
     if session.get_bind().dialect.name == "postgresql":
-        item = Integer() if isinstance(column.type, Integer) else String()
-        return column == any_(bindparam(None, ids, type_=ARRAY(item)))
+        return column == any_(bindparam(None, ids, type_=_array_of(column.type)))
     return column.in_(ids)
 
 
@@ -340,8 +361,8 @@ def pairs_in(session: Session, first, second, pairs):
     if session.get_bind().dialect.name == "postgresql":
         listed = (
             func.unnest(
-                bindparam(None, [a for a, _ in pairs], type_=ARRAY(first.type)),
-                bindparam(None, [b for _, b in pairs], type_=ARRAY(second.type)),
+                bindparam(None, [a for a, _ in pairs], type_=_array_of(first.type)),
+                bindparam(None, [b for _, b in pairs], type_=_array_of(second.type)),
             )
             .table_valued("first", "second")
             .render_derived(name="pairs")
@@ -350,11 +371,18 @@ def pairs_in(session: Session, first, second, pairs):
     return tuple_(first, second).in_(pairs)
 
 
+def _array_of(item):
+    """The array parameter type for a column of ``item``: ``IntegerArray`` for ``integer``
+    ids (a bigint's values would not fit its cast)."""
+    plain_integer = isinstance(item, Integer) and not isinstance(item, BigInteger)
+    return IntegerArray() if plain_integer else ARRAY(item)
+
+
 def in_bound_ids(dialect: str, column, name: str):
     """``id_in`` for a statement built once, its ids bound at each execution under ``name``:
     one array parameter on PostgreSQL, an expanding IN on SQLite."""
     if dialect == "postgresql":
-        return column == any_(bindparam(name, type_=ARRAY(Integer)))
+        return column == any_(bindparam(name, type_=IntegerArray()))
     return column.in_(bindparam(name, expanding=True))
 
 
@@ -373,7 +401,7 @@ def ranked_in(session: Session, column, ids):
     keeps its first place (joined twice, its row would come back twice)."""
     ids = list(dict.fromkeys(int(i) for i in ids))
     if session.get_bind().dialect.name == "postgresql":
-        listed = bindparam(None, ids, type_=ARRAY(Integer))
+        listed = bindparam(None, ids, type_=IntegerArray())
         ranked = (
             func.unnest(listed)
             .table_valued("id", with_ordinality="position")

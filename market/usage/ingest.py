@@ -18,38 +18,29 @@ import json
 from datetime import UTC, datetime
 
 import orjson
-from sqlalchemy import ARRAY, Integer, any_, bindparam, select
 from sqlalchemy import insert as generic_insert
+from sqlalchemy import select
 from sqlmodel import Session
 
 from feedback.ingest import EventRow, parse_batch
 from market.catalog.models import SubAgent, Version
 from market.identity.access import may_use
 from market.identity.models import User
+from market.platform.db import in_bound_ids
 from market.platform.time import utcnow
 from market.usage.models import InstallLog
 from market.usage.rollups import mark_dirty
 
 
 def _lookups(dialect: str):
-    """The three reference lookups, built once per dialect. PostgreSQL gets one array
-    parameter (``= ANY(:ids)``) instead of a thousand bound values."""
-    if dialect == "postgresql":
-
-        def among(column, name):
-            return column == any_(bindparam(name, type_=ARRAY(Integer)))
-
-    else:
-
-        def among(column, name):
-            return column.in_(bindparam(name, expanding=True))
-
+    """The three reference lookups, built once per dialect (``in_bound_ids``: one array
+    parameter on PostgreSQL instead of a thousand bound values)."""
     return (
         select(SubAgent.id, SubAgent.author_id, SubAgent.visibility).where(
-            among(SubAgent.id, "ids")
+            in_bound_ids(dialect, SubAgent.id, "ids")
         ),
-        select(Version.id, Version.subagent_id).where(among(Version.id, "ids")),
-        select(User.id).where(among(User.id, "ids")),
+        select(Version.id, Version.subagent_id).where(in_bound_ids(dialect, Version.id, "ids")),
+        select(User.id).where(in_bound_ids(dialect, User.id, "ids")),
     )
 
 
