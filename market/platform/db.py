@@ -344,12 +344,11 @@ def id_in(session: Session, column, ids):
     PostgreSQL it is one array parameter (``= ANY(...)``): psycopg prepares the statement once
     and the server stops parsing and planning a new text for every list length, which halves
     the cost of reading a figure for a page of 150 nodes. SQLite gets an ordinary IN."""
-    integers = isinstance(column.type, Integer)
-    # NumPy's integers as plain ones: SQLite would bind an int64 as bytes and match nothing.
-    ids = [int(i) for i in ids] if integers else list(ids)
     if session.get_bind().dialect.name == "postgresql":
-        return column == any_(bindparam(None, ids, type_=_array_of(column.type)))
-    return column.in_(ids)
+        # ``IntegerArray`` turns each id into a plain int as it writes the parameter.
+        return column == any_(bindparam(None, list(ids), type_=_array_of(column.type)))
+    # NumPy's integers as plain ones: SQLite would bind an int64 as bytes and match nothing.
+    return column.in_([int(i) for i in ids] if isinstance(column.type, Integer) else list(ids))
 
 
 def pairs_in(session: Session, first, second, pairs):
