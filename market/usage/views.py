@@ -21,9 +21,7 @@ from pydantic import ValidationError
 from sqlmodel import select
 
 from market.catalog import services as catalog
-from market.catalog.models import SubAgent
-from market.identity.access import creator_for_stats, creator_subagents, tree_clause
-from market.identity.models import User
+from market.identity.access import creator_for_stats, creator_subagents
 from market.identity.tokens import caller
 from market.platform import metrics
 from market.platform.api_deps import commit, db
@@ -200,22 +198,7 @@ def dashboard_page(handle: str):
         row["peak"] = max(row["daily_active_users"], default=0)
     table.sort(key=lambda r: (-r["installs"], -r["install_count"], r["id"]))
     lineage = stats.lineage_stats(session, ids, creator.id, start, end, viewer.user_id)
-    forks_by_others = []
-    if ids:
-        forks_by_others = list(
-            session.execute(
-                select(SubAgent.id, SubAgent.title, SubAgent.parent_id, SubAgent.install_count)
-                .add_columns(User.display_name)
-                .join(User, User.id == SubAgent.author_id)
-                .where(
-                    id_in(session, SubAgent.parent_id, ids),
-                    SubAgent.author_id != creator.id,
-                    tree_clause(viewer),
-                )
-                .order_by(SubAgent.install_count.desc(), SubAgent.id)
-                .limit(10)
-            )
-        )
+    forks_by_others = stats.forks_by_others(session, ids, creator.id, viewer.user_id, limit=10)
     titles = {s.id: s.title for s in own}
     return render_template(
         "web/dashboard.html",

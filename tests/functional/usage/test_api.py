@@ -538,6 +538,38 @@ def test_lineage_figures_count_only_forks_the_creator_may_see(client, engine, wo
     assert below_hidden["parent_id"] == hidden["id"]
 
 
+def test_lineage_reach_counts_a_person_once_and_credit_counts_each_forks_users(
+    client, engine, world
+):
+    """Carol uses both of Bob's forks and the fork of a fork; Dave uses one fork. The lineage
+    reached two people, not four; each fork's users still flow back as credit (a parent gets
+    half of a fork's users, a grandparent a quarter)."""
+    carol, dave = make_user(engine, "carol"), make_user(engine, "dave")
+    first = fork(client, world.bob, world.public_id, "first")
+    second = fork(client, world.bob, world.public_id, "second")
+    below = fork(client, world.bob, first["id"], "below")
+
+    def use(subagent, person):
+        return event(
+            world,
+            subagent_id=subagent["id"],
+            version_id=subagent["latest_version"]["id"],
+            user_id=person.id,
+        )
+
+    uses = [use(first, carol), use(second, carol), use(below, carol), use(first, dave)]
+    assert send(client, world, uses).status_code == 202
+    creator = client.get(f"{API}/creators/alice/stats", headers=world.alice.headers).get_json()
+    single = client.get(stats_url(world.public_id), headers=world.alice.headers).get_json()
+    for lineage in (creator["lineage"], single["lineage"]):
+        assert lineage["descendants_by_others"] == 3
+        assert lineage["lineage_reach"] == 2
+        # first: carol and dave (2 × 1/2), second: carol (1/2), below: carol (1/4).
+        assert lineage["credit"] == {
+            str(world.public_id): {"credit": 1.75, "descendant_users": 4, "share": 0.4375}
+        }
+
+
 @pytest.mark.parametrize("granularity", ["day", "week"])
 def test_creator_actives_count_each_person_once_per_period_and_window(client, world, granularity):
     """Bob uses both sub-agents today and one of them yesterday; Alice uses one today:
