@@ -24,7 +24,7 @@ from market.identity.access import (
 )
 from market.identity.models import User
 from market.identity.tokens import Principal
-from market.platform.db import id_in, in_bound_ids, ranked_in
+from market.platform.db import PerDatabase, id_in, in_bound_ids, ranked_in
 from market.platform.errors import BadRequest, Forbidden
 from market.platform.pagination import decode_cursor, encode_cursor
 from market.ranking.models import SubAgentScore
@@ -153,10 +153,9 @@ def _card(row) -> Card:
 
 # Per database: on PostgreSQL the ids are one array parameter, so the text is the same at
 # any depth and is prepared once.
-_ANCESTORS_QUERIES = {
-    dialect: _with_author(in_bound_ids(dialect, SubAgent.id, "ids"))
-    for dialect in ("postgresql", "sqlite")
-}
+_ancestors_query = PerDatabase(
+    lambda dialect: _with_author(in_bound_ids(dialect, SubAgent.id, "ids"))
+)
 
 
 def _cards(
@@ -422,7 +421,7 @@ def lineage(session: Session, viewer: Principal, subagent: SubAgent) -> LineageP
     """Ancestors root first. One an ordinary viewer may not see stays a hidden placeholder so
     the path still ends at its root without revealing what the hidden one is."""
     ids = [int(i) for i in subagent.ancestry.split("/") if i]
-    statement = _ANCESTORS_QUERIES[session.get_bind().dialect.name]
+    statement = _ancestors_query(session)
     rows = {row.id: row for row in session.execute(statement, {"ids": ids})} if ids else {}
     hidden = {i: not can_view(viewer, row) for i, row in rows.items()}
     visible = [rows[i] for i in ids if not hidden[i]]

@@ -26,7 +26,7 @@ from feedback.ingest import EventRow, parse_batch
 from market.catalog.models import SubAgent, Version
 from market.identity.access import may_use
 from market.identity.models import User
-from market.platform.db import in_bound_ids
+from market.platform.db import PerDatabase, in_bound_ids
 from market.platform.time import utcnow
 from market.usage.models import InstallLog
 from market.usage.rollups import mark_dirty
@@ -44,11 +44,11 @@ def _lookups(dialect: str):
     )
 
 
-_LOOKUPS = {name: _lookups(name) for name in ("postgresql", "sqlite")}
+_lookups_of = PerDatabase(_lookups)
 
 
 def _references(session: Session, events: list[EventRow]):
-    subagent_query, version_query, user_query = _LOOKUPS[session.get_bind().dialect.name]
+    subagent_query, version_query, user_query = _lookups_of(session)
     subagent_ids = sorted({e.subagent_id for e in events})
     version_ids = sorted({e.version_id for e in events})
     user_ids = sorted({e.user_id for e in events})

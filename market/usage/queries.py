@@ -10,11 +10,11 @@ import math
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy import case, func, select
+from sqlalchemy import Select, bindparam, case, func, select
 from sqlmodel import Session
 
 from market.identity.models import User
-from market.platform.db import id_in
+from market.platform.db import PerDatabase, in_bound_ids
 from market.platform.time import utcnow
 from market.ranking.models import SubAgentScore
 from market.usage.models import COUNTED_RATING, DailyStats, Feedback
@@ -43,22 +43,73 @@ class Rating:
         return self.thumbs_up / thumbs if thumbs else None
 
 
-def ratings(session: Session, ids: list[int]) -> dict[int, Rating]:
-    """Current ratings per sub-agent (one per user and version), all time."""
-    if not ids:
-        return {}
+@dataclass(frozen=True)
+class _Statements:
+    ratings: Select
+    rating_histogram: Select
+    recent_comments: Select
+    own_rating: Select
+    daily_users: Select
+    scores: Select
+
+
+def _statements(dialect: str) -> _Statements:
+    """This module's reads, built once per database (``platform.db.PerDatabase``)."""
     is_stars = Feedback.scale == "stars"
-    rows = session.execute(
-        select(
+    this_subagent = Feedback.subagent_id == bindparam("subagent_id")
+    return _Statements(
+        ratings=select(
             Feedback.subagent_id,
             func.sum(case((is_stars, 1), else_=0)),
             func.sum(case((is_stars, Feedback.rating), else_=0)),
             func.sum(case((is_stars, 0), else_=Feedback.rating)),
             func.sum(case((is_stars, 0), else_=1)),
         )
-        .where(id_in(session, Feedback.subagent_id, ids), COUNTED_RATING)
-        .group_by(Feedback.subagent_id)
+        .where(in_bound_ids(dialect, Feedback.subagent_id, "ids"), COUNTED_RATING)
+        .group_by(Feedback.subagent_id),
+        rating_histogram=select(Feedback.scale, Feedback.rating, func.count())
+        .where(this_subagent, COUNTED_RATING)
+        .group_by(Feedback.scale, Feedback.rating),
+        recent_comments=select(Feedback.scale, Feedback.rating, Feedback.comment, Feedback.tags)
+        .add_columns(Feedback.updated_at, User.display_name)
+        .join(User, User.id == Feedback.user_id)
+        .where(
+            this_subagent,
+            Feedback.comment.is_not(None),
+            Feedback.comment != "",
+            COUNTED_RATING,
+        )
+        .order_by(Feedback.updated_at.desc(), Feedback.id.desc())
+        .limit(bindparam("limit")),
+        own_rating=select(
+            Feedback.version_id, Feedback.scale, Feedback.rating, Feedback.comment, Feedback.tags
+        )
+        .where(Feedback.user_id == bindparam("user_id"), this_subagent)
+        .order_by(Feedback.updated_at.desc(), Feedback.id.desc())
+        .limit(1),
+        daily_users=select(DailyStats.subagent_id, func.sum(DailyStats.active_users))
+        .where(
+            in_bound_ids(dialect, DailyStats.subagent_id, "ids"),
+            DailyStats.day >= bindparam("since"),
+        )
+        .group_by(DailyStats.subagent_id),
+        scores=select(
+            SubAgentScore.subagent_id,
+            SubAgentScore.quality,
+            SubAgentScore.best_descendant_id,
+            SubAgentScore.p_descendant_better,
+        ).where(in_bound_ids(dialect, SubAgentScore.subagent_id, "ids")),
     )
+
+
+_of = PerDatabase(_statements)
+
+
+def ratings(session: Session, ids: list[int]) -> dict[int, Rating]:
+    """Current ratings per sub-agent (one per user and version), all time."""
+    if not ids:
+        return {}
+    rows = session.execute(_of(session).ratings, {"ids": ids})
     found = {}
     for subagent_id, stars, stars_sum, up, thumbs in rows:
         stars, thumbs, up = int(stars or 0), int(thumbs or 0), int(up or 0)
@@ -72,11 +123,8 @@ def rating_with_histogram(session: Session, subagent_id: int) -> tuple[Rating, l
     from one grouped read (the same figures ``ratings`` gives)."""
     counts = [0] * 5
     stars, stars_sum, up, thumbs = 0, 0, 0, 0
-    for scale, rating, count in session.execute(
-        select(Feedback.scale, Feedback.rating, func.count())
-        .where(Feedback.subagent_id == subagent_id, COUNTED_RATING)
-        .group_by(Feedback.scale, Feedback.rating)
-    ):
+    rows = session.execute(_of(session).rating_histogram, {"subagent_id": subagent_id})
+    for scale, rating, count in rows:
         if scale == "stars":
             stars += count
             stars_sum += rating * count
@@ -103,17 +151,7 @@ def recent_comments(session: Session, subagent_id: int, limit: int = 20) -> list
     """The newest written comments. Raters appear by display name only: never handle, email
     or anything else about them."""
     rows = session.execute(
-        select(Feedback.scale, Feedback.rating, Feedback.comment, Feedback.tags)
-        .add_columns(Feedback.updated_at, User.display_name)
-        .join(User, User.id == Feedback.user_id)
-        .where(
-            Feedback.subagent_id == subagent_id,
-            Feedback.comment.is_not(None),
-            Feedback.comment != "",
-            COUNTED_RATING,
-        )
-        .order_by(Feedback.updated_at.desc(), Feedback.id.desc())
-        .limit(limit)
+        _of(session).recent_comments, {"subagent_id": subagent_id, "limit": limit}
     )
     return [
         Comment(
@@ -141,12 +179,7 @@ class OwnRating:
 
 def own_rating(session: Session, user_id: int, subagent_id: int) -> OwnRating | None:
     row = session.execute(
-        select(
-            Feedback.version_id, Feedback.scale, Feedback.rating, Feedback.comment, Feedback.tags
-        )
-        .where(Feedback.user_id == user_id, Feedback.subagent_id == subagent_id)
-        .order_by(Feedback.updated_at.desc(), Feedback.id.desc())
-        .limit(1)
+        _of(session).own_rating, {"user_id": user_id, "subagent_id": subagent_id}
     ).first()
     if row is None:
         return None
@@ -164,11 +197,7 @@ def average_daily_users(session: Session, ids: list[int]) -> dict[int, float]:
     if not ids:
         return {}
     since = utcnow().date() - timedelta(days=ACTIVE_WINDOW_DAYS - 1)
-    rows = session.execute(
-        select(DailyStats.subagent_id, func.sum(DailyStats.active_users))
-        .where(id_in(session, DailyStats.subagent_id, ids), DailyStats.day >= since)
-        .group_by(DailyStats.subagent_id)
-    )
+    rows = session.execute(_of(session).daily_users, {"ids": ids, "since": since})
     return {subagent_id: int(total) / ACTIVE_WINDOW_DAYS for subagent_id, total in rows}
 
 
@@ -183,14 +212,7 @@ def scores(session: Session, ids: list[int]) -> dict[int, Score]:
     """The last ranking run's figures (empty until a ranking has run)."""
     if not ids:
         return {}
-    rows = session.execute(
-        select(
-            SubAgentScore.subagent_id,
-            SubAgentScore.quality,
-            SubAgentScore.best_descendant_id,
-            SubAgentScore.p_descendant_better,
-        ).where(id_in(session, SubAgentScore.subagent_id, ids))
-    )
+    rows = session.execute(_of(session).scores, {"ids": ids})
     return {row[0]: Score(row[1], row[2], row[3]) for row in rows}
 
 

@@ -14,7 +14,7 @@ from feedback import credit, rollup
 from market.catalog.models import SubAgent
 from market.identity.access import counted_fork_clause, tree_visible
 from market.identity.models import User
-from market.platform.db import in_bound_ids
+from market.platform.db import PerDatabase, in_bound_ids
 from market.platform.time import utcnow
 from market.usage.models import (
     COUNTED_RATING,
@@ -43,13 +43,7 @@ def period_start(day: date, granularity: str) -> date:
     return day - timedelta(days=day.weekday()) if granularity == "week" else day
 
 
-# ---- the statements, built once per database ---------------------------------------------
-#
-# A dashboard makes about a dozen reads. Built afresh at each request, their expressions (the
-# recursive walk down the forks above all) cost about as much Python as the reads themselves
-# took in the database; built once, SQLAlchemy finds each compiled in its cache at once. Every
-# list of ids is one bound parameter (``platform.db.in_bound_ids``): on PostgreSQL one array,
-# so the statement's text is the same for any number of sub-agents and is prepared once.
+# ---- the statements, built once per database (``platform.db.PerDatabase``) --------------
 
 
 def _in_window(day_column):
@@ -187,11 +181,7 @@ def _statements(dialect: str) -> _Statements:
     )
 
 
-_STATEMENTS = {dialect: _statements(dialect) for dialect in ("postgresql", "sqlite")}
-
-
-def _of(session: Session) -> _Statements:
-    return _STATEMENTS[session.get_bind().dialect.name]
+_of = PerDatabase(_statements)
 
 
 # ---- the reads ---------------------------------------------------------------------------
