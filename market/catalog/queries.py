@@ -19,7 +19,6 @@ from market.identity.access import (
     can_view,
     hidden_among,
     listed_clause,
-    tree_clause,
     tree_visible,
 )
 from market.identity.models import User
@@ -389,23 +388,40 @@ def _is_offset_cursor(cursor: str) -> bool:
     return True
 
 
-def forks_of(
-    session: Session, viewer: Principal, parent: SubAgent, *, limit: int, cursor: str | None
-) -> CardPage:
-    statement = _with_author(SubAgent.parent_id == parent.id, tree_clause(viewer))
-    if cursor:
-        installs, last_id = decode_cursor(cursor, (int, int))
+def _forks_query(signed_in: bool, after: bool):
+    """A page of a sub-agent's forks, most installed first, as a viewer sees the tree; with
+    ``after``, those after a cursor's (installs, id). Built once per kind of viewer and
+    page (a sub-agent page reads its forks at every view)."""
+    viewer_id = bindparam("viewer_id") if signed_in else None
+    statement = _with_author(
+        SubAgent.parent_id == bindparam("parent_id"), tree_visible(SubAgent, viewer_id)
+    )
+    if after:
+        installs = bindparam("installs")
         statement = statement.where(
             or_(
                 SubAgent.install_count < installs,
-                and_(SubAgent.install_count == installs, SubAgent.id > last_id),
+                and_(SubAgent.install_count == installs, SubAgent.id > bindparam("last_id")),
             )
         )
-    rows = list(
-        session.exec(
-            statement.order_by(SubAgent.install_count.desc(), SubAgent.id).limit(limit + 1)
-        )
-    )
+    return statement.order_by(SubAgent.install_count.desc(), SubAgent.id).limit(bindparam("limit"))
+
+
+_FORKS_QUERIES = {
+    (signed_in, after): _forks_query(signed_in, after)
+    for signed_in in (False, True)
+    for after in (False, True)
+}
+
+
+def forks_of(
+    session: Session, viewer: Principal, parent: SubAgent, *, limit: int, cursor: str | None
+) -> CardPage:
+    values = {"parent_id": parent.id, "viewer_id": viewer.user_id, "limit": limit + 1}
+    if cursor:
+        values["installs"], values["last_id"] = decode_cursor(cursor, (int, int))
+    statement = _FORKS_QUERIES[viewer.user_id is not None, bool(cursor)]
+    rows = list(session.execute(statement, values))
     next_cursor = None
     if len(rows) > limit:
         last = rows[limit - 1]

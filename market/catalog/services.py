@@ -236,12 +236,13 @@ def get_readable_version(
     return version
 
 
+_VERSIONS = (
+    select(Version).where(Version.subagent_id == bindparam("subagent_id")).order_by(Version.number)
+)
+
+
 def list_versions(session: Session, subagent: SubAgent) -> list[Version]:
-    return list(
-        session.exec(
-            select(Version).where(Version.subagent_id == subagent.id).order_by(Version.number)
-        )
-    )
+    return list(session.execute(_VERSIONS, {"subagent_id": subagent.id}).scalars())
 
 
 def diff_base(

@@ -38,7 +38,7 @@ from market.identity.access import (
 )
 from market.identity.tokens import ANONYMOUS, Principal, caller, reader_language
 from market.platform.api_deps import commit, db
-from market.platform.db import id_in
+from market.platform.db import PerDatabase, id_in, in_bound_ids
 from market.platform.errors import BadRequest, NotFound, SprigError, Unprocessable
 from market.platform.pagination import encode_cursor
 from market.platform.schemas import INT32_MAX
@@ -200,15 +200,18 @@ def _scope_words(scopes: list[str]) -> tuple[list[tuple[str, str]], list[tuple[s
     return reads, writes
 
 
+_FORK_REQUESTS = PerDatabase(
+    lambda dialect: select(SubAgent.id, SubAgent.fork_request_text).where(
+        in_bound_ids(dialect, SubAgent.id, "ids")
+    )
+)
+
+
 def _fork_requests(session, ids: list[int]) -> list[str | None]:
     """What each of these forks was asked for, in the order of ``ids``."""
     if not ids:
         return []
-    asked = dict(
-        session.execute(
-            select(SubAgent.id, SubAgent.fork_request_text).where(id_in(session, SubAgent.id, ids))
-        ).all()
-    )
+    asked = dict(session.execute(_FORK_REQUESTS(session), {"ids": ids}).all())
     return [asked.get(i) for i in ids]
 
 

@@ -418,6 +418,13 @@ def test_tree_is_breadth_first_and_capped(client, alice, bob):
     assert client.get(f"{API}/subagents/{root['id']}/tree?depth=99").status_code == 422
     forks = client.get(f"{API}/subagents/{root['id']}/forks?limit=2").get_json()
     assert len(forks["items"]) == 2 and forks["next_cursor"]
+    rest = client.get(
+        f"{API}/subagents/{root['id']}/forks",
+        query_string={"limit": 2, "cursor": forks["next_cursor"]},
+    ).get_json()
+    assert rest["next_cursor"] is None
+    paged = [f["id"] for f in forks["items"] + rest["items"]]
+    assert sorted(paged) == sorted(k["id"] for k in kids)  # each fork once, none left out
 
 
 def test_problem_json_for_bad_bodies(client, alice):
