@@ -15,7 +15,7 @@ from flask import (
     url_for,
 )
 from flask_babel import gettext, lazy_gettext
-from sqlalchemy import and_, func, or_
+from sqlalchemy import and_, bindparam, func, or_
 from sqlmodel import Session, select
 
 from evolution.language import reads
@@ -35,6 +35,7 @@ from market.identity.access import (
     can_read_files,
     hidden_among,
     tree_clause,
+    tree_visible,
 )
 from market.identity.tokens import ANONYMOUS, Principal, caller, reader_language
 from market.platform.api_deps import commit, db
@@ -791,6 +792,9 @@ def _path_below(top_id: int, node_id: int, ancestry: str | None) -> list[int]:
     return chain[chain.index(top_id) + 1 :]
 
 
+_ANCESTRY_OF = select(SubAgent.ancestry).where(SubAgent.id == bindparam("subagent_id"))
+
+
 def first_view(session: Session, viewer: Principal, focus: SubAgent) -> dict:
     top_id = top_of_lineage(session, viewer, focus)
     top = focus if top_id == focus.id else session.get(SubAgent, top_id)
@@ -812,9 +816,7 @@ def first_view(session: Session, viewer: Principal, focus: SubAgent) -> dict:
     best_id = top_score.best_descendant_id if top_score else None
     best_path = []
     if best_id and best_id != top_id:
-        best_ancestry = session.execute(
-            select(SubAgent.ancestry).where(SubAgent.id == best_id)
-        ).scalar()
+        best_ancestry = session.execute(_ANCESTRY_OF, {"subagent_id": best_id}).scalar()
         best_path = _path_below(top_id, best_id, best_ancestry)
     focus_path = _path_below(top_id, focus.id, focus.ancestry)
     missing = [i for i in dict.fromkeys([*best_path, *focus_path]) if i not in rows]
@@ -903,22 +905,43 @@ def _decorate(session: Session, rows: list[dict], scores: dict | None = None) ->
     return rows
 
 
-def _below(top: SubAgent):
-    """SQL for the nodes strictly below ``top`` (its ancestry ids are a prefix of theirs)."""
-    if top.parent_id is None:
-        return and_(SubAgent.root_id == top.id, SubAgent.id != top.id)
-    prefix = f"{top.ancestry}/{top.id}" if top.ancestry else str(top.id)
+def _below(is_root: bool):
+    """SQL for the nodes strictly below a top (their ancestry ids start with its path), its
+    values bound by ``_below_values``: for a root, its whole lineage but itself."""
+    in_lineage = SubAgent.root_id == bindparam("root_id")
+    if is_root:
+        return and_(in_lineage, SubAgent.id != bindparam("top_id"))
     return and_(
-        SubAgent.root_id == top.root_id,
-        or_(SubAgent.ancestry == prefix, SubAgent.ancestry.startswith(prefix + "/")),
+        in_lineage,
+        or_(
+            SubAgent.ancestry == bindparam("prefix"),
+            SubAgent.ancestry.startswith(bindparam("deeper")),
+        ),
     )
+
+
+def _below_values(top: SubAgent) -> dict:
+    prefix = f"{top.ancestry}/{top.id}" if top.ancestry else str(top.id)
+    root_id = top.id if top.parent_id is None else top.root_id
+    return {"root_id": root_id, "top_id": top.id, "prefix": prefix, "deeper": prefix + "/"}
+
+
+# Per kind of top (a root or not) and of viewer: a tree page counts its lineage at every view.
+_LINEAGE_SIZE_QUERIES = {
+    (is_root, signed_in): select(func.count(SubAgent.id)).where(
+        _below(is_root), tree_visible(SubAgent, bindparam("viewer_id") if signed_in else None)
+    )
+    for is_root in (False, True)
+    for signed_in in (False, True)
+}
 
 
 def _lineage_size(session: Session, viewer: Principal, top: SubAgent) -> int:
     """Nodes of the lineage the viewer may see (an upper bound when some hang under hidden
     ones), counted through the root index."""
-    statement = select(func.count(SubAgent.id)).where(_below(top), tree_clause(viewer))
-    return int(session.execute(statement).scalar_one()) + 1
+    statement = _LINEAGE_SIZE_QUERIES[top.parent_id is None, viewer.user_id is not None]
+    values = {**_below_values(top), "viewer_id": viewer.user_id}
+    return int(session.execute(statement, values).scalar_one()) + 1
 
 
 def more_children(
@@ -951,9 +974,10 @@ def whole_tree(session: Session, viewer: Principal, top: SubAgent) -> dict:
     rows = list(
         session.execute(
             select(*_NODE_COLUMNS)
-            .where(_below(top), tree_clause(viewer))
+            .where(_below(top.parent_id is None), tree_clause(viewer))
             .order_by(SubAgent.depth, SubAgent.install_count.desc(), SubAgent.id)
-            .limit(WHOLE_TREE_MAX + 1)
+            .limit(WHOLE_TREE_MAX + 1),
+            _below_values(top),
         )
     )
     if len(rows) > WHOLE_TREE_MAX:

@@ -19,7 +19,7 @@ from sqlmodel import select
 from market.catalog.models import Install, SubAgent
 from market.identity.models import User
 from market.identity.tokens import Principal
-from market.platform.db import id_in
+from market.platform.db import PerDatabase, in_bound_ids
 from market.platform.errors import NotFound
 
 
@@ -90,16 +90,19 @@ def counted_fork_clause(child):
     return tree_visible(child, None)
 
 
+_WHO_MAY_SEE = PerDatabase(
+    lambda dialect: select(
+        SubAgent.id, SubAgent.author_id, SubAgent.visibility, SubAgent.status
+    ).where(in_bound_ids(dialect, SubAgent.id, "ids"))
+)
+
+
 def hidden_among(session, viewer: Principal, ids) -> set[int]:
     """Which of these sub-agent ids the viewer may not see (to blank references to them)."""
-    wanted = {i for i in ids if i is not None}
+    wanted = [i for i in dict.fromkeys(ids) if i is not None]
     if not wanted:
         return set()
-    rows = session.exec(
-        select(SubAgent.id, SubAgent.author_id, SubAgent.visibility, SubAgent.status).where(
-            id_in(session, SubAgent.id, wanted)
-        )
-    )
+    rows = session.execute(_WHO_MAY_SEE(session), {"ids": wanted})
     return {
         subagent_id
         for subagent_id, author_id, visibility, status in rows

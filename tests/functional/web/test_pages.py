@@ -273,6 +273,30 @@ def test_the_tree_always_draws_the_way_down_to_the_viewed_fork(client, engine, w
     assert view["size"] == 8  # root, the world's fork, four popular, quiet, viewed
 
 
+def test_a_tree_under_a_hidden_root_starts_at_the_highest_node_the_viewer_sees(client, world):
+    """Alice's root is private and her fork of it public: others' tree starts at the fork and
+    counts only what lies below it (ancestry paths that start with the fork's path and a
+    slash), not the root's other branches, even one whose id starts with the fork's digits
+    (below the fork 7 the paths start "1/7/"; below its sibling 70, "1/70")."""
+    alice, bob = world["alice"], world["bob"]
+    secret = publish(client, alice, title="Alice Private Root", visibility="private")["id"]
+    shown = fork(client, alice, secret, note="shown", visibility="public")["id"]
+    others = [fork(client, alice, secret, note="other branch 0")["id"]]
+    while not str(others[-1]).startswith(str(shown)):
+        others.append(fork(client, alice, secret, note=f"other branch {len(others)}")["id"])
+    others.append(fork(client, alice, others[-1], note="below the other branch")["id"])
+    first = fork(client, bob, shown, note="first")["id"]
+    fork(client, bob, shown, note="second")
+    deep = fork(client, bob, first, note="deep")["id"]
+    view = _tree_data(client, f"/s/{deep}/tree")
+    assert view["top"] == shown
+    assert view["size"] == 4  # shown, first, second, deep
+    whole = client.get(f"/s/{shown}/tree/all").get_json()
+    assert whole["top"] == shown and len(whole["nodes"]) == 3
+    sign_in(client, alice)  # her root is hers to see: the whole lineage
+    assert _tree_data(client, f"/s/{deep}/tree")["size"] == 1 + len(others) + 4
+
+
 def test_a_private_fork_stays_out_of_the_parent_creators_dashboard_and_tree(client, world):
     alice, bob, root = world["alice"], world["bob"], world["root"]["id"]
     fork(client, bob, root, note="secret", title="Bob Secret Fork", visibility="private")
