@@ -340,6 +340,17 @@ class IntegerArray(TypeDecorator):
         return cast(bindvalue, ARRAY(Integer))
 
 
+class PlainInteger(TypeDecorator):
+    """An integer parameter bound as a plain ``int``: SQLite binds NumPy's ``int64`` as bytes,
+    and an id held that way would match nothing. (On PostgreSQL ``IntegerArray`` does this.)"""
+
+    impl = Integer
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):
+        return None if value is None else int(value)
+
+
 def id_in(session: Session, column, ids):
     """``column IN (ids)`` (integers, or strings such as hashes) as SQL whose text does not
     depend on how many ids there are. On
@@ -349,8 +360,9 @@ def id_in(session: Session, column, ids):
     if session.get_bind().dialect.name == "postgresql":
         # ``IntegerArray`` turns each id into a plain int as it writes the parameter.
         return column == any_(bindparam(None, list(ids), type_=_array_of(column.type)))
-    # NumPy's integers as plain ones: SQLite would bind an int64 as bytes and match nothing.
-    return column.in_([int(i) for i in ids] if isinstance(column.type, Integer) else list(ids))
+    if isinstance(column.type, Integer):
+        return column.in_(bindparam(None, list(ids), expanding=True, type_=PlainInteger()))
+    return column.in_(list(ids))
 
 
 def pairs_in(session: Session, first, second, pairs):
@@ -384,7 +396,7 @@ def in_bound_ids(dialect: str, column, name: str):
     one array parameter on PostgreSQL, an expanding IN on SQLite."""
     if dialect == "postgresql":
         return column == any_(bindparam(name, type_=IntegerArray()))
-    return column.in_(bindparam(name, expanding=True))
+    return column.in_(bindparam(name, expanding=True, type_=PlainInteger()))
 
 
 class PerDatabase(Generic[T]):

@@ -49,6 +49,9 @@ def test_ids_bound_at_each_execution_come_back_too(engine, user_ids):
         statement = select(User.id).where(in_bound_ids(dialect, User.id, "ids"))
         found = session.execute(statement, {"ids": user_ids[1:3]}).scalars()
         assert set(found) == set(user_ids[1:3])
+        held_by_numpy = list(np.array(user_ids[1:3], dtype=np.int64))  # NumPy's int64s
+        found = session.execute(statement, {"ids": held_by_numpy}).scalars()
+        assert set(found) == set(user_ids[1:3])
 
 
 @pytest.mark.parametrize("hostile", ["1}, {2", "1); DROP TABLE user_account; --", 1.5j])
