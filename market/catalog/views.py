@@ -42,7 +42,7 @@ from market.platform.api_deps import commit, db
 from market.platform.db import PerDatabase, id_in, in_bound_ids
 from market.platform.errors import BadRequest, NotFound, SprigError, Unprocessable
 from market.platform.pagination import encode_cursor
-from market.platform.schemas import INT32_MAX
+from market.platform.schemas import INT32_MAX, typed_number
 from market.ranking.services import listing_language, ranking_figures
 from market.usage import queries as figures
 from market.usage import ratings
@@ -430,12 +430,12 @@ def adopt_parent(subagent_id: int):
     if not viewer.is_authenticated:
         return _sign_in_first(subagent_id)
     back = url_for("web.subagent_page", subagent_id=subagent_id)
-    parent_id = request.form.get("parent_id", "")
-    if not parent_id.isdigit() or not 1 <= int(parent_id) <= INT32_MAX:
+    parent_id = typed_number(request.form.get("parent_id", ""), INT32_MAX)
+    if not parent_id:
         flash(gettext("Choose the sub-agent to fork from the offer."), "error")
         return redirect(back)
     try:
-        subagent, _changed = catalog.adopt_parent(session, viewer, subagent_id, int(parent_id))
+        subagent, _changed = catalog.adopt_parent(session, viewer, subagent_id, parent_id)
     except SprigError as error:
         flash(error.detail, "error")
         return redirect(back)

@@ -39,6 +39,17 @@ def whole_number(ge: int, le: int) -> Any:
 Id = whole_number(1, INT32_MAX)
 
 
+def typed_number(text: str, maximum: int) -> int | None:
+    """A whole number from 0 to ``maximum`` typed in a URL or a form field, as ASCII digits;
+    None for anything else. ``str.isdigit`` alone lets in digits that ``int`` refuses ("²")
+    or reads from another script ("٣"), and a long enough run of digits is more than ``int``
+    will convert."""
+    if not (text.isascii() and text.isdigit()) or len(text.lstrip("0")) > len(str(maximum)):
+        return None
+    number = int(text)
+    return number if number <= maximum else None
+
+
 class StrictInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
