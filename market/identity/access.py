@@ -187,12 +187,21 @@ def creator_for_stats(session, viewer: Principal, handle: str) -> User:
     return creator
 
 
-def creator_subagents(session, viewer: Principal, creator: User) -> list[SubAgent]:
+def creator_subagents(session, viewer: Principal, creator: User) -> list:
     """The creator's sub-agents whose figures the viewer may read: all of them for the
-    creator; for a moderator, none that is private (private is the author's alone)."""
+    creator; for a moderator, none that is private (private is the author's alone). Rows of
+    what the figures show of each (id, title, visibility, status, installs and forks now), not
+    whole sub-agents: a creator with 3,000 took 130 ms to load whole."""
     return list(
-        session.exec(
-            select(SubAgent)
+        session.execute(
+            select(
+                SubAgent.id,
+                SubAgent.title,
+                SubAgent.visibility,
+                SubAgent.status,
+                SubAgent.install_count,
+                SubAgent.fork_count,
+            )
             .where(SubAgent.author_id == creator.id, viewable_clause(viewer))
             .order_by(SubAgent.id)
         )

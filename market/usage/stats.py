@@ -118,6 +118,7 @@ class _Statements:
     users_per_subagent: Select
     direct_forks: Select
     daily_rows: Select
+    window_installs: Select
     forks_by_others: Select
 
 
@@ -166,6 +167,9 @@ def _statements(dialect: str) -> _Statements:
             DailyStats.opens,
             DailyStats.errors,
         ).where(ids(DailyStats.subagent_id), _in_window(DailyStats.day)),
+        window_installs=select(DailyStats.subagent_id, func.sum(DailyStats.installs))
+        .where(ids(DailyStats.subagent_id), _in_window(DailyStats.day))
+        .group_by(DailyStats.subagent_id),
         forks_by_others=select(
             SubAgent.id, SubAgent.title, SubAgent.parent_id, SubAgent.install_count
         )
@@ -347,11 +351,12 @@ def lineage_stats(
             statements.direct_forks, {"ids": own_ids, "author_id": author_id}
         ).scalar_one()
     flows = credit.credit_to_ancestors({n: a for n, (a, _) in below.items()}, usage)
+    own = set(own_ids)
     return {
         "forks_by_others": direct_forks,
         "descendants_by_others": len(others),
         "lineage_reach": reach,
-        "credit": {str(k): v for k, v in flows.items() if k in set(own_ids)},
+        "credit": {str(k): v for k, v in flows.items() if k in own},
         "credit_decay": credit.DECAY,
     }
 
@@ -368,6 +373,49 @@ def forks_by_others(
             _of(session).forks_by_others,
             {"ids": own_ids, "author_id": author_id, "viewer_id": viewer_id, "limit": limit},
         )
+    )
+
+
+@dataclass(frozen=True)
+class TablePage:
+    """Some rows of a creator's table of sub-agents (``subagent_table``)."""
+
+    rows: list[dict]  # as ``per_subagent_summary`` makes them, in the table's order
+    total: int  # rows in the whole table: the creator's sub-agents the viewer sees
+    offset: int  # the first row's place in the table, from 0
+    next_offset: int | None  # where the next rows start; None when these are the last
+
+
+def table_order(subagents: list, window_installs: dict[int, int]) -> list:
+    """A creator's table: most installed in the window first, then most installed now, then
+    the oldest id."""
+    return sorted(subagents, key=lambda s: (-window_installs.get(s.id, 0), -s.install_count, s.id))
+
+
+def subagent_table(
+    session: Session, subagents: list, start: date, end: date, *, offset: int, limit: int
+) -> TablePage:
+    """``limit`` rows of a creator's table from ``offset``: every sub-agent's installs in the
+    window are summed by the database (one row each) to order them, and only the rows shown
+    read their days. A creator with thousands of sub-agents gets a page as small as one with
+    a few: at 3,000, every row's daily line made 2 MB of HTML and two seconds of work."""
+    if offset == 0 and len(subagents) <= limit:
+        # One page holds them all: their days are read anyway, and give the same sums.
+        rows = {row["id"]: row for row in per_subagent_summary(session, subagents, start, end)}
+        ordered = table_order(subagents, {i: row["installs"] for i, row in rows.items()})
+        return TablePage([rows[s.id] for s in ordered], len(ordered), 0, None)
+    installs: dict[int, int] = {}
+    if subagents:
+        window = {"ids": [s.id for s in subagents], "start": start, "end": end}
+        rows = session.execute(_of(session).window_installs, window)
+        installs = {subagent_id: int(total) for subagent_id, total in rows}
+    ordered = table_order(subagents, installs)
+    shown = ordered[offset : offset + limit]
+    return TablePage(
+        rows=per_subagent_summary(session, shown, start, end),
+        total=len(ordered),
+        offset=offset,
+        next_offset=offset + limit if offset + limit < len(ordered) else None,
     )
 
 

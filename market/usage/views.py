@@ -27,6 +27,7 @@ from market.platform import metrics
 from market.platform.api_deps import commit, db
 from market.platform.db import id_in
 from market.platform.errors import BadRequest, SprigError
+from market.platform.schemas import typed_number
 from market.platform.time import utcnow
 from market.platform.translation import N_
 from market.usage import ratings, stats
@@ -53,11 +54,27 @@ CSV_FIELDS = (
 )
 
 
+# A dashboard's table shows this many of a creator's sub-agents at a time (the CSV has all).
+TABLE_ROWS = 50
+# The furthest a table may be paged: far past any creator's sub-agents, short of an absurd
+# number that only a hand-edited link would send.
+MAX_TABLE_OFFSET = 1_000_000
+
+
+def _table_offset() -> int:
+    """Where the table's rows start (``?from=``): a row number from 0. Past the last row, the
+    table says so and links back to its first rows."""
+    offset = typed_number(request.args.get("from", "0"), MAX_TABLE_OFFSET)
+    if offset is None:
+        raise BadRequest("'from' is the number of the table's first row to show, from 0.")
+    return offset
+
+
 def _window_days() -> int:
-    raw = request.args.get("window", str(DEFAULT_WINDOW))
-    if not raw.isdigit() or int(raw) not in WINDOWS:
+    days = typed_number(request.args.get("window", str(DEFAULT_WINDOW)), max(WINDOWS))
+    if days not in WINDOWS:
         raise BadRequest(f"The window is one of {', '.join(map(str, WINDOWS))} days.")
-    return int(raw)
+    return days
 
 
 # What a rating form's refusal says, by the field the rating's request model refused.
@@ -73,9 +90,8 @@ def _form_number(name: str) -> int | str | None:
     """A whole number typed in a form, as the request model reads JSON: digits become an int,
     anything else is passed on for the model to refuse."""
     raw = request.form.get(name, "").strip()
-    if raw.isascii() and raw.isdigit() and len(raw) <= 10:
-        return int(raw)
-    return raw or None
+    number = typed_number(raw, 9_999_999_999)
+    return number if number is not None else raw or None
 
 
 def _rating_from_form() -> FeedbackIn:
@@ -192,11 +208,10 @@ def dashboard_page(handle: str):
     histogram = figures["totals"]["ratings"]["histogram"]
     stars = [histogram[f"stars_{k}"] for k in range(1, 6)]
     rating_chart = charts.bar_chart([f"{k}★" for k in range(1, 6)], stars)
-    table = stats.per_subagent_summary(session, own, start, end)
-    for row in table:
+    table = stats.subagent_table(session, own, start, end, offset=_table_offset(), limit=TABLE_ROWS)
+    for row in table.rows:
         row["sparkline"] = charts.sparkline(row["daily_active_users"])
         row["peak"] = max(row["daily_active_users"], default=0)
-    table.sort(key=lambda r: (-r["installs"], -r["install_count"], r["id"]))
     lineage = stats.lineage_stats(session, ids, creator.id, start, end, viewer.user_id)
     forks_by_others = stats.forks_by_others(session, ids, creator.id, viewer.user_id, limit=10)
     titles = {s.id: s.title for s in own}
@@ -218,6 +233,7 @@ def dashboard_page(handle: str):
         thumbs=(histogram["thumbs_up"], histogram["thumbs_down"]),
         rating_chart=rating_chart,
         table=table,
+        table_rows=TABLE_ROWS,
         lineage=lineage,
         forks_by_others=forks_by_others,
         titles=titles,

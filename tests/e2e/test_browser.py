@@ -12,6 +12,7 @@ from market.identity.models import User
 from market.platform.db import session_scope
 from market.platform.state import app_state
 from market.ranking.models import SubAgentScore
+from market.usage import views as usage_views
 from tests.factories import make_user
 
 pytestmark = pytest.mark.browser
@@ -144,6 +145,40 @@ def test_dashboard_renders_charts_from_the_demo(live_app, page, screenshots):
     with page.expect_download() as download:
         page.get_by_role("link", name="Download CSV").click()
     assert download.value.suggested_filename.endswith(".csv")
+    assert page.problems == []
+
+
+def test_a_creators_table_comes_a_page_at_a_time_on_a_phone(
+    live_app, page, screenshots, monkeypatch
+):
+    """The dashboard's table a few rows at a time (fewer per page than the demo's busiest
+    creator has sub-agents): the range, the next rows, and back, at phone width."""
+    with session_scope(engine_of(live_app)) as session:
+        creator, count = session.exec(
+            select(User.handle, func.count(SubAgent.id))
+            .join(SubAgent, SubAgent.author_id == User.id)
+            .where(User.kind == "person")
+            .group_by(User.id)
+            .order_by(func.count(SubAgent.id).desc(), User.id)
+        ).first()
+    assert count >= 3, "the demo's busiest creator has a few sub-agents"
+    monkeypatch.setattr(usage_views, "TABLE_ROWS", 2)
+    sign_in_as_demo_person(page, creator)
+    page.goto(f"/creators/{creator}")
+    rows = page.locator("table.data-table tbody tr")
+    assert rows.count() == 2
+    assert page.locator("#table-range").inner_text().startswith(f"1 to 2 of {count}")
+    first_rows = rows.locator("th a").all_inner_texts()
+    page.get_by_role("link", name="Next 2", exact=False).click()
+    page.wait_for_url(re.compile(r"from=2"))
+    assert page.locator("#table-range").inner_text().startswith("3 to ")
+    assert not set(rows.locator("th a").all_inner_texts()) & set(first_rows)
+    # The table scrolls inside its frame; the page itself never scrolls sideways.
+    assert page.evaluate("document.scrollingElement.scrollWidth <= window.innerWidth")
+    page.screenshot(path=screenshots / "dashboard-table-pages-phone.png", full_page=True)
+    page.get_by_role("link", name="Previous 2").click()
+    page.wait_for_url(re.compile(rf"/creators/{re.escape(creator)}\?window=30$"))
+    assert rows.locator("th a").all_inner_texts() == first_rows
     assert page.problems == []
 
 

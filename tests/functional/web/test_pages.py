@@ -18,6 +18,7 @@ from market.platform.db import session_scope
 from market.platform.state import app_state, install_state
 from market.platform.time import utcnow
 from market.usage import rollups
+from market.usage import views as usage_views
 from tests.factories import bundle, fork, make_user, publish, rank
 
 SCRIPT_TITLE = "<script>window.__pwned=1</script>Water"
@@ -512,6 +513,70 @@ def test_dashboard_for_its_creator_only_with_charts_and_csv(client, engine, worl
     assert rows[0][:3] == ["day", "subagent_id", "title"]
     assert any(row[1] == str(root["id"]) and row[6] == "1" for row in rows[1:])  # the install
     assert not any(row[2].startswith("=") for row in rows[1:])
+
+
+TABLE_ROW = re.compile(r'<th scope="row"><a href="/s/(\d+)">')
+
+
+def test_a_prolific_creators_table_comes_a_page_at_a_time_most_installed_first(
+    client, world, monkeypatch
+):
+    """The dashboard's table shows a page of a creator's sub-agents (the window's installs
+    first, then installs now, then id); the pages hold each sub-agent once; what is out of
+    range or not a row number is refused or said, never a server error."""
+    monkeypatch.setattr(usage_views, "TABLE_ROWS", 3)
+    alice, bob = world["alice"], world["bob"]
+    extra = [
+        publish(client, alice, title=f"Tracker {n}", bundle=bundle(f"tracker{n}"))["id"]
+        for n in range(5)
+    ]
+    # Bob installs the two newest and uninstalls the older of them: in the window both lead,
+    # the one still installed first, then the other ahead of the older ids.
+    for subagent_id in extra[-2:]:
+        installed = client.post(
+            f"/api/v1/subagents/{subagent_id}/install", json={}, headers=bob.headers
+        )
+        assert installed.status_code in (200, 201), installed.get_json()
+    removed = client.delete(f"/api/v1/subagents/{extra[-2]}/install", headers=bob.headers)
+    assert removed.status_code in (200, 204), removed.get_data(as_text=True)
+    everything = {world["root"]["id"], world["secret"]["id"], *extra}
+    sign_in(client, alice)
+
+    shown, path = [], "/creators/alice"
+    while path:
+        body = text(client.get(path))
+        rows = [int(i) for i in TABLE_ROW.findall(body)]
+        assert 1 <= len(rows) <= 3, path
+        first = len(shown) + 1
+        assert f"{first} to {first + len(rows) - 1} of 7" in body
+        assert ('rel="prev"' in body) == (first > 1)
+        shown += rows
+        following = re.search(r'<a class="button" rel="next" href="([^"]+)"', body)
+        path = following.group(1).replace("&amp;", "&") if following else None
+    assert len(shown) == len(everything) and set(shown) == everything  # each once
+    assert shown[:2] == [extra[-1], extra[-2]]  # installed in the window; one is still
+    assert shown[2:] == sorted(everything - set(extra[-2:]))  # none installed now either
+    # A table that fits on one page reads every row's days at once: in the same order.
+    monkeypatch.setattr(usage_views, "TABLE_ROWS", 10)
+    whole = text(client.get("/creators/alice"))
+    assert [int(i) for i in TABLE_ROW.findall(whole)] == shown
+    assert 'rel="next"' not in whole and " of 7" not in whole
+    tail = text(client.get("/creators/alice?from=5"))
+    assert [int(i) for i in TABLE_ROW.findall(tail)] == shown[5:] and "6 to 7 of 7" in tail
+    monkeypatch.setattr(usage_views, "TABLE_ROWS", 3)
+
+    # The second page's "previous" goes back to the first rows.
+    second = text(client.get("/creators/alice?window=30&from=3"))
+    back = re.search(r'<a class="button" rel="prev" href="([^"]+)"', second).group(1)
+    assert "from" not in back and TABLE_ROW.findall(text(client.get(back)))[0] == str(shown[0])
+
+    past = text(client.get("/creators/alice?from=40"))
+    assert "there are none from row 41" in past and not TABLE_ROW.findall(past)
+    assert 'href="/creators/alice?window=30"' in past  # back to the first rows
+    for hostile in ("-1", "²", "٣", "1e3", "3.0", "9" * 5000, ""):
+        refused = client.get("/creators/alice", query_string={"from": hostile})
+        assert refused.status_code == 400, hostile
+    assert client.get("/creators/alice", query_string={"window": "³⁰"}).status_code == 400
 
 
 def test_the_dashboard_rolls_up_pending_usage_first_and_skips_the_rollup_when_none(
