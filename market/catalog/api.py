@@ -57,6 +57,7 @@ from market.catalog.schemas import (
     VersionIn,
     VersionList,
     VersionOut,
+    VersionsQuery,
     YankIn,
 )
 from market.catalog.search import matcher_for
@@ -85,6 +86,7 @@ from market.identity.tokens import caller, reader_language
 from market.platform import metrics
 from market.platform.api_deps import body_optional, commit, db, parse_json, parse_model
 from market.platform.errors import Unprocessable, UnsupportedMediaType
+from market.platform.pagination import decode_cursor, encode_cursor
 from market.platform.problems import problem
 from market.platform.state import app_state
 
@@ -271,13 +273,19 @@ def update_subagent(subagent_id: int, body: UpdateIn):
 
 
 @bp.get("/subagents/<int(max=2147483647):subagent_id>/versions")
+@bp.input(VersionsQuery, location="query", arg_name="query")
 @bp.output(VersionList)
 @bp.doc(operation_id="listVersions")
-def list_versions(subagent_id: int):
-    """Every version, oldest first."""
+def list_versions(subagent_id: int, query: VersionsQuery):
+    """The versions, oldest first, up to `limit` (100) at a time; `next_cursor` goes on."""
     session = db()
     subagent = catalog.get_visible(session, caller(), subagent_id)
-    return VersionList(items=[version_out(v) for v in catalog.list_versions(session, subagent)])
+    after = decode_cursor(query.cursor, (int,))[0] if query.cursor else 0
+    versions, more = catalog.versions_after(session, subagent, after, query.limit)
+    return VersionList(
+        items=[version_out(v) for v in versions],
+        next_cursor=encode_cursor(versions[-1].number) if more else None,
+    )
 
 
 @bp.post("/subagents/<int(max=2147483647):subagent_id>/versions")

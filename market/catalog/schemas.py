@@ -228,6 +228,11 @@ class PageQuery(StrictInput):
     cursor: Cursor | None = None
 
 
+class VersionsQuery(StrictInput):
+    limit: int = Field(100, ge=1, le=100)
+    cursor: Cursor | None = None
+
+
 class ForkRequestQuery(PageQuery):
     status: str = Field("open", pattern="^(open|fulfilled|closed)$")
 
@@ -404,6 +409,9 @@ class Page(BaseModel):
 
 class VersionList(BaseModel):
     items: list[VersionOut]
+    next_cursor: str | None = Field(
+        None, description="the next versions (`cursor`), when there are more"
+    )
 
 
 class LineageNode(BaseModel):

@@ -236,13 +236,45 @@ def get_readable_version(
     return version
 
 
-_VERSIONS = (
-    select(Version).where(Version.subagent_id == bindparam("subagent_id")).order_by(Version.number)
+# A sub-agent's versions a page at a time, by number: oldest first after a number (the API),
+# newest first before one (its page). An agent that publishes a version at every change can
+# reach thousands; listed whole, 3,000 made a 618 KiB page and a 1.1 MB API answer.
+_VERSIONS_OF = Version.subagent_id == bindparam("subagent_id")
+_VERSIONS_AFTER = (
+    select(Version)
+    .where(_VERSIONS_OF, Version.number > bindparam("number"))
+    .order_by(Version.number)
+    .limit(bindparam("limit"))
 )
+_VERSIONS_BEFORE = (
+    select(Version)
+    .where(_VERSIONS_OF, Version.number < bindparam("number"))
+    .order_by(Version.number.desc())
+    .limit(bindparam("limit"))
+)
+_VERSION_NUMBERED = select(Version).where(_VERSIONS_OF, Version.number == bindparam("number"))
 
 
-def list_versions(session: Session, subagent: SubAgent) -> list[Version]:
-    return list(session.execute(_VERSIONS, {"subagent_id": subagent.id}).scalars())
+def versions_after(
+    session: Session, subagent: SubAgent, number: int, limit: int
+) -> tuple[list[Version], bool]:
+    """Up to ``limit`` versions numbered above ``number``, oldest first, and whether more
+    follow."""
+    return _versions_page(session, _VERSIONS_AFTER, subagent, number, limit)
+
+
+def versions_before(
+    session: Session, subagent: SubAgent, number: int, limit: int
+) -> tuple[list[Version], bool]:
+    """Up to ``limit`` versions numbered below ``number``, newest first, and whether older
+    ones remain."""
+    return _versions_page(session, _VERSIONS_BEFORE, subagent, number, limit)
+
+
+def _versions_page(session, statement, subagent, number, limit) -> tuple[list[Version], bool]:
+    values = {"subagent_id": subagent.id, "number": number, "limit": limit + 1}
+    found = list(session.execute(statement, values).scalars())
+    return found[:limit], len(found) > limit
 
 
 def diff_base(
@@ -256,7 +288,8 @@ def diff_base(
         owner = session.get(SubAgent, subagent.parent_id)
         base = session.get(Version, subagent.parent_version_id)
     elif against == "previous" and version.number > 1:
-        base = next(v for v in list_versions(session, subagent) if v.number == version.number - 1)
+        values = {"subagent_id": subagent.id, "number": version.number - 1}
+        base = session.execute(_VERSION_NUMBERED, values).scalar_one()
     if base is None or owner is None or not can_read_files(session, viewer, owner, base):
         return None
     return base

@@ -25,7 +25,7 @@ from market.catalog import services as catalog
 from market.catalog.bundles.diff import diff_bundles
 from market.catalog.bundles.manifest import SCOPE_DESCRIPTIONS
 from market.catalog.customize_examples import customize_placeholder
-from market.catalog.models import CATEGORIES, Install, SubAgent
+from market.catalog.models import CATEGORIES, Install, SubAgent, Version
 from market.catalog.schemas import BrowseSort
 from market.catalog.search import matcher_for
 from market.catalog.serialize import install_page_out
@@ -54,6 +54,8 @@ ID = "int(max=2147483647)"
 
 
 PAGE_SIZE = 24
+# A sub-agent page lists its newest versions, this many at a time ("older versions" goes on).
+VERSIONS_SHOWN = 20
 
 
 # What the rating form offers to tick (the rating service takes any tag; these are what people
@@ -216,6 +218,12 @@ def _fork_requests(session, ids: list[int]) -> list[str | None]:
     return [asked.get(i) for i in ids]
 
 
+def _version_number(session, version_id: int | None) -> int | None:
+    """The number of a version of the page's sub-agent (one the reader rated), if any."""
+    version = session.get(Version, version_id) if version_id else None
+    return version.number if version is not None else None
+
+
 @bp.get(f"/s/<{ID}:subagent_id>")
 @shared_page
 def subagent_page(subagent_id: int):
@@ -225,7 +233,10 @@ def subagent_page(subagent_id: int):
     subagent, author, latest = read.subagent, read.author, read.version
     lineage = browse.lineage(session, viewer, subagent)
     parent = lineage.ancestors[-1].subagent if lineage.ancestors else None
-    versions = list(reversed(catalog.list_versions(session, subagent)))
+    older_than = typed_number(request.args.get("versions_before", str(INT32_MAX)), INT32_MAX)
+    if older_than is None:
+        raise BadRequest("'versions_before' is a version number.")
+    versions, older = catalog.versions_before(session, subagent, older_than, VERSIONS_SHOWN)
     manifest = latest.manifest if latest else {}
     reads, writes = _scope_words(list(manifest.get("scopes", [])))
     rating, histogram = figures.rating_with_histogram(session, subagent.id)
@@ -247,8 +258,11 @@ def subagent_page(subagent_id: int):
     )
     # A person rates the version in their agent, else the newest; the form shows what they
     # said last, on whichever version.
-    rated_version = next(
-        (v for v in versions if v.id == (installed_version or subagent.latest_version_id)), None
+    rated_id = installed_version or subagent.latest_version_id
+    rated_version = (
+        latest
+        if latest is not None and latest.id == rated_id
+        else (session.get(Version, rated_id) if rated_id else None)
     )
     own_rating = (
         figures.own_rating(session, viewer.user_id, subagent.id) if viewer.user_id else None
@@ -273,6 +287,8 @@ def subagent_page(subagent_id: int):
             hosts=sorted(manifest.get("hosts", [])),
             preview_hosts=preview.described_hosts(sorted(manifest.get("hosts", []))),
             versions=versions,
+            older_versions=older,
+            newest_shown=older_than == INT32_MAX,
             lineage=lineage,
             parent=parent,
             rating=rating,
@@ -302,8 +318,8 @@ def subagent_page(subagent_id: int):
             rated_version=rated_version,
             rating_refusal=rating_refusal,
             own_rating=own_rating,
-            own_rating_number=next(
-                (v.number for v in versions if own_rating and v.id == own_rating.version_id), None
+            own_rating_number=_version_number(
+                session, own_rating.version_id if own_rating else None
             ),
             # Tags this person used before stay ticked even when the list does not offer them.
             tag_choices=[

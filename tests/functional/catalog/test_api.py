@@ -73,6 +73,38 @@ def test_new_versions_are_numbered_and_idempotent(client, alice, bob):
     assert detail["latest_version"]["number"] == 2
 
 
+def test_versions_come_a_page_at_a_time_each_once_oldest_first(client, alice):
+    sub = publish(client, alice)
+    url = f"{API}/subagents/{sub['id']}/versions"
+    for n in range(2, 8):
+        made = client.post(url, json={"bundle": bundle(f"v{n}")}, headers=alice.headers)
+        assert made.status_code == 201 and made.get_json()["number"] == n
+    numbers, cursor, pages = [], None, 0
+    while True:
+        page = client.get(url, query_string={"limit": 3, **({"cursor": cursor} if cursor else {})})
+        assert page.status_code == 200
+        body = page.get_json()
+        numbers += [v["number"] for v in body["items"]]
+        pages += 1
+        cursor = body["next_cursor"]
+        if cursor is None:
+            break
+    assert numbers == list(range(1, 8)) and pages == 3
+    exact = client.get(url, query_string={"limit": 7}).get_json()  # all, and no more
+    assert len(exact["items"]) == 7 and exact["next_cursor"] is None
+    whole = client.get(url).get_json()  # the default page holds up to 100
+    assert [v["number"] for v in whole["items"]] == numbers and whole["next_cursor"] is None
+    for hostile in ({"limit": 0}, {"limit": 101}, {"limit": "x"}, {"cursor": "not-ours"}):
+        assert client.get(url, query_string=hostile).status_code in (400, 422), hostile
+    # The diff against the previous version reads that one version, not the list.
+    diff = client.get(
+        f"{API}/subagents/{sub['id']}/diff",
+        query_string={"version_id": whole["items"][4]["id"], "against": "previous"},
+    )
+    assert diff.status_code == 200
+    assert diff.get_json()["base_version_id"] == whole["items"][3]["id"]
+
+
 def test_fork_records_lineage_that_never_changes(client, alice, bob):
     root = publish(client, alice)
     child = fork(client, bob, root["id"], "oz")

@@ -12,6 +12,7 @@ from dataclasses import replace
 import pytest
 from sqlmodel import select
 
+from market.catalog import views as catalog_views
 from market.catalog.models import ForkRequest, Install, SubAgent
 from market.identity.tokens import revoke_token
 from market.platform.db import session_scope
@@ -472,6 +473,58 @@ def test_preview_is_sandboxed_and_its_ticket_checked(client, world):
     forged = src.replace(ticket, ticket[:-2] + ("AA" if not ticket.endswith("AA") else "BB"))
     assert client.get(forged, headers=framed).status_code == 404
     assert client.get(src.replace("index.html", "nope.js")).status_code == 404
+
+
+VERSION_ROW = re.compile(r"<li><strong>v(\d+)</strong>")
+
+
+def test_a_sub_agent_page_lists_its_newest_versions_and_pages_back_to_the_first(
+    client, world, monkeypatch
+):
+    """Versions a few at a time, newest first; the version a reader installed and the one
+    they rated are named although neither is among the versions listed."""
+    monkeypatch.setattr(catalog_views, "VERSIONS_SHOWN", 3)
+    alice, bob = world["alice"], world["bob"]
+    sub = publish(client, alice, title="Streak Counter", bundle=bundle("streak1"))
+    first = sub["latest_version"]["id"]
+    installed = client.post(f"/api/v1/subagents/{sub['id']}/install", json={}, headers=bob.headers)
+    assert installed.status_code in (200, 201), installed.get_json()
+    rated = client.post(
+        "/api/v1/feedback", json={"version_id": first, "stars": 4}, headers=bob.headers
+    )
+    assert rated.status_code == 201, rated.get_json()
+    url = f"/api/v1/subagents/{sub['id']}/versions"
+    for n in range(2, 8):
+        made = client.post(url, json={"bundle": bundle(f"streak{n}")}, headers=alice.headers)
+        assert made.status_code == 201, made.get_json()
+
+    sign_in(client, bob)
+    shown, path = [], f"/s/{sub['id']}"
+    while path:
+        body = text(client.get(path))
+        numbers = [int(n) for n in VERSION_ROW.findall(body)]
+        assert 1 <= len(numbers) <= 3, path
+        assert ("Newest versions" in body) == bool(shown)
+        if not shown:  # bob's install and rating are of v1, on the last page only
+            assert '<span class="muted small">v1</span>' in body
+        shown += numbers
+        older = re.search(r'<a class="button" rel="next" href="([^"]+)"', body)
+        path = older.group(1).replace("&amp;", "&") if older else None
+    assert shown == [7, 6, 5, 4, 3, 2, 1]
+
+    again = client.post(
+        f"/api/v1/subagents/{sub['id']}/install",
+        json={"version_id": client.get(url).get_json()["items"][-1]["id"]},
+        headers=bob.headers,
+    )
+    assert again.status_code in (200, 201), again.get_json()
+    body = text(client.get(f"/s/{sub['id']}"))
+    assert "You rated v1; saving rates v7." in body  # v1 is not among the versions listed
+    assert '<span class="muted small">v7</span>' in body
+    assert not VERSION_ROW.findall(text(client.get(f"/s/{sub['id']}?versions_before=1")))
+    for hostile in ("²", "-1", "x", "9" * 400):
+        refused = client.get(f"/s/{sub['id']}", query_string={"versions_before": hostile})
+        assert refused.status_code == 400, hostile
 
 
 # ---- dashboard ---------------------------------------------------------------------------
