@@ -7,6 +7,7 @@ import re
 import pytest
 from sqlmodel import func, select
 
+from market.catalog import views as catalog_views
 from market.catalog.models import SubAgent, Version
 from market.identity.models import User
 from market.platform.db import session_scope
@@ -179,6 +180,35 @@ def test_a_creators_table_comes_a_page_at_a_time_on_a_phone(
     page.get_by_role("link", name="Previous 2").click()
     page.wait_for_url(re.compile(rf"/creators/{re.escape(creator)}\?window=30$"))
     assert rows.locator("th a").all_inner_texts() == first_rows
+    assert page.problems == []
+
+
+def test_a_sub_agents_older_versions_one_page_back_and_to_the_newest_on_a_phone(
+    live_app, page, screenshots, monkeypatch
+):
+    """A sub-agent page lists its newest versions; "Older versions" and "Newest versions"
+    move through the rest (one at a time here: the demo's sub-agents have a few)."""
+    with session_scope(engine_of(live_app)) as session:
+        subagent_id, count = session.exec(
+            select(Version.subagent_id, func.count(Version.id))
+            .join(SubAgent, SubAgent.id == Version.subagent_id)
+            .where(SubAgent.visibility == "public", SubAgent.status == "active")
+            .group_by(Version.subagent_id)
+            .order_by(func.count(Version.id).desc(), Version.subagent_id)
+        ).first()
+    assert count >= 2, "a demo sub-agent has more than one version"
+    monkeypatch.setattr(catalog_views, "VERSIONS_SHOWN", 1)
+    page.goto(f"/s/{subagent_id}")
+    listed = page.locator("ul.versions > li strong")
+    assert listed.all_inner_texts() == [f"v{count}"]
+    page.get_by_role("link", name="Older versions").click()
+    page.wait_for_url(re.compile(rf"versions_before={count}#versions-h$"))
+    assert listed.all_inner_texts() == [f"v{count - 1}"]
+    assert page.evaluate("document.scrollingElement.scrollWidth <= window.innerWidth")
+    page.screenshot(path=screenshots / "versions-older-phone.png")
+    page.get_by_role("link", name="Newest versions").click()
+    page.wait_for_url(re.compile(rf"/s/{subagent_id}#versions-h$"))
+    assert listed.all_inner_texts() == [f"v{count}"]
     assert page.problems == []
 
 
