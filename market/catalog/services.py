@@ -236,6 +236,21 @@ def get_readable_version(
     return version
 
 
+# How many forks deep a lineage may go. A sub-agent stores its ancestors' ids as one path
+# (``SubAgent.ancestry``, 4,000 characters): 300 ids of 10 digits fit. Past it PostgreSQL
+# refused the row (a 500); the pages list every ancestor above a sub-agent.
+MAX_FORK_DEPTH = 300
+
+
+def check_fork_depth(parent: SubAgent) -> None:
+    """A fork of ``parent`` (or a copy credited to it) would sit one level below it."""
+    if parent.depth + 1 > MAX_FORK_DEPTH:
+        raise Conflict(
+            f"This lineage is already {parent.depth} forks deep; Sprig keeps lineages to "
+            f"{MAX_FORK_DEPTH}: fork an earlier ancestor, or publish it as a new sub-agent."
+        )
+
+
 # A sub-agent's versions a page at a time, by number: oldest first after a number (the API),
 # newest first before one (its page). An agent that publishes a version at every change can
 # reach thousands; listed whole, 3,000 made a 618 KiB page and a 1.1 MB API answer.
@@ -542,6 +557,7 @@ def adopt_parent(
     publisher = viewer_for(get_author(session, copy))
     if original is None or not may_be_credited_as_original(publisher, original):
         raise Conflict(f"Sub-agent {original_id} can no longer be credited as the original.")
+    check_fork_depth(original)
     # The copy leaves its own lineage (itself alone) for the original's.
     mark_catalog_changed(session, copy.root_id, original.root_id)
     copy.parent_id = original.id
@@ -659,6 +675,7 @@ def fork(
             raise Conflict(f"Fork request {fork_request_id} is already {request.status}.")
     check_publishable(bundle, publisher, title=title, summary=summary, story=story)
     check_fork_data(parent_version.manifest, bundle.manifest)
+    check_fork_depth(parent)
     now = created_at or utcnow()
     ancestry = f"{parent.ancestry}/{parent.id}" if parent.ancestry else str(parent.id)
     child, created = _create_subagent(

@@ -7,7 +7,11 @@ import json
 import zipfile
 
 import pytest
+from sqlmodel import Session, select
 
+from market.catalog import services as catalog_services
+from market.catalog.models import SubAgent
+from market.platform.schemas import INT32_MAX
 from tests.factories import bundle, fork, listing, make_user, publish
 
 API = "/api/v1"
@@ -103,6 +107,35 @@ def test_versions_come_a_page_at_a_time_each_once_oldest_first(client, alice):
     )
     assert diff.status_code == 200
     assert diff.get_json()["base_version_id"] == whole["items"][3]["id"]
+
+
+def test_a_lineage_stops_at_its_deepest_fork_with_a_clear_refusal(
+    client, engine, alice, bob, monkeypatch
+):
+    monkeypatch.setattr(catalog_services, "MAX_FORK_DEPTH", 2)
+    root = publish(client, alice)
+    first = fork(client, bob, root["id"], "one")
+    second = fork(client, alice, first["id"], "two")
+    assert second["depth"] == 2
+    with Session(engine) as session:
+        before = len(session.exec(select(SubAgent.id)).all())
+    refused = client.post(
+        f"{API}/subagents/{second['id']}/forks",
+        json={"title": "Three", "fork_request": "deeper", "bundle": bundle("three")},
+        headers=bob.headers,
+    )
+    assert refused.status_code == 409
+    assert "2 forks deep" in refused.get_json()["detail"]
+    with Session(engine) as session:
+        assert len(session.exec(select(SubAgent.id)).all()) == before  # nothing stored
+    assert fork(client, bob, first["id"], "sibling")["depth"] == 2  # a shallower parent is fine
+
+
+def test_the_deepest_lineage_fits_the_stored_path_of_ancestors():
+    """``SubAgent.ancestry`` holds every ancestor's id: at the deepest fork, 300 ids of the
+    widest id there is, with a slash between each, must fit its column."""
+    widest = catalog_services.MAX_FORK_DEPTH * (len(str(INT32_MAX)) + 1) - 1
+    assert widest <= SubAgent.__table__.c.ancestry.type.length
 
 
 def test_fork_records_lineage_that_never_changes(client, alice, bob):
