@@ -475,6 +475,25 @@ def test_preview_is_sandboxed_and_its_ticket_checked(client, world):
     assert client.get(src.replace("index.html", "nope.js")).status_code == 404
 
 
+CRUMB = re.compile(r'<nav class="crumbs".*?</nav>', re.S)
+
+
+def test_a_deep_lineage_shows_its_root_and_last_ancestors_and_links_the_rest_to_its_tree(
+    client, world
+):
+    chain = [world["root"]]
+    for n in range(1, 8):
+        actor = world["bob"] if n % 2 else world["alice"]
+        chain.append(fork(client, actor, chain[-1]["id"], f"level{n}", title=f"Level {n}"))
+    crumbs = CRUMB.search(text(client.get(f"/s/{chain[7]['id']}"))).group(0)
+    linked = [int(i) for i in re.findall(r'href="/s/(\d+)"', crumbs)]
+    assert linked == [chain[0]["id"], chain[4]["id"], chain[5]["id"], chain[6]["id"]]
+    assert f'href="/s/{chain[7]["id"]}/tree">3 more forks</a>' in crumbs
+    # Five ancestors or fewer are all shown.
+    crumbs = CRUMB.search(text(client.get(f"/s/{chain[5]['id']}"))).group(0)
+    assert [int(i) for i in re.findall(r'href="/s/(\d+)"', crumbs)] == [c["id"] for c in chain[:5]]
+
+
 VERSION_ROW = re.compile(r"<li><strong>v(\d+)</strong>")
 
 
