@@ -258,11 +258,10 @@ def subagent_page(subagent_id: int):
     )
     # A person rates the version in their agent, else the newest; the form shows what they
     # said last, on whichever version.
-    rated_id = installed_version or subagent.latest_version_id
     rated_version = (
-        latest
-        if latest is not None and latest.id == rated_id
-        else (session.get(Version, rated_id) if rated_id else None)
+        catalog.get_version(session, subagent, installed_version)
+        if installed_version or subagent.latest_version_id
+        else None
     )
     own_rating = (
         figures.own_rating(session, viewer.user_id, subagent.id) if viewer.user_id else None
