@@ -25,8 +25,6 @@ slice, so a bench whose baseline is not HTTP (a ``COPY``) can use the same sched
 from __future__ import annotations
 
 import argparse
-import contextlib
-import http.client
 import math
 import multiprocessing as mp
 import random
@@ -36,7 +34,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from bench.loadgen import Request, Result, _server_ms, percentile
+from bench.loadgen import KeepAlive, Request, Result, _server_ms, percentile
 
 QUICK_SLICE_SECONDS = 0.5
 FULL_SLICE_SECONDS = 1.0
@@ -314,11 +312,10 @@ def _client(host, port, workloads, seed, headers, timeout, in_order, commands, r
     while (command := commands.get()) is not None:
         name, start, end = command
         requests = workloads[name]
-        connection = http.client.HTTPConnection(host, port, timeout=timeout)
-        with contextlib.suppress(OSError):  # the first request then reconnects, an error
-            connection.connect()
+        connection = KeepAlive(host, port, timeout, headers, connect=True)
+        errors = connection.errors
         time.sleep(max(0.0, start - time.monotonic()))
-        latencies, server, completed, errors, hits = [], [], 0.0, Counter(), 0
+        latencies, server, completed, hits = [], [], 0.0, 0
         while (started := time.monotonic()) < end:
             if in_order:
                 if cursors[name] == len(requests):
@@ -328,23 +325,10 @@ def _client(host, port, workloads, seed, headers, timeout, in_order, commands, r
                 cursors[name] += 1
             else:
                 request = rng.choice(requests)
-            try:
-                connection.request(
-                    request.method,
-                    request.path,
-                    body=request.body,
-                    headers={**headers, **(request.headers or {})},
-                )
-                response = connection.getresponse()
-                response.read()
-            except (OSError, http.client.HTTPException) as error:
-                errors[type(error).__name__] += 1
-                connection.close()
-                connection = http.client.HTTPConnection(host, port, timeout=timeout)
+            response = connection.send(request)
+            if response is None:
                 continue
             finished = time.monotonic()
-            if response.status >= 400:
-                errors[f"HTTP {response.status}"] += 1
             # A request still running at the end counts for its share inside the slice (and
             # it finishes before the next slice starts: nothing spills over).
             completed += min(1.0, (end - started) / (finished - started)) if finished > end else 1.0

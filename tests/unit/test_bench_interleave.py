@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import threading
+import time
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -23,7 +25,7 @@ from bench.interleave import (
     schedule,
     slice_seconds,
 )
-from bench.loadgen import Result
+from bench.loadgen import Result, paced
 
 
 def test_quartiles_interpolate_between_ranks_and_one_value_is_all_three():
@@ -124,22 +126,20 @@ def test_a_slice_credits_the_share_of_a_request_running_at_its_end():
     assert run.figures()["error_kinds"] == {"HTTP 500": 1}
 
 
-@pytest.fixture
-def local_server():
-    """A tiny HTTP server in a thread: 200 with a Server-Timing header, 404 under /missing;
-    it records the paths asked for."""
-    seen: list[str] = []
+@contextmanager
+def serving(answer):
+    """A tiny HTTP/1.1 keep-alive server in a thread; ``answer(path)`` gives each GET's status,
+    Server-Timing and extra headers. Yields its port."""
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
         def do_GET(self):
-            seen.append(self.path)
-            status = 404 if self.path.startswith("/missing") else 200
+            status, server_ms, headers = answer(self.path)
             self.send_response(status)
-            self.send_header("Server-Timing", "app;dur=1.5")
-            if self.path.startswith("/cached"):
-                self.send_header("X-Sprig-Cache", "hit")
+            self.send_header("Server-Timing", f"app;dur={server_ms}")
+            for name, value in headers.items():
+                self.send_header(name, value)
             self.send_header("Content-Length", "2")
             self.end_headers()
             self.wfile.write(b"ok")
@@ -150,9 +150,26 @@ def local_server():
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield server.server_address[1], seen
-    server.shutdown()
-    server.server_close()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def local_server():
+    """200 with a Server-Timing header, 404 under /missing, a cache hit under /cached; it
+    records the paths asked for."""
+    seen: list[str] = []
+
+    def answer(path):
+        seen.append(path)
+        cached = {"X-Sprig-Cache": "hit"} if path.startswith("/cached") else {}
+        return (404 if path.startswith("/missing") else 200), 1.5, cached
+
+    with serving(answer) as port:
+        yield port, seen
 
 
 def test_sliced_clients_drive_one_workload_per_slice_and_read_server_time(local_server):
@@ -208,3 +225,41 @@ def test_slice_length_and_noise_threshold_flags_refuse_what_is_not_positive():
     for flag in ("--slice-seconds", "--noise-threshold"):
         with pytest.raises(SystemExit):
             parser.parse_args([flag, "0"])
+
+
+@pytest.fixture
+def slow_server():
+    """A server that takes 40 ms a request, one request at a time per connection."""
+
+    def answer(_path):
+        time.sleep(0.04)
+        return 200, 40.0, {}
+
+    with serving(answer) as port:
+        yield port
+
+
+def test_paced_arrivals_that_outrun_the_server_count_their_wait_from_the_schedule(slow_server):
+    # One connection, arrivals at 100 a second for half a second, 40 ms each: the connection can
+    # answer 25 a second, so most requests go out late and the backlog grows through the run.
+    # Timed from when each was sent, every latency would be about 40 ms; from its scheduled
+    # time, the last ones have waited over a second.
+    result = paced(
+        "slow", "127.0.0.1", slow_server, ["/x"], rate=100, duration=0.5, clients=1, connections=1
+    )
+    assert result.requests > 25  # every arrival is sent, late or not
+    assert result.late > result.requests // 2
+    assert set(result.server_ms) == {40.0}
+    assert result.p99 > 300
+    assert result.errors == 0
+
+
+def test_paced_arrivals_the_server_keeps_up_with_are_not_late(slow_server):
+    # Eight connections in two processes, each with an arrival every two seconds on average:
+    # an arrival finds its connection busy only when it follows the last within 40 ms (2%).
+    result = paced(
+        "slow", "127.0.0.1", slow_server, ["/x"], rate=4, duration=2.0, clients=2, connections=4
+    )
+    assert 0 < result.requests < 40  # about eight
+    assert result.late < result.requests / 2
+    assert result.p50 < 200
