@@ -20,7 +20,7 @@ from market.catalog.bundles.limits import (
 )
 from market.catalog.bundles.manifest import SCOPES
 from market.catalog.models import Category
-from market.platform.schemas import Id, StrictInput, Tag, UtcDatetime
+from market.platform.schemas import Cursor, Id, StrictInput, Tag, UtcDatetime
 
 
 class Visibility(StrEnum):
@@ -82,9 +82,6 @@ Reason = Annotated[
     StringConstraints(strip_whitespace=True, min_length=3, max_length=500),
     Field(json_schema_extra={"pattern": rf"^[^\u0000]*{_VISIBLE}[^\u0000]+{_VISIBLE}[^\u0000]*$"}),
 ]
-
-
-Cursor = Annotated[str, StringConstraints(max_length=200)]
 
 
 # A manifest's shape, for clients that want it checked and documented field by field (the MCP

@@ -1,5 +1,5 @@
 """Input and output building blocks the API models of every domain use: strict inputs, whole
-numbers, ids, tags, UTC datetimes."""
+numbers, ids, tags, cursors, UTC datetimes."""
 
 from __future__ import annotations
 
@@ -85,3 +85,5 @@ class Problem(BaseModel):
 
 
 Tag = Annotated[str, StringConstraints(min_length=1, max_length=40, pattern=r"^[\w][\w .+\-]*$")]
+# A page's ``cursor`` (``market.platform.pagination``): opaque, and never longer than any made.
+Cursor = Annotated[str, StringConstraints(max_length=200)]

@@ -15,11 +15,13 @@ from market.identity.tokens import caller
 from market.platform import limits, metrics
 from market.platform.api_deps import commit, db, parse_model
 from market.platform.errors import BadRequest, PayloadTooLarge
+from market.platform.pagination import decode_cursor, encode_cursor
 from market.platform.state import app_state
 from market.platform.time import utcnow
 from market.usage import ingest, ratings, rollups, stats
 from market.usage.schemas import (
     CreatorStats,
+    CreatorStatsQuery,
     EventBatchIn,
     EventBatchOut,
     EventBatchRead,
@@ -158,11 +160,13 @@ def subagent_stats(subagent_id: int, query: StatsQuery):
 
 
 @bp.get("/creators/<handle>/stats")
-@bp.input(StatsQuery, location="query", arg_name="query")
+@bp.input(CreatorStatsQuery, location="query", arg_name="query")
 @bp.output(CreatorStats)
 @bp.doc(operation_id="getCreatorStats")
-def creator_stats(handle: str, query: StatsQuery):
-    """Everything a creator's sub-agents did in the window (the creator and moderators)."""
+def creator_stats(handle: str, query: CreatorStatsQuery):
+    """Everything a creator's sub-agents did in the window (the creator and moderators). The
+    figures cover every sub-agent; `subagents` lists them `limit` at a time, in the
+    dashboard's order, with `next_cursor` for the rest."""
     session = db()
     who = caller()
     who.require()
@@ -172,13 +176,16 @@ def creator_stats(handle: str, query: StatsQuery):
     own = creator_subagents(session, who, creator)
     ids = [s.id for s in own]
     figures = stats.usage_stats(session, ids, start, end, query.granularity)
-    per_subagent = stats.per_subagent_summary(session, own, start, end)
+    offset = decode_cursor(query.cursor, (int,))[0] if query.cursor else 0
+    table = stats.subagent_table(session, own, start, end, offset=offset, limit=query.limit)
     return CreatorStats(
         handle=creator.handle,
         window=StatsWindow(
             start=start.isoformat(), end=end.isoformat(), granularity=query.granularity
         ),
-        subagents=per_subagent,
+        subagents=table.rows,
+        subagents_total=table.total,
+        next_cursor=None if table.next_offset is None else encode_cursor(table.next_offset),
         rating=stats.rating_summary(session, ids),
         lineage=stats.lineage_stats(session, ids, creator.id, start, end, who.user_id),
         **figures,

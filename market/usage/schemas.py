@@ -9,7 +9,15 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from feedback.ingest import EVENT_KINDS, MAX_DURATION_MS
-from market.platform.schemas import INT32_MAX, Id, StrictInput, Tag, UtcDatetime, whole_number
+from market.platform.schemas import (
+    INT32_MAX,
+    Cursor,
+    Id,
+    StrictInput,
+    Tag,
+    UtcDatetime,
+    whole_number,
+)
 
 
 class UsageEventIn(BaseModel):
@@ -126,6 +134,11 @@ class StatsQuery(StrictInput):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
+class CreatorStatsQuery(StatsQuery):
+    limit: int = Field(100, ge=1, le=100, description="sub-agents listed in `subagents`")
+    cursor: Cursor | None = Field(None, description="the next sub-agents: a `next_cursor`")
+
+
 class StatsWindow(BaseModel):
     start: str = Field(description="first UTC day included")
     end: str = Field(description="last UTC day included")
@@ -151,9 +164,19 @@ class SubAgentStats(BaseModel):
 
 
 class CreatorStats(BaseModel):
+    """Totals, series, retention, rating and lineage cover all of the creator's sub-agents;
+    ``subagents`` lists them ``limit`` at a time."""
+
     handle: str
     window: StatsWindow
-    subagents: list[dict]
+    subagents: list[dict] = Field(
+        description="each sub-agent's figures, most installed in the window first, then most "
+        "installed now, then the oldest"
+    )
+    subagents_total: int = Field(description="the creator's sub-agents the caller sees")
+    next_cursor: str | None = Field(
+        None, description="the next sub-agents (`cursor`), when there are more"
+    )
     rating: dict
     totals: dict
     series: list[dict]

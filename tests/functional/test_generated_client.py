@@ -273,6 +273,58 @@ def test_a_generated_client_drives_the_whole_flow(generated, app, engine):
         assert isinstance(stats.parsed.window, m.StatsWindow)
 
 
+def test_a_generated_client_follows_next_cursor_to_the_end(generated, app, engine):
+    """The lists that come a page at a time, read as a generated client reads them: follow
+    ``next_cursor`` until it is unset; every item once, in order."""
+    alice = make_user(engine, "alice")
+    m, api, types = generated.models, generated.api, generated.types
+    with serving(app) as base:
+        client = generated.package.AuthenticatedClient(base_url=base, token=alice.token)
+        first = publish(app.test_client(), alice, title="Water Tracker")
+        others = [
+            publish(app.test_client(), alice, title=f"Tracker {n}", bundle=bundle(f"t{n}"))["id"]
+            for n in range(2)
+        ]
+        for number in (2, 3, 4):
+            made = api("sub_agents", "publish_version").sync_detailed(
+                first["id"],
+                client=client,
+                body=m.VersionIn(
+                    changelog=f"v{number}", bundle=m.BundleIn.from_dict(bundle(f"v{number}"))
+                ),
+            )
+            assert made.status_code == 201, made.content
+
+        numbers, cursor, pages = [], types.UNSET, 0
+        while True:
+            page = api("sub_agents", "list_versions").sync_detailed(
+                first["id"], client=client, limit=3, cursor=cursor
+            )
+            assert page.status_code == 200, page.content
+            assert isinstance(page.parsed, m.VersionList)
+            numbers += [version.number for version in page.parsed.items]
+            pages += 1
+            if not isinstance(page.parsed.next_cursor, str):
+                break
+            cursor = page.parsed.next_cursor
+        assert (numbers, pages) == ([1, 2, 3, 4], 2)
+
+        listed, cursor = [], types.UNSET
+        while True:
+            stats = api("usage_and_stats", "get_creator_stats").sync_detailed(
+                "alice", client=client, limit=2, cursor=cursor
+            )
+            assert stats.status_code == 200, stats.content
+            assert isinstance(stats.parsed, m.CreatorStats)
+            assert stats.parsed.subagents_total == 3
+            listed += [row["id"] for row in stats.parsed.to_dict()["subagents"]]
+            if not isinstance(stats.parsed.next_cursor, str):
+                break
+            cursor = stats.parsed.next_cursor
+        # None installed: the table's order is then the oldest first.
+        assert listed == [first["id"], *others]
+
+
 def test_a_generated_client_gets_typed_problems(generated, app, engine):
     """Callers without the right token, or asking for what they may not see, get the status
     the document names and a parsed ``Problem``, never a None."""

@@ -18,7 +18,7 @@ from sqlalchemy import func, select
 
 from market.platform.db import session_scope
 from market.usage.models import Feedback, UsageEvent
-from tests.factories import Actor, fork, make_user, publish
+from tests.factories import Actor, bundle, fork, make_user, publish
 
 API = "/api/v1"
 EVENTS = f"{API}/events"
@@ -507,6 +507,60 @@ def test_creator_stats_are_for_the_creator(client, world):
     assert {s["id"] for s in body["subagents"]} == {world.public_id, world.private_id}
     assert body["totals"]["opens"] == 2 and body["totals"]["active_users"] == 2
     assert len(body["series"]) == 30
+
+
+def test_a_creators_sub_agents_come_a_page_at_a_time_in_the_dashboards_order(client, world):
+    """`subagents` lists `limit` at a time (the window's installs first, then installs now,
+    then id: the dashboard's table), each once across the pages; the figures cover all of them
+    on every page; cursors and limits not made here are refused."""
+    extra = [
+        publish(client, world.alice, title=f"Tracker {n}", bundle=bundle(f"tracker{n}"))["id"]
+        for n in range(4)
+    ]
+    # Bob installs the two newest and removes the older of them: in the window both lead, the
+    # one still installed first.
+    for subagent_id in extra[-2:]:
+        installed = client.post(
+            f"{API}/subagents/{subagent_id}/install", json={}, headers=world.bob.headers
+        )
+        assert installed.status_code in (200, 201), installed.get_json()
+    removed = client.delete(f"{API}/subagents/{extra[-2]}/install", headers=world.bob.headers)
+    assert removed.status_code in (200, 204)
+    send(client, world, [event(world), event(world, user_id=world.alice.id)])
+    everything = {world.public_id, world.private_id, *extra}
+
+    url = f"{API}/creators/alice/stats?limit=2"
+    pages, listed = [], []
+    while url:
+        response = client.get(url, headers=world.alice.headers)
+        assert response.status_code == 200, response.get_json()
+        body = response.get_json()
+        pages.append(body)
+        assert 1 <= len(body["subagents"]) <= 2 and body["subagents_total"] == 6
+        listed += [row["id"] for row in body["subagents"]]
+        cursor = body["next_cursor"]
+        url = cursor and f"{API}/creators/alice/stats?limit=2&cursor={cursor}"
+    assert len(pages) == 3 and len(listed) == 6 and set(listed) == everything
+    assert listed[:2] == [extra[-1], extra[-2]]
+    assert listed[2:] == sorted(everything - set(extra[-2:]))
+    # The figures are the creator's, whichever page: the same on each.
+    for figure in ("totals", "series", "rating", "lineage"):
+        assert pages[0][figure] == pages[1][figure] == pages[2][figure]
+    assert pages[0]["totals"]["opens"] == 2
+    # Up to 100 at once, by default: the whole list, in the same order, and no cursor.
+    whole = client.get(f"{API}/creators/alice/stats", headers=world.alice.headers).get_json()
+    assert [row["id"] for row in whole["subagents"]] == listed and whole["next_cursor"] is None
+
+    base = f"{API}/creators/alice/stats"
+    for limit in (0, 101, -1, "x"):
+        assert_problem(client.get(f"{base}?limit={limit}", headers=world.alice.headers), 422)
+    assert_problem(client.get(f"{base}?cursor={'a' * 201}", headers=world.alice.headers), 422)
+    for cursor in ("not-a-cursor", "WzEsMl0", "WyJ4Il0"):  # [1,2] and ["x"]: not an offset
+        assert_problem(client.get(f"{base}?cursor={cursor}", headers=world.alice.headers), 400)
+    # Past the end: no rows and no cursor, the figures still there.
+    past = client.get(f"{base}?cursor=WzEwMF0", headers=world.alice.headers).get_json()  # [100]
+    assert past["subagents"] == [] and past["next_cursor"] is None
+    assert past["totals"] == whole["totals"] and past["subagents_total"] == 6
 
 
 def test_lineage_figures_count_only_forks_the_creator_may_see(client, engine, world):
