@@ -10,6 +10,7 @@ from pathlib import Path
 import anyio
 from mcp import Client, StdioServerParameters
 
+from market.catalog import services as catalog_services
 from market.entrypoints.mcp_server import build_server
 from tests.factories import bundle, make_user, publish
 
@@ -162,6 +163,37 @@ def test_errors_are_tool_errors_and_change_nothing(client, engine):
     assert unknown.is_error and "unknown or revoked" in unknown.content[0].text
     forks = client.get(f"/api/v1/subagents/{water['id']}/forks").get_json()["items"]
     assert forks == []
+
+
+def test_a_fork_past_the_deepest_lineage_is_a_tool_error_that_says_why(client, engine, monkeypatch):
+    """A coding agent forking the deepest fork of a lineage is told why, and how to go on;
+    nothing is stored."""
+    monkeypatch.setattr(catalog_services, "MAX_FORK_DEPTH", 1)
+    creator = make_user(engine, "creator")
+    water = publish(client, creator)
+    server = build_server(engine, token=creator.token)
+    new_bundle = bundle("deeper")
+
+    def publish_fork(parent_id, title):
+        return (
+            "publish_fork",
+            {
+                "parent_id": parent_id,
+                "title": title,
+                "fork_request": "one more change",
+                "manifest": new_bundle["manifest"],
+                "files": new_bundle["files"],
+            },
+        )
+
+    [first] = call_tools(server, publish_fork(water["id"], "First fork"))
+    assert not first.is_error, first.content
+    first_id = first.structured_content["subagent"]["id"]
+    [deeper] = call_tools(server, publish_fork(first_id, "Too deep"))
+    assert deeper.is_error
+    assert "1 forks deep" in deeper.content[0].text
+    assert "fork an earlier ancestor" in deeper.content[0].text
+    assert client.get(f"/api/v1/subagents/{first_id}/forks").get_json()["items"] == []
 
 
 def test_sprig_mcp_on_stdio(client, engine, database_url):
