@@ -88,31 +88,52 @@ class PacedResult(Result):
 
 class KeepAlive:
     """One keep-alive connection: sends requests, counts what went wrong by kind (an error
-    status, or the exception's name), and opens a fresh connection after a failure."""
+    status, or the exception's name), and opens a fresh connection after a failure.
+
+    A server closes a connection left idle past its keep-alive timeout (gunicorn's: 2 s), as
+    an open-loop client's often are; the next request on it then finds it closed before any
+    answer. Like a browser (and urllib3), a GET or HEAD that meets a closed reused
+    connection is sent once more on a fresh one, and not counted as an error."""
 
     def __init__(self, host: str, port: int, timeout: float, headers: dict, *, connect=False):
         self.host, self.port, self.timeout, self.headers = host, port, timeout, headers
         self.errors: Counter = Counter()
         self.connection = http.client.HTTPConnection(host, port, timeout=timeout)
+        self.reused = False  # whether the connection has answered before
         if connect:  # before a timed start; failing, the first request reconnects
             with contextlib.suppress(OSError):
                 self.connection.connect()
 
+    def _reconnect(self) -> None:
+        self.connection.close()
+        self.connection = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+        self.reused = False
+
+    def _exchange(self, request: Request):
+        self.connection.request(
+            request.method,
+            request.path,
+            body=request.body,
+            headers={**self.headers, **(request.headers or {})},
+        )
+        response = self.connection.getresponse()
+        response.read()
+        self.reused = True
+        return response
+
     def send(self, request: Request):
         """The response, read; None when the request failed (counted)."""
         try:
-            self.connection.request(
-                request.method,
-                request.path,
-                body=request.body,
-                headers={**self.headers, **(request.headers or {})},
-            )
-            response = self.connection.getresponse()
-            response.read()
+            try:
+                response = self._exchange(request)
+            except _CLOSED_WHILE_IDLE:
+                if not (self.reused and request.method in ("GET", "HEAD")):
+                    raise
+                self._reconnect()
+                response = self._exchange(request)
         except (OSError, http.client.HTTPException) as error:
             self.errors[type(error).__name__] += 1
-            self.connection.close()
-            self.connection = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+            self._reconnect()
             return None
         if response.status >= 400:
             self.errors[f"HTTP {response.status}"] += 1
@@ -120,6 +141,10 @@ class KeepAlive:
 
     def close(self) -> None:
         self.connection.close()
+
+
+# What sending on a connection the server has closed raises, before any answer.
+_CLOSED_WHILE_IDLE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
 
 
 def _client(host, port, requests, duration, seed, headers, timeout, queue) -> None:

@@ -25,7 +25,7 @@ from bench.interleave import (
     schedule,
     slice_seconds,
 )
-from bench.loadgen import Result, paced
+from bench.loadgen import KeepAlive, Request, Result, paced
 
 
 def test_quartiles_interpolate_between_ranks_and_one_value_is_all_three():
@@ -127,12 +127,14 @@ def test_a_slice_credits_the_share_of_a_request_running_at_its_end():
 
 
 @contextmanager
-def serving(answer):
+def serving(answer, idle_timeout: float | None = None):
     """A tiny HTTP/1.1 keep-alive server in a thread; ``answer(path)`` gives each GET's status,
-    Server-Timing and extra headers. Yields its port."""
+    Server-Timing and extra headers; it closes a connection idle for ``idle_timeout``
+    seconds. Yields its port."""
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        timeout = idle_timeout
 
         def do_GET(self):
             status, server_ms, headers = answer(self.path)
@@ -263,3 +265,18 @@ def test_paced_arrivals_the_server_keeps_up_with_are_not_late(slow_server):
     assert 0 < result.requests < 40  # about eight
     assert result.late < result.requests / 2
     assert result.p50 < 200
+
+
+def test_a_get_on_a_connection_the_server_closed_while_idle_is_sent_again_once():
+    with serving(lambda _path: (200, 1.0, {}), idle_timeout=0.2) as port:
+        connection = KeepAlive("127.0.0.1", port, 5.0, {})
+        assert connection.send(Request("/a")).status == 200
+        time.sleep(0.5)  # the server closes the idle connection meanwhile
+        again = connection.send(Request("/b"))
+        assert again is not None and again.status == 200
+        assert connection.errors == {}
+        time.sleep(0.5)
+        # A POST is never sent twice: the closed connection is an error.
+        assert connection.send(Request("/c", method="POST", body="x")) is None
+        assert sum(connection.errors.values()) == 1
+        connection.close()
