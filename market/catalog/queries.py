@@ -436,21 +436,54 @@ def forks_of(
 def lineage(session: Session, viewer: Principal, subagent: SubAgent) -> LineagePath:
     """Ancestors root first. One an ordinary viewer may not see stays a hidden placeholder so
     the path still ends at its root without revealing what the hidden one is."""
-    ids = [int(i) for i in subagent.ancestry.split("/") if i]
+    ids = _ancestry_ids(subagent)
+    nodes = _ancestors(session, viewer, list(enumerate(ids)))
+    root_id = subagent.root_id if (not ids or not nodes[0].hidden) else None
+    return LineagePath(subagent_id=subagent.id, root_id=root_id, ancestors=nodes)
+
+
+# A sub-agent page's breadcrumb names a lineage's ancestors up to CRUMBS_WHOLE of them; a
+# deeper one's root and its last CRUMBS_LAST, with how many forks lie between (the fork tree
+# shows them). A lineage may be 300 forks deep (``services.MAX_FORK_DEPTH``).
+CRUMBS_WHOLE = 5
+CRUMBS_LAST = 3
+
+
+@dataclass
+class Breadcrumb:
+    ancestors: list[Ancestor]  # those named, root first, parent last
+    elided: int  # ancestors between the root and the last named ones
+
+
+def breadcrumb(session: Session, viewer: Principal, subagent: SubAgent) -> Breadcrumb:
+    """The ancestors a sub-agent page names, read alone (not the whole lineage)."""
+    ids = _ancestry_ids(subagent)
+    named = list(enumerate(ids))
+    if len(ids) > CRUMBS_WHOLE:
+        named = [named[0], *named[-CRUMBS_LAST:]]
+    return Breadcrumb(_ancestors(session, viewer, named), elided=len(ids) - len(named))
+
+
+def _ancestry_ids(subagent: SubAgent) -> list[int]:
+    return [int(i) for i in subagent.ancestry.split("/") if i]
+
+
+def _ancestors(session: Session, viewer: Principal, steps: list[tuple[int, int]]) -> list[Ancestor]:
+    """(depth, id) steps of a lineage as the viewer sees them: a card, or a hidden placeholder."""
+    ids = [i for _depth, i in steps]
     statement = _ancestors_query(session)
     rows = {row.id: row for row in session.execute(statement, {"ids": ids})} if ids else {}
     hidden = {i: not can_view(viewer, row) for i, row in rows.items()}
     visible = [rows[i] for i in ids if not hidden[i]]
-    # An ancestor's parent is the ancestor before it: its visibility is known already.
+    # An ancestor's parent is the ancestor before it: its visibility is known already (when
+    # it was read too).
     cards = {card.id: card for card in _cards(visible, session, viewer, known=hidden)}
-    nodes = [
+    return [
         Ancestor(depth=depth, subagent=cards[i])
         if i in cards
         else Ancestor(depth=depth, hidden=True)
-        for depth, i in enumerate(ids)
+        for depth, i in steps
     ]
-    root_id = subagent.root_id if (not ids or ids[0] in cards) else None
-    return LineagePath(subagent_id=subagent.id, root_id=root_id, ancestors=nodes)
 
 
 _TREE_COLUMNS = (

@@ -231,8 +231,8 @@ def subagent_page(subagent_id: int):
     viewer = caller()
     read = catalog.get_visible_detail(session, viewer, subagent_id)
     subagent, author, latest = read.subagent, read.author, read.version
-    lineage = browse.lineage(session, viewer, subagent)
-    parent = lineage.ancestors[-1].subagent if lineage.ancestors else None
+    crumbs = browse.breadcrumb(session, viewer, subagent)
+    parent = crumbs.ancestors[-1].subagent if crumbs.ancestors else None
     older_than = typed_number(request.args.get("versions_before", str(INT32_MAX)), INT32_MAX)
     if older_than is None:
         raise BadRequest("'versions_before' is a version number.")
@@ -288,7 +288,7 @@ def subagent_page(subagent_id: int):
             versions=versions,
             older_versions=older,
             newest_shown=older_than == INT32_MAX,
-            lineage=lineage,
+            crumbs=crumbs,
             parent=parent,
             rating=rating,
             histogram=histogram,

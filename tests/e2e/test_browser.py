@@ -14,7 +14,7 @@ from market.platform.db import session_scope
 from market.platform.state import app_state
 from market.ranking.models import SubAgentScore
 from market.usage import views as usage_views
-from tests.factories import make_user
+from tests.factories import fork, make_user, publish
 
 pytestmark = pytest.mark.browser
 
@@ -209,6 +209,47 @@ def test_a_sub_agents_older_versions_one_page_back_and_to_the_newest_on_a_phone(
     page.get_by_role("link", name="Newest versions").click()
     page.wait_for_url(re.compile(rf"/s/{subagent_id}#versions-h$"))
     assert listed.all_inner_texts() == [f"v{count}"]
+    assert page.problems == []
+
+
+def test_a_deep_lineages_breadcrumb_names_its_root_and_last_forks_and_leads_to_its_tree(
+    live_app, page, screenshots
+):
+    """Seven forks deep: the breadcrumb names the root and the last three ancestors, and
+    "3 more forks" opens the fork tree; at phone width it wraps inside the page."""
+    engine = engine_of(live_app)
+    makers = [make_user(engine), make_user(engine)]
+    client = live_app.test_client()
+    chain = [publish(client, makers[0], title="Deep Lineage Root")]
+    for n in range(1, 8):
+        chain.append(
+            fork(client, makers[n % 2], chain[-1]["id"], f"deep{n}", title=f"Deep Lineage {n}")
+        )
+    crumbs = page.locator("nav.crumbs li")
+    for size, viewport in (("phone", None), ("desktop", {"width": 1280, "height": 900})):
+        if viewport:
+            page.set_viewport_size(viewport)
+        page.goto(f"/s/{chain[-1]['id']}")
+        assert crumbs.all_inner_texts() == [
+            "Deep Lineage Root",
+            "3 more forks",
+            "Deep Lineage 4",
+            "Deep Lineage 5",
+            "Deep Lineage 6",
+            "Deep Lineage 7",
+        ]
+        assert page.evaluate("document.scrollingElement.scrollWidth <= window.innerWidth")
+        for item in crumbs.all():
+            box = item.bounding_box()
+            assert box["x"] >= 0 and box["x"] + box["width"] <= page.viewport_size["width"]
+        page.locator("nav.crumbs").screenshot(path=screenshots / f"crumbs-deep-{size}.png")
+    page.get_by_role("link", name="3 more forks").click()
+    page.wait_for_url(re.compile(rf"/s/{chain[-1]['id']}/tree$"))
+    assert page.locator("h1").inner_text().startswith("Fork tree of")
+    page.go_back()
+    page.get_by_role("link", name="Deep Lineage Root").click()
+    page.wait_for_url(re.compile(rf"/s/{chain[0]['id']}$"))
+    assert page.locator("nav.crumbs").count() == 0  # a root has no ancestors
     assert page.problems == []
 
 
