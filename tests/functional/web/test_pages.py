@@ -494,6 +494,35 @@ def test_a_deep_lineage_shows_its_root_and_last_ancestors_and_links_the_rest_to_
     assert [int(i) for i in re.findall(r'href="/s/(\d+)"', crumbs)] == [c["id"] for c in chain[:5]]
 
 
+def test_a_private_ancestor_is_a_placeholder_in_the_breadcrumb_and_only_counted_when_elided(
+    client, world
+):
+    """Bob forks Alice's root privately, then publishes forks below it: to anyone else the
+    private one is "a private sub-agent" where the breadcrumb names it, and one of the forks
+    counted in "N more forks" where it does not; its title never shows."""
+    alice, bob = world["alice"], world["bob"]
+    hidden = fork(client, bob, world["root"]["id"], "hidden", title="Bob Hidden Draft",
+                  visibility="private")  # fmt: skip
+    chain = [world["root"], hidden]
+    for n in range(2, 8):
+        chain.append(fork(client, bob, chain[-1]["id"], f"below{n}", title=f"Below {n}"))
+    sign_in(client, alice)
+    near = text(client.get(f"/s/{chain[2]['id']}"))
+    crumbs = CRUMB.search(near).group(0)
+    assert [int(i) for i in re.findall(r'href="/s/(\d+)"', crumbs)] == [world["root"]["id"]]
+    assert "a private sub-agent" in crumbs and "Bob Hidden Draft" not in near
+    deep = text(client.get(f"/s/{chain[7]['id']}"))
+    crumbs = CRUMB.search(deep).group(0)
+    linked = [int(i) for i in re.findall(r'href="/s/(\d+)"', crumbs)]
+    assert linked == [world["root"]["id"], chain[4]["id"], chain[5]["id"], chain[6]["id"]]
+    assert "3 more forks" in crumbs and "a private sub-agent" not in crumbs
+    assert "Bob Hidden Draft" not in deep
+    # Bob sees his own fork by name.
+    sign_in(client, bob)
+    mine = CRUMB.search(text(client.get(f"/s/{chain[2]['id']}"))).group(0)
+    assert "Bob Hidden Draft" in mine and "a private sub-agent" not in mine
+
+
 VERSION_ROW = re.compile(r"<li><strong>v(\d+)</strong>")
 
 
