@@ -175,9 +175,12 @@ def creator_stats(handle: str, query: CreatorStatsQuery):
     fresh_rollups()
     own = creator_subagents(session, who, creator)
     ids = [s.id for s in own]
-    figures = stats.usage_stats(session, ids, start, end, query.granularity)
+    sums = stats.window_sums(session, ids, start, end)
+    figures = stats.usage_stats(session, ids, start, end, query.granularity, sums)
     offset = decode_cursor(query.cursor, (int,))[0] if query.cursor else 0
-    table = stats.subagent_table(session, own, start, end, offset=offset, limit=query.limit)
+    table = stats.subagent_table(
+        session, own, start, end, sums.installs, offset=offset, limit=query.limit
+    )
     return CreatorStats(
         handle=creator.handle,
         window=StatsWindow(

@@ -198,7 +198,8 @@ def dashboard_page(handle: str):
     fresh_rollups()
     own = creator_subagents(session, viewer, creator)
     ids = [s.id for s in own]
-    figures = stats.usage_stats(session, ids, start, end, granularity)
+    sums = stats.window_sums(session, ids, start, end)
+    figures = stats.usage_stats(session, ids, start, end, granularity, sums)
     labels = [point["period_start"][5:] for point in figures["series"]]
     installs_chart = charts.bar_chart(labels, [p["installs"] for p in figures["series"]])
     active_chart = charts.line_chart(
@@ -208,7 +209,9 @@ def dashboard_page(handle: str):
     histogram = figures["totals"]["ratings"]["histogram"]
     stars = [histogram[f"stars_{k}"] for k in range(1, 6)]
     rating_chart = charts.bar_chart([f"{k}★" for k in range(1, 6)], stars)
-    table = stats.subagent_table(session, own, start, end, offset=_table_offset(), limit=TABLE_ROWS)
+    table = stats.subagent_table(
+        session, own, start, end, sums.installs, offset=_table_offset(), limit=TABLE_ROWS
+    )
     for row in table.rows:
         row["sparkline"] = charts.sparkline(row["daily_active_users"])
         row["peak"] = max(row["daily_active_users"], default=0)
