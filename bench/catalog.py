@@ -5,10 +5,13 @@ workers, as in production), and drives each endpoint with concurrent keep-alive 
 browse, search, detail, lineage, tree, and `/api/v1/health` as the baseline, in short slices
 that alternate with the baseline's (``bench/interleave.py``). Prints req/s, p50, p99, and
 each endpoint's throughput as the median of its slice ratios to the baseline, with their
-spread and a "too noisy to judge" verdict; the last line is JSON.
+spread and a "too noisy to judge" verdict. Then each endpoint alone, open-loop, requests
+arriving at half its own throughput (``--paced-share``): its server p50 and p99 at a stated
+load. The last line is JSON.
 
     python bench/catalog.py [--quick] [--subagents N] [--clients C] [--seconds S]
                             [--slice-seconds S] [--noise-threshold F]
+                            [--paced-share S] [--paced-seconds S]
 
 Without SPRIG_TEST_POSTGRES_URL it re-runs itself under scripts/test-services.sh, which starts
 a throwaway PostgreSQL on loopback.
@@ -321,6 +324,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=None, help="per endpoint")
     parser.add_argument("--seed", type=int, default=1)
     interleave.add_arguments(parser)
+    interleave.add_paced_arguments(parser)
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
     parser.add_argument("--threads", type=int, default=8, help="threads per worker")
     parser.add_argument(
@@ -353,6 +357,9 @@ def main() -> None:
                 slice_seconds=slice_seconds,
                 threshold=args.noise_threshold,
             )
+        paced = interleave.paced_latencies(
+            port, endpoints, runs, args, default_seconds=3.0 if args.quick else 10.0
+        )
         # After the run: what the master (its index build) and each worker hold, and how
         # much of it they share.
         memory = {
@@ -370,6 +377,8 @@ def main() -> None:
         f"{forest['load_seconds']}s\n"
     )
     interleave.print_table(runs)
+    if paced:
+        interleave.print_paced(paced, args.paced_share)
     workers_rss = ", ".join(f"{w['rss']:,.0f}" for w in memory["workers"])
     workers_pss = ", ".join(f"{w['pss']:,.0f}" for w in memory["workers"])
     together = memory["master"]["pss"] + sum(w["pss"] for w in memory["workers"])
@@ -379,6 +388,8 @@ def main() -> None:
         f"(shared pages divided among them) {workers_pss} MiB; all together {together:,.0f} MiB"
     )
     figures = {name.split()[0]: run.figures() for name, run in runs.items()}
+    for name, open_loop in paced.items():
+        figures[name.split()[0]]["paced"] = open_loop
     print(
         json.dumps(
             {

@@ -34,6 +34,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from bench import loadgen
 from bench.loadgen import KeepAlive, Request, Result, _server_ms, percentile
 
 QUICK_SLICE_SECONDS = 0.5
@@ -512,3 +513,84 @@ def describe(rounds: int, slice_seconds: float, measured: int) -> str:
         f"{rounds} rounds of {slice_seconds:g}s slices, the baseline around each "
         f"({rounds * slice_seconds:g}s per workload, {total:g}s in all)"
     )
+
+
+# ------------------------------------------------------------------ at a stated load
+
+
+def add_paced_arguments(parser: argparse.ArgumentParser) -> None:
+    """The open-loop phase's flags (``paced_latencies``), for benches of reads."""
+    parser.add_argument(
+        "--paced-share",
+        type=float,
+        default=0.5,
+        metavar="S",
+        help="then each workload again alone, open-loop, requests arriving at S times its own "
+        "closed-loop throughput (Poisson): its latency at a stated load, not the queue the "
+        "clients make; 0 skips",
+    )
+    parser.add_argument(
+        "--paced-seconds", type=_positive, default=None, help="per workload, open-loop"
+    )
+
+
+def paced_latencies(
+    port: int,
+    workloads: Mapping[str, Sequence[str | Request]],
+    runs: Mapping[str, Interleaved],
+    args: argparse.Namespace,
+    *,
+    default_seconds: float,
+) -> dict[str, dict]:
+    """Each workload alone, open-loop, at ``--paced-share`` of the throughput it reached in
+    the interleaved closed-loop run (``loadgen.paced``): server p50 and p99, and the latency
+    from each request's scheduled time. Closed-loop clients keep the server saturated, so
+    their latencies are mostly the queue their number makes (four clients on two cores:
+    about twice a request's own time); a page is judged by its latency at a load it is meant
+    to carry. Empty when the share is 0."""
+    out: dict[str, dict] = {}
+    if args.paced_share <= 0:
+        return out
+    seconds = args.paced_seconds or default_seconds
+    for name, requests in workloads.items():
+        rate = args.paced_share * runs[name].rps
+        if rate <= 0:
+            continue
+        result = loadgen.paced(name, "127.0.0.1", port, requests, rate=rate, duration=seconds)
+        server = result.server_ms
+        out[name] = {
+            "rate": round(rate, 1),
+            "requests": result.requests,
+            "errors": result.errors,
+            "error_kinds": result.error_kinds,
+            "late_share": round(result.late / result.requests, 3) if result.requests else None,
+            "server_p50_ms": round(statistics.median(server), 2) if server else None,
+            "server_p99_ms": round(percentile(server, 99), 2) if server else None,
+            "p50_ms": round(result.p50, 2) if result.latencies_ms else None,
+            "p99_ms": round(result.p99, 2) if result.latencies_ms else None,
+        }
+    return out
+
+
+def print_paced(paced: dict[str, dict], share: float) -> None:
+    nan = float("nan")
+    print(
+        f"\nopen-loop, each workload alone, requests arriving at {share:.0%} of its own "
+        "closed-loop throughput (Poisson): server time (of the answers that send it) and the "
+        "latency from each request's scheduled time"
+    )
+    header = (
+        f"{'workload':<18} {'req/s':>7} {'srv p50':>8} {'srv p99':>8} {'p50':>7} {'p99':>7} "
+        f"{'late':>6} {'errors':>6}"
+    )
+    print(header)
+    print("-" * len(header))
+    for name, f in paced.items():
+        print(
+            f"{name:<18} {f['rate']:>7.1f} {f['server_p50_ms'] or nan:>8.1f} "
+            f"{f['server_p99_ms'] or nan:>8.1f} {f['p50_ms'] or nan:>7.1f} "
+            f"{f['p99_ms'] or nan:>7.1f} {f['late_share'] or 0:>6.1%} {f['errors']:>6}"
+        )
+    for name, f in paced.items():
+        if f["error_kinds"]:
+            print(f"  errors in {name}: {f['error_kinds']}")

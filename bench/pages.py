@@ -399,58 +399,6 @@ class Forker:
         }
 
 
-def paced_latencies(
-    port: int, workloads: dict, runs: dict, *, share: float, seconds: float
-) -> dict[str, dict]:
-    """Each workload alone, open-loop, at ``share`` of the throughput it reached closed-loop
-    (``loadgen.paced``): server p50 and p99, and the latency from each request's scheduled time.
-    Closed-loop clients keep the server saturated, so their latencies are mostly the queue that
-    their number makes (four clients on two cores: about twice a request's own time); a page
-    is judged by its latency at a load it is meant to carry."""
-    out = {}
-    for name, requests in workloads.items():
-        rate = share * runs[name].rps
-        if rate <= 0:
-            continue
-        result = loadgen.paced(name, "127.0.0.1", port, requests, rate=rate, duration=seconds)
-        server = result.server_ms
-        out[name] = {
-            "rate": round(rate, 1),
-            "requests": result.requests,
-            "errors": result.errors,
-            "error_kinds": result.error_kinds,
-            "late_share": round(result.late / result.requests, 3) if result.requests else None,
-            "server_p50_ms": round(statistics.median(server), 2) if server else None,
-            "server_p99_ms": round(loadgen.percentile(server, 99), 2) if server else None,
-            "p50_ms": round(result.p50, 2) if result.latencies_ms else None,
-            "p99_ms": round(result.p99, 2) if result.latencies_ms else None,
-        }
-    return out
-
-
-def print_paced(paced: dict[str, dict], share: float) -> None:
-    nan = float("nan")
-    print(
-        f"\nopen-loop, each page alone, requests arriving at {share:.0%} of its own closed-loop "
-        "throughput (Poisson): server time and the latency from each request's scheduled time"
-    )
-    header = (
-        f"{'page':<18} {'req/s':>7} {'srv p50':>8} {'srv p99':>8} {'p50':>7} {'p99':>7} "
-        f"{'late':>6} {'errors':>6}"
-    )
-    print(header)
-    print("-" * len(header))
-    for name, f in paced.items():
-        print(
-            f"{name:<18} {f['rate']:>7.1f} {f['server_p50_ms'] or nan:>8.1f} "
-            f"{f['server_p99_ms'] or nan:>8.1f} {f['p50_ms'] or nan:>7.1f} "
-            f"{f['p99_ms'] or nan:>7.1f} {f['late_share'] or 0:>6.1%} {f['errors']:>6}"
-        )
-    for name, f in paced.items():
-        if f["error_kinds"]:
-            print(f"  errors in {name}: {f['error_kinds']}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a smaller run, under a minute")
@@ -482,16 +430,8 @@ def main() -> None:
         help="how the sub-agents asked for are drawn: uniform (each page's own cost) or by "
         "Zipf's law (what the read cache meets in the field)",
     )
-    parser.add_argument(
-        "--paced-share",
-        type=float,
-        default=0.5,
-        metavar="S",
-        help="then each page again open-loop, requests arriving at S times its own throughput "
-        "(Poisson): its latency at a stated load, not the queue the clients make; 0 skips",
-    )
-    parser.add_argument("--paced-seconds", type=float, default=None, help="per page")
     interleave.add_arguments(parser)
+    interleave.add_paced_arguments(parser)
     args = parser.parse_args()
     url = database_url_or_rerun_with_servers()
     n = args.subagents or (20_000 if args.quick else 100_000)
@@ -583,16 +523,8 @@ def main() -> None:
                 slice_seconds=slice_seconds,
                 threshold=args.noise_threshold,
             )
-            paced = (
-                paced_latencies(
-                    port,
-                    workloads,
-                    runs,
-                    share=args.paced_share,
-                    seconds=args.paced_seconds or (4.0 if args.quick else 12.0),
-                )
-                if args.paced_share > 0
-                else {}
+            paced = interleave.paced_latencies(
+                port, workloads, runs, args, default_seconds=4.0 if args.quick else 12.0
             )
         tree = (
             None
@@ -639,7 +571,7 @@ def main() -> None:
         )
         print(f"\nanswers from the read cache: {shares}")
     if paced:
-        print_paced(paced, args.paced_share)
+        interleave.print_paced(paced, args.paced_share)
         for name, figures in paced.items():
             results[name]["paced"] = figures
     print(
