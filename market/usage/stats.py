@@ -443,11 +443,6 @@ def subagent_table(
     (``WindowSums.installs``); only the rows shown read their days. A creator with thousands
     of sub-agents gets a page as small as one with a few: at 3,000, every row's daily line
     made 2 MB of HTML and two seconds of work."""
-    if offset == 0 and len(subagents) <= limit:
-        # One page holds them all: their days are read anyway, and give the same sums.
-        rows = {row["id"]: row for row in per_subagent_summary(session, subagents, start, end)}
-        ordered = table_order(subagents, {i: row["installs"] for i, row in rows.items()})
-        return TablePage([rows[s.id] for s in ordered], len(ordered), 0, None)
     ordered = table_order(subagents, window_installs)
     shown = ordered[offset : offset + limit]
     return TablePage(
