@@ -25,7 +25,7 @@ from market.identity.models import User
 from market.identity.tokens import Principal
 from market.platform.db import PerDatabase, id_in, in_bound_ids, ranked_in
 from market.platform.errors import BadRequest, Forbidden
-from market.platform.pagination import decode_cursor, encode_cursor
+from market.platform.pagination import decode_cursor, decode_offset, encode_cursor
 from market.ranking.models import SubAgentScore
 
 if TYPE_CHECKING:
@@ -297,9 +297,7 @@ def _collapsed_page(
     lineage. When a full pool of a score sort (``sort_key``) is shown, the cursor continues
     after its last row in the plain order (``_by_score``). ``join`` adds what ``order`` reads
     from outside the sub-agent table (a search's positions)."""
-    offset = decode_cursor(cursor, (int,))[0] if cursor else 0
-    if not 0 <= offset <= MAX_SEARCH_OFFSET:
-        offset = MAX_SEARCH_OFFSET
+    offset = min(decode_offset(cursor), MAX_SEARCH_OFFSET)
     # What collapsing reads of a row (``evolution.clones.Listing``): the rows are collapsed as
     # they come, with no object built per row.
     columns = [

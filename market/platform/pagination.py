@@ -37,6 +37,17 @@ def decode_cursor(cursor: str, shape: tuple[type, ...]) -> list:
     return values
 
 
+def decode_offset(cursor: str | None) -> int:
+    """A cursor that is a place in a list, from 0 (``encode_cursor(offset)``); none is the
+    start. A negative place was not made here: a 400, not a slice from the list's end."""
+    if not cursor:
+        return 0
+    (offset,) = decode_cursor(cursor, (int,))
+    if offset < 0:
+        raise BadRequest("The cursor is not one this API made.")
+    return offset
+
+
 def newest_first_page(
     session: Session,
     statement: Select,

@@ -15,7 +15,7 @@ from market.identity.tokens import caller
 from market.platform import limits, metrics
 from market.platform.api_deps import commit, db, parse_model
 from market.platform.errors import BadRequest, PayloadTooLarge
-from market.platform.pagination import decode_cursor, encode_cursor
+from market.platform.pagination import decode_offset, encode_cursor
 from market.platform.state import app_state
 from market.platform.time import utcnow
 from market.usage import ingest, ratings, rollups, stats
@@ -177,9 +177,14 @@ def creator_stats(handle: str, query: CreatorStatsQuery):
     ids = [s.id for s in own]
     sums = stats.window_sums(session, ids, start, end)
     figures = stats.usage_stats(session, ids, start, end, query.granularity, sums)
-    offset = decode_cursor(query.cursor, (int,))[0] if query.cursor else 0
     table = stats.subagent_table(
-        session, own, start, end, sums.installs, offset=offset, limit=query.limit
+        session,
+        own,
+        start,
+        end,
+        sums.installs,
+        offset=decode_offset(query.cursor),
+        limit=query.limit,
     )
     return CreatorStats(
         handle=creator.handle,

@@ -327,6 +327,8 @@ def test_search_in_chinese_and_japanese_matches_characters(client, alice, bob):
     rest = client.get(f"{API}/subagents?q=每天记录&limit=1&cursor={both['next_cursor']}")
     pages = [c["id"] for c in both["items"]] + [c["id"] for c in rest.get_json()["items"]]
     assert sorted(pages) == sorted([water["id"], meals["id"]])
+    # A place before the list's start was not made here ([-1]).
+    assert client.get(f"{API}/subagents?q=每天记录&limit=1&cursor=Wy0xXQ").status_code == 400
     assert client.get(f"{API}/subagents?q=睡眠").get_json()["items"][0]["id"] == sleep["id"]
     in_category = client.get(f"{API}/subagents?q=记录&category=family").get_json()["items"]
     assert [c["id"] for c in in_category] == [meals["id"]]

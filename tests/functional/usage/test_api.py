@@ -555,7 +555,8 @@ def test_a_creators_sub_agents_come_a_page_at_a_time_in_the_dashboards_order(cli
     for limit in (0, 101, -1, "x"):
         assert_problem(client.get(f"{base}?limit={limit}", headers=world.alice.headers), 422)
     assert_problem(client.get(f"{base}?cursor={'a' * 201}", headers=world.alice.headers), 422)
-    for cursor in ("not-a-cursor", "WzEsMl0", "WyJ4Il0"):  # [1,2] and ["x"]: not an offset
+    # [1,2], ["x"] and [-5]: not a place in the list (a negative one sliced from its end).
+    for cursor in ("not-a-cursor", "WzEsMl0", "WyJ4Il0", "Wy01XQ"):
         assert_problem(client.get(f"{base}?cursor={cursor}", headers=world.alice.headers), 400)
     # Past the end: no rows and no cursor, the figures still there.
     past = client.get(f"{base}?cursor=WzEwMF0", headers=world.alice.headers).get_json()  # [100]
