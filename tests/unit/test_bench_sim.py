@@ -299,3 +299,45 @@ def test_the_spearman_target_names_the_oracles_lead_and_leaves_it_out_of_the_bas
     assert target["best_baseline"] == "thompson-mean"
     assert target["gap"] == pytest.approx(0.08) and not target["met"]
     assert target["ceiling_gap"] == pytest.approx(0.095) and not target["reachable"]
+
+
+def test_the_spearman_lead_is_judged_by_its_paired_standard_error():
+    """Both estimators order the same young forks of a seed: a seed hard for one is hard for
+    the other, so the lead is read seed by seed. Spread of ρ across seeds that the two share
+    leaves the lead's error small; a lead whose 95% interval holds 0.1 is undecided."""
+
+    def young(values):
+        return {"offline_spearman_young": figure(values)}
+
+    shared = [0.55, 0.95, 0.70, 0.85, 0.60, 0.90]  # seeds differ a lot, for both alike
+    steady = spearman_target(
+        {
+            "sprig": young([v + 0.15 for v in shared]),
+            "mean-rating": young(shared),
+            ORACLE: young([v + 0.16 for v in shared]),
+        }
+    )
+    assert steady["gap"] == pytest.approx(0.15) and steady["gap_se"] < 1e-9
+    assert steady["verdict"] == "met" and steady["ceiling_verdict"] == "met"
+
+    short = spearman_target(
+        {"sprig": young([v + 0.08 for v in shared]), "mean-rating": young(shared)}
+    )
+    assert short["verdict"] == "missed"
+
+    # The same +0.08 on average, but the lead itself varies from seed to seed: undecided.
+    noisy_lead = [0.0, 0.2, -0.05, 0.2, 0.05, 0.08]
+    noisy = spearman_target(
+        {
+            "sprig": young([v + d for v, d in zip(shared, noisy_lead, strict=True)]),
+            "mean-rating": young(shared),
+        }
+    )
+    assert noisy["gap"] == pytest.approx(0.08) and noisy["gap_se"] > 0.03
+    assert noisy["verdict"] == "undecided"
+
+    # A seed where either is NaN is left out of the pairs.
+    gappy = spearman_target(
+        {"sprig": young([0.9, float("nan"), 0.8]), "mean-rating": young([0.7, 0.6, float("nan")])}
+    )
+    assert gappy["gap_seeds"] == 1
