@@ -406,6 +406,14 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=None, help="per page")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=8,
+        help="threads per worker (fewer lower the server's times by moving the wait in front of "
+        "the app: judge them by the client's columns)",
+    )
     parser.add_argument("--no-browser", action="store_true", help="skip the Chromium part")
     parser.add_argument(
         "--read-cache",
@@ -471,8 +479,8 @@ def main() -> None:
     server = start_gunicorn(
         url,
         port,
-        workers=2,
-        threads=8,
+        workers=args.workers,
+        threads=args.threads,
         cache_seconds=args.read_cache,
         startup_seconds=startup_allowance(total),
     )
@@ -603,6 +611,8 @@ def main() -> None:
                 "writes": forker.figures(),
                 "subagents": total,
                 "clients": args.clients,
+                "workers": args.workers,
+                "threads": args.threads,
                 "seconds": seconds,
                 "slice_seconds": slice_seconds,
                 "rounds": rounds,
