@@ -14,7 +14,15 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from bench.evolution_sim import ORACLE, WORLDS, cell, figure, offline_estimates, spearman_target
+from bench.evolution_sim import (
+    ORACLE,
+    WORLDS,
+    cell,
+    figure,
+    offline_estimates,
+    regret_target,
+    spearman_target,
+)
 from bench.sim_oracle import UTILITY_GRID, _rating_interval, oracle_quality
 from bench.sim_policies import FAIR_BASELINES, POLICIES, make_policy
 from bench.sim_world import STAR_CUTS, Log, World, WorldParams, draw_world
@@ -341,3 +349,36 @@ def test_the_spearman_lead_is_judged_by_its_paired_standard_error():
         {"sprig": young([0.9, float("nan"), 0.8]), "mean-rating": young([0.7, 0.6, float("nan")])}
     )
     assert gappy["gap_seeds"] == 1
+
+
+def test_the_regret_ratio_is_judged_by_resampling_whole_seeds():
+    def regrets(values):
+        return {"regret": figure(values)}
+
+    # Seeds differ tenfold in how hard they are, for every policy alike: the ratio is steady.
+    hard = [1000.0, 9000.0, 3000.0, 6000.0, 2000.0, 8000.0]
+    steady = regret_target(
+        {
+            "sprig": regrets([0.6 * v for v in hard]),
+            "eps-greedy": regrets(hard),
+            "ucb": regrets([2 * v for v in hard]),
+        }
+    )
+    assert steady["best_fair_baseline"] == "eps-greedy"
+    assert steady["ratio"] == pytest.approx(0.6)
+    assert steady["ratio_interval"] == pytest.approx([0.6, 0.6])
+    assert steady["verdict"] == "met"
+
+    # The same 0.6 overall, from seeds where Sprig is far better and seeds where it is worse.
+    mixed = regret_target(
+        {
+            "sprig": regrets([200.0, 9000.0, 600.0, 6000.0, 400.0, 1200.0]),
+            "eps-greedy": regrets(hard),
+        }
+    )
+    assert mixed["ratio"] == pytest.approx(0.6)
+    low, high = mixed["ratio_interval"]
+    assert low < 0.6 < 0.7 < high and mixed["verdict"] == "undecided"
+
+    worse = regret_target({"sprig": regrets(hard), "thompson-mean": regrets(hard)})
+    assert worse["verdict"] == "missed"
