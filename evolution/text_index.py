@@ -612,13 +612,10 @@ class SuggestionIndex:
         exact = int(budget.sum())
         slots = len(self._ids.view)
         partial = self._accumulate(features[:exact], weights[:exact], slots)
-        partial[~self._allowed(category, granted_scopes)] = 0.0
-        hit = np.flatnonzero(partial > 0)
+        np.multiply(partial, self._allowed(category, granted_scopes), out=partial)
+        hit = top_slots(partial, CANDIDATES)
         if not len(hit):
             return []
-        if len(hit) > CANDIDATES:
-            hit = hit[np.argpartition(-partial[hit], CANDIDATES - 1)[:CANDIDATES]]
-        hit.sort()
         relevance = partial[hit] + self._lookup(features[exact:], weights[exact:], hit)
         is_word = features >= N_GRAM_FEATURES
         # The word half alone, unscaled (÷ √2·(1 − λ)·(1/√2)): cos(words) in [0, 1].
@@ -694,6 +691,38 @@ class SuggestionIndex:
                 found = posting[where] == local
                 extra[positions[found]] += weight if presence else data[where[found]] * weight
         return extra
+
+
+# Every SAMPLE_STRIDE-th slot is read to guess how high the k-th best partial score is.
+SAMPLE_STRIDE = 64
+
+
+def top_slots(partial: np.ndarray, k: int) -> np.ndarray:
+    """The slots of the ``k`` highest positive scores (all positive ones when fewer), sorted.
+
+    A common word's n-grams reach nearly every listing: at a million sub-agents a search for
+    "reading" scored all 1,005,000, and listing the positive slots and selecting the best 400
+    among them took 4 ms of its 11. A stride sample guesses a threshold that about twice ``k``
+    slots reach; when at least ``k`` do, the best ``k`` are among them (every slot left out
+    scores below the threshold, and so below ``k`` slots that reach it), and only those are
+    selected. Otherwise, as with few hits, every positive slot is. On a million random scores
+    (all positive, or a tenth): 5.7–6.0 → 1.2 ms and 3.4 → 1.4 ms, the same scores selected."""
+    sample = partial[::SAMPLE_STRIDE]
+    guess = 2 * k // SAMPLE_STRIDE + 1
+    if sample.size > guess:
+        threshold = np.partition(sample, sample.size - guess)[sample.size - guess]
+        if threshold > 0:
+            hit = np.flatnonzero(partial >= threshold)
+            if len(hit) >= k:
+                return _best(partial, hit, k)
+    return _best(partial, np.flatnonzero(partial > 0), k)
+
+
+def _best(partial: np.ndarray, hit: np.ndarray, k: int) -> np.ndarray:
+    if len(hit) > k:
+        hit = hit[np.argpartition(-partial[hit], k - 1)[:k]]
+        hit.sort()
+    return hit
 
 
 def _postings(segment, features: np.ndarray, weights: np.ndarray):

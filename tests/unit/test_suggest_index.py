@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from sklearn.feature_extraction.text import HashingVectorizer
 
+from evolution import text_index
 from evolution.scripts import script_of
 from evolution.text_index import (
     N_GRAM_FEATURES,
@@ -15,6 +16,7 @@ from evolution.text_index import (
     SuggestionIndex,
     count_matrix,
     explain_match,
+    top_slots,
 )
 
 WATER = SubAgentDocument(
@@ -259,3 +261,51 @@ def test_explanations_name_the_matched_words_per_field():
 )
 def test_script_of(text, script):
     assert script_of(text) == script
+
+
+def _top_by_brute_force(partial: np.ndarray, k: int) -> np.ndarray:
+    positive = np.flatnonzero(partial > 0)
+    return np.sort(partial[positive])[::-1][:k]
+
+
+@pytest.mark.parametrize(
+    "shape",
+    ["every slot scores", "a tenth score", "fewer than k score", "none scores", "ties at the cut"],
+)
+def test_the_candidates_are_the_best_scores_whichever_way_they_are_found(shape):
+    """The sampled threshold (most slots scoring) and the plain selection (few scoring) pick the
+    same scores as sorting them all: the k best positive ones, slots in order."""
+    rng = np.random.default_rng(7)
+    n, k = 200_000, 400
+    if shape == "every slot scores":
+        partial = rng.gamma(2.0, 0.05, n).astype(np.float32)
+    elif shape == "a tenth score":
+        partial = np.where(rng.random(n) < 0.1, rng.gamma(2.0, 0.05, n), 0.0).astype(np.float32)
+    elif shape == "fewer than k score":
+        partial = np.zeros(n, np.float32)
+        partial[rng.choice(n, 150, replace=False)] = rng.random(150).astype(np.float32) + 0.01
+    elif shape == "none scores":
+        partial = np.zeros(n, np.float32)
+    else:  # a catalog of copies: thousands of slots share the few highest scores
+        partial = rng.choice(
+            np.array([0.0, 0.1, 0.2, 0.3], np.float32), n, p=[0.5, 0.3, 0.19, 0.01]
+        )
+    hit = top_slots(partial, k)
+    assert np.all(np.diff(hit) > 0)
+    assert np.all(partial[hit] > 0)
+    assert np.array_equal(np.sort(partial[hit])[::-1], _top_by_brute_force(partial, k))
+
+
+def test_when_most_slots_score_only_those_over_the_sampled_threshold_are_selected(monkeypatch):
+    """The sample is what makes a common word cheap: the selection must be handed a few
+    thousand slots over the threshold, not every slot that scores."""
+    handed = []
+    best = text_index._best
+    monkeypatch.setattr(
+        text_index,
+        "_best",
+        lambda partial, hit, k: handed.append(len(hit)) or best(partial, hit, k),
+    )
+    partial = np.random.default_rng(3).gamma(2.0, 0.05, 200_000).astype(np.float32)
+    top_slots(partial, 400)
+    assert len(handed) == 1 and 400 <= handed[0] < 5_000
