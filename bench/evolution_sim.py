@@ -462,18 +462,12 @@ def regret_target(summary: dict) -> dict | None:
     low, high = paired_ratio_interval(
         summary["sprig"]["regret"]["per_seed"], summary[best]["regret"]["per_seed"]
     )
-    if high <= REGRET_TARGET:
-        verdict = "met"
-    elif low > REGRET_TARGET:
-        verdict = "missed"
-    else:
-        verdict = "undecided"
     return {
         "best_fair_baseline": best,
         "ratio": ratio,
         "ratio_interval": [low, high],
         "met": bool(ratio <= REGRET_TARGET),
-        "verdict": verdict,
+        "verdict": interval_verdict(ratio, low, high, REGRET_TARGET, at_most=True),
     }
 
 
@@ -513,13 +507,11 @@ def spearman_target(offline: dict) -> dict | None:
         "gap_se": lead["se"],
         "gap_seeds": lead["n"],
         "met": bool(gap >= SPEARMAN_TARGET),
-        "verdict": target_verdict(gap, lead["se"]),
+        "verdict": lead_verdict(lead, gap),
         "ceiling_gap": ceiling,
         "ceiling_gap_se": ceiling_lead["se"] if ceiling_lead else float("nan"),
         "reachable": bool(ceiling >= SPEARMAN_TARGET),
-        "ceiling_verdict": target_verdict(ceiling, ceiling_lead["se"])
-        if ceiling_lead
-        else "unknown",
+        "ceiling_verdict": lead_verdict(ceiling_lead, ceiling) if ceiling_lead else "unknown",
         "share_of_ceiling": gap / ceiling if ceiling > 0 else float("nan"),
     }
 
@@ -538,17 +530,25 @@ def paired_lead(offline: dict, leader: str, other: str) -> dict:
     return {"mean": float(differences.mean()) if n else float("nan"), "se": se, "n": n}
 
 
-def target_verdict(lead: float, se: float) -> str:
-    """ "met" or "missed" when the 95% interval of the lead (± 1.96 standard errors) lies on one
-    side of SPEARMAN_TARGET; "undecided" when it holds the target: more seeds are needed before
-    either can be said."""
-    if not (math.isfinite(lead) and math.isfinite(se)):
-        return "met" if lead >= SPEARMAN_TARGET else "missed"
-    if lead - 1.96 * se >= SPEARMAN_TARGET:
-        return "met"
-    if lead + 1.96 * se < SPEARMAN_TARGET:
-        return "missed"
-    return "undecided"
+def lead_verdict(lead: dict, gap: float) -> str:
+    """A ρ-young lead (``paired_lead``) against SPEARMAN_TARGET: judged on the paired mean ±
+    1.96 standard errors; with under two paired seeds, ``gap`` (the means' difference) alone."""
+    half = 1.96 * lead["se"]
+    return interval_verdict(gap, lead["mean"] - half, lead["mean"] + half, SPEARMAN_TARGET)
+
+
+def interval_verdict(
+    point: float, low: float, high: float, target: float, *, at_most: bool = False
+) -> str:
+    """ "met" or "missed" when the 95% interval [low, high] lies on one side of ``target``
+    (a figure to reach, or with ``at_most`` one to stay under); "undecided" when it holds the
+    target: more seeds are needed before either can be said. Without an interval (NaN), the
+    point figure decides."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        low = high = point
+    if at_most:
+        return "met" if high <= target else "missed" if low > target else "undecided"
+    return "met" if low >= target else "missed" if high < target else "undecided"
 
 
 def evaluate(params: WorldParams, seeds: list[int], names: list[str], jobs: int, work) -> list:
